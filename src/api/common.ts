@@ -1,0 +1,415 @@
+// Shared pieces of the four custom resources: group/version, annotations, condition vocabulary, the managed
+// spec and status bases, and the small zod helpers every kind file uses so that each field carries a
+// description (kubectl explain and docs/crd-reference.md read them) and a length bound (CEL cost estimation).
+import { createHash } from "node:crypto";
+import { z } from "zod";
+
+export const GROUP = "gpucloud.dev";
+export const VERSION = "v1alpha1";
+export const API_VERSION = `${GROUP}/${VERSION}`;
+export const CATEGORY = "gpucloud";
+export const FINALIZER = "gpucloud.dev/finalizer";
+
+export const ANNOTATIONS = {
+  /** `"true"` stops all cloud calls for the object (status shows reason Paused). */
+  paused: "gpucloud.dev/paused",
+  /** A timestamp; a value newer than status.lastResetRequestedAt asks for one RESET of the VM. */
+  resetRequestedAt: "gpucloud.dev/reset-requested-at",
+  /** A duration such as `5m`: how often a Ready object is checked for drift. */
+  syncPeriod: "gpucloud.dev/sync-period",
+} as const;
+export const PAUSED_ANNOTATION = ANNOTATIONS.paused;
+export const RESET_ANNOTATION = ANNOTATIONS.resetRequestedAt;
+export const SYNC_PERIOD_ANNOTATION = ANNOTATIONS.syncPeriod;
+
+/** The Secret a resource uses when spec.credentialsRef is left out. */
+export const DEFAULT_CREDENTIALS_SECRET = "gpucloud-credentials";
+
+/** kstatus-compatible condition types (kubectl wait, Argo CD and Flux read these). */
+export const CONDITION_TYPES = ["Ready", "Reconciling", "Stalled"] as const;
+export type ConditionType = (typeof CONDITION_TYPES)[number];
+export const CONDITION_STATUSES = ["True", "False", "Unknown"] as const;
+export type ConditionStatus = (typeof CONDITION_STATUSES)[number];
+
+/** The fixed set of condition and event reasons. */
+export const REASONS = {
+  Creating: "Creating",
+  Updating: "Updating",
+  Deleting: "Deleting",
+  WaitingForOperation: "WaitingForOperation",
+  WaitingForDependency: "WaitingForDependency",
+  CapacityUnavailable: "CapacityUnavailable",
+  PaymentMethodRequired: "PaymentMethodRequired",
+  CredentialsMissing: "CredentialsMissing",
+  CredentialsInvalid: "CredentialsInvalid",
+  InvalidSpec: "InvalidSpec",
+  ImmutableFieldChanged: "ImmutableFieldChanged",
+  NameConflict: "NameConflict",
+  RateLimited: "RateLimited",
+  ApiUnavailable: "ApiUnavailable",
+  NotSupported: "NotSupported",
+  OperationFailed: "OperationFailed",
+  Paused: "Paused",
+  Observed: "Observed",
+  Available: "Available",
+} as const;
+export type Reason = (typeof REASONS)[keyof typeof REASONS];
+
+/** One line per reason: what it means for the user. Rendered into docs/crd-reference.md. */
+export const REASON_DESCRIPTIONS: Readonly<Record<Reason, string>> = {
+  Creating: "The cloud resource is being created (create requested or its operation in progress).",
+  Updating: "The cloud resource is being changed to match the spec (type, disks, power state, rules, size).",
+  Deleting: "The object is being deleted and the cloud resource is being removed (or orphaned).",
+  WaitingForOperation: "A cloud operation is in progress; the operator polls it before doing anything else.",
+  WaitingForDependency: "A referenced object (disk, network, VM, Secret, ConfigMap) is missing or not Ready yet.",
+  CapacityUnavailable: "No location in the list has capacity for the VM type right now; retried with backoff.",
+  PaymentMethodRequired: "The organization has no valid payment method; resources cannot be created until it does.",
+  CredentialsMissing: "The credentials Secret, or a key in it, does not exist.",
+  CredentialsInvalid: "The cloud API rejected the credentials (401/403); fixed by updating the Secret.",
+  InvalidSpec: "The spec is invalid for the cloud (rejected with 400, or unknown type, image or location).",
+  ImmutableFieldChanged: "A field that cannot change after creation was changed; revert it or recreate the object.",
+  NameConflict: "The cloud name is already used by a resource this object does not own.",
+  RateLimited: "The cloud API answered 429; the operator waits for Retry-After before trying again.",
+  ApiUnavailable: "The cloud API is unreachable or failing (network error, timeout, 5xx); retried with backoff.",
+  NotSupported: "The cloud API does not offer an endpoint this change needs (404/405 on that route).",
+  OperationFailed: "A cloud operation ended FAILED; the message carries the cloud's code and text.",
+  Paused: "The gpucloud.dev/paused annotation is set; the operator makes no cloud calls for this object.",
+  Observed: "managementPolicy is Observe: the cloud resource is read into status but never changed.",
+  Available: "The cloud resource exists and matches the spec.",
+};
+
+// ---------------------------------------------------------------------------------------------------------
+// zod helpers: every field gets a description; strings get length bounds
+// ---------------------------------------------------------------------------------------------------------
+
+/** A Kubernetes object name (DNS subdomain) in the same namespace. */
+export const OBJECT_NAME_PATTERN = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
+/** A key in a Secret or ConfigMap. */
+export const DATA_KEY_PATTERN = /^[-._a-zA-Z0-9]+$/;
+/** A cloud location identifier such as `us-east1-a`. */
+export const LOCATION_PATTERN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+/** A name as the cloud accepts it: lowercase letters, digits, `-` and `.`, at most 63 characters. */
+export const CLOUD_NAME_PATTERN = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
+
+/** A bounded string with a description. */
+export function text(description: string, maxLength = 253) {
+  return z.string().max(maxLength).meta({ description });
+}
+
+/** A reference to another object of the same namespace by name. */
+export function localObjectReference(description: string, nameDescription: string) {
+  return z
+    .object({ name: z.string().min(1).max(253).regex(OBJECT_NAME_PATTERN).meta({ description: nameDescription }) })
+    .meta({ description });
+}
+
+/** The meaningful part of an object's metadata; unknown fields pass (the operator reads what it needs). */
+export const ObjectMeta = z.looseObject({
+  name: z.string().min(1),
+  namespace: z.string().min(1),
+  uid: z.string().optional(),
+  generation: z.number().int().optional(),
+  resourceVersion: z.string().optional(),
+  creationTimestamp: z.string().optional(),
+  deletionTimestamp: z.string().optional(),
+  labels: z.record(z.string(), z.string()).optional(),
+  annotations: z.record(z.string(), z.string()).optional(),
+  finalizers: z.array(z.string()).optional(),
+});
+export type ObjectMeta = z.infer<typeof ObjectMeta>;
+
+// ---------------------------------------------------------------------------------------------------------
+// Cloud names
+// ---------------------------------------------------------------------------------------------------------
+
+export const MAX_CLOUD_NAME_LENGTH = 63;
+
+/**
+ * The cloud name of an object without spec.cloudName: `<namespace>-<name>`, lowercase, at most 63 characters.
+ * Longer names keep their start and get `-<8 hex digits of sha256>` so that two long names stay distinct and
+ * a re-created object (or a restarted operator) finds the same cloud resource again.
+ */
+export function defaultCloudName(namespace: string, name: string): string {
+  if (namespace === "" || name === "") throw new Error("defaultCloudName needs a namespace and a name");
+  const full = `${namespace}-${name}`.toLowerCase();
+  if (full.length <= MAX_CLOUD_NAME_LENGTH) return full;
+  const hash = createHash("sha256").update(full).digest("hex").slice(0, 8);
+  const head = full.slice(0, MAX_CLOUD_NAME_LENGTH - hash.length - 1).replace(/[-.]+$/, "");
+  return `${head}-${hash}`;
+}
+
+/** The name of a resource in the cloud: spec.cloudName when set, else the deterministic default. */
+export function cloudNameOf(object: { metadata: { namespace: string; name: string }; spec: { cloudName?: string } }) {
+  return object.spec.cloudName ?? defaultCloudName(object.metadata.namespace, object.metadata.name);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Managed spec base
+// ---------------------------------------------------------------------------------------------------------
+
+export const DELETION_POLICIES = ["Delete", "Orphan"] as const;
+export const MANAGEMENT_POLICIES = ["Manage", "Observe"] as const;
+
+export const CredentialsRef = localObjectReference(
+  "The Secret in the same namespace that holds the cloud credentials (key apiKey, or keys email and password) " +
+    `and optionally projectId. Defaults to ${DEFAULT_CREDENTIALS_SECRET}.`,
+  "Name of the Secret.",
+);
+
+/** Fields every kind's spec starts with. Spread into each kind's z.object. */
+export const managedSpecShape = {
+  cloudName: z
+    .string()
+    .min(1)
+    .max(MAX_CLOUD_NAME_LENGTH)
+    .regex(CLOUD_NAME_PATTERN)
+    .optional()
+    .meta({
+      description:
+        "Name of the resource in the cloud. Defaults to <namespace>-<name> (lowercase, shortened with a hash " +
+        "suffix beyond 63 characters). Cannot change once set.",
+    }),
+  credentialsRef: CredentialsRef.default({ name: DEFAULT_CREDENTIALS_SECRET }),
+  deletionPolicy: z.enum(DELETION_POLICIES).default("Delete").meta({
+    description: "What happens to the cloud resource when this object is deleted: Delete it, or Orphan (keep) it.",
+  }),
+  managementPolicy: z
+    .enum(MANAGEMENT_POLICIES)
+    .default("Manage")
+    .meta({
+      description:
+        "Manage: create, change and delete the cloud resource. Observe: only read it into status (needs id or " +
+        "an existing resource with the cloud name).",
+    }),
+  id: z.string().min(1).max(128).optional().meta({
+    description: "Id of an existing cloud resource to adopt instead of creating one. Cannot change once set.",
+  }),
+};
+
+export interface CelRule {
+  rule: string;
+  message: string;
+  /** Optional: the field the error is reported on (relative to the node carrying the rule). */
+  fieldPath?: string;
+  reason?: "FieldValueInvalid" | "FieldValueForbidden" | "FieldValueRequired" | "FieldValueDuplicate";
+}
+
+/** `field` cannot change once set, and cannot be removed (spec-level transition rule). */
+export function immutableOnceSet(field: string): CelRule {
+  return {
+    rule: `!has(oldSelf.${field}) || (has(self.${field}) && self.${field} == oldSelf.${field})`,
+    message: `${field} cannot change once set`,
+    fieldPath: `.${field}`,
+  };
+}
+
+/** `field` cannot change, be added or be removed after creation. */
+export function immutable(field: string): CelRule {
+  return {
+    rule: `has(self.${field}) == has(oldSelf.${field}) && (!has(self.${field}) || self.${field} == oldSelf.${field})`,
+    message: `${field} is immutable`,
+    fieldPath: `.${field}`,
+  };
+}
+
+/** Exactly one of the fields is set. */
+export function exactlyOneOf(fields: readonly string[], message: string): CelRule {
+  return { rule: `[${fields.map((f) => `has(self.${f})`).join(", ")}].filter(x, x).size() == 1`, message };
+}
+
+/** At most one of the fields is set. */
+export function atMostOneOf(fields: readonly string[], message: string): CelRule {
+  return { rule: `[${fields.map((f) => `has(self.${f})`).join(", ")}].filter(x, x).size() <= 1`, message };
+}
+
+/** Spec-level rules every kind carries. */
+export const managedSpecRules: readonly CelRule[] = [immutableOnceSet("cloudName"), immutableOnceSet("id")];
+
+/** zod mirror of exactlyOneOf/atMostOneOf, for superRefine. */
+export function countSet(value: Record<string, unknown>, fields: readonly string[]): number {
+  return fields.filter((field) => value[field] !== undefined).length;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Status base
+// ---------------------------------------------------------------------------------------------------------
+
+/** A Kubernetes timestamp (RFC 3339). Enforced by the API server; read tolerantly. */
+export function timestamp(description: string) {
+  return z.string().max(64).meta({ description, format: "date-time" });
+}
+
+export const Condition = z
+  .object({
+    type: z
+      .string()
+      .min(1)
+      .max(316)
+      .meta({ description: `Condition type: ${CONDITION_TYPES.join(", ")}.` }),
+    status: z.enum(CONDITION_STATUSES).meta({ description: "True, False or Unknown." }),
+    reason: z
+      .string()
+      .min(1)
+      .max(1024)
+      .regex(/^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/)
+      .meta({ description: "One of the fixed reasons (CamelCase), see docs/crd-reference.md." }),
+    message: z.string().max(32768).optional().meta({ description: "Human-readable detail." }),
+    lastTransitionTime: timestamp("When the status of this condition last changed."),
+    observedGeneration: z
+      .int()
+      .min(0)
+      .optional()
+      .meta({ description: "metadata.generation the condition was computed from." }),
+  })
+  .meta({ description: "An observation of the object's state (kstatus-compatible)." });
+export type Condition = z.infer<typeof Condition>;
+
+export const OperationRecord = z
+  .object({
+    id: text("Cloud operation id.", 128),
+    name: text("Operation name: CREATE, UPDATE, DELETE, START, STOP, RESET or RESIZE.", 32),
+    state: text("IN_PROGRESS, SUCCEEDED or FAILED.", 32),
+    startedAt: text("When the operation started (cloud timestamp).", 64).optional(),
+    completedAt: text("When the operation finished (cloud timestamp); empty while in progress.", 64).optional(),
+  })
+  .meta({ description: "A cloud operation started for this object." });
+export type OperationRecord = z.infer<typeof OperationRecord>;
+
+export const MAX_OPERATION_HISTORY = 10;
+
+export const CreatePending = z
+  .object({
+    cloudName: text("Cloud name the create was requested with.", MAX_CLOUD_NAME_LENGTH),
+    location: text("Location the create was requested in (empty for kinds without location).", 63).optional(),
+    requestedAt: timestamp("When the create was requested."),
+  })
+  .meta({
+    description:
+      "Recorded before a create is sent, so that after a crash the operator looks the resource up by name " +
+      "instead of creating a second one.",
+  });
+export type CreatePending = z.infer<typeof CreatePending>;
+
+/** Fields every kind's status starts with. Spread into each kind's z.object. */
+export const managedStatusShape = {
+  observedGeneration: z
+    .int()
+    .min(0)
+    .optional()
+    .meta({ description: "metadata.generation the status was last computed from." }),
+  conditions: z
+    .array(Condition)
+    .max(8)
+    .optional()
+    .meta({
+      description: "Ready, Reconciling and Stalled conditions.",
+      "x-kubernetes-list-type": "map",
+      "x-kubernetes-list-map-keys": ["type"],
+    }),
+  id: text("Id of the cloud resource.", 128).optional(),
+  cloudName: text("Name of the resource in the cloud.", MAX_CLOUD_NAME_LENGTH).optional(),
+  projectId: text("Cloud project the resource lives in.", 128).optional(),
+  operation: OperationRecord.optional(),
+  operations: z
+    .array(OperationRecord)
+    .max(MAX_OPERATION_HISTORY)
+    .optional()
+    .meta({ description: `Recent cloud operations, newest first (at most ${MAX_OPERATION_HISTORY}).` }),
+  lastError: text("The last error met while reconciling, empty once resolved.", 4096).optional(),
+  createPending: CreatePending.optional(),
+  locationIndex: z
+    .int()
+    .min(0)
+    .max(64)
+    .optional()
+    .meta({ description: "Position in the location fallback list currently being tried." }),
+};
+
+/** The managed part of every kind, for code that handles all kinds alike (the generic reconciler). */
+export const ManagedSpec = z.object(managedSpecShape);
+export type ManagedSpec = z.infer<typeof ManagedSpec>;
+export const ManagedStatus = z.object(managedStatusShape);
+export type ManagedStatus = z.infer<typeof ManagedStatus>;
+
+/** What every parsed GpuVm, GpuDisk, GpuNetwork and GpuFirewallRule is assignable to. */
+export interface ManagedResource {
+  apiVersion: string;
+  kind: string;
+  metadata: ObjectMeta;
+  spec: ManagedSpec;
+  status?: ManagedStatus;
+}
+
+/** The condition of the given type, if present. */
+export function findCondition(
+  conditions: readonly Condition[] | undefined,
+  type: ConditionType,
+): Condition | undefined {
+  return conditions?.find((condition) => condition.type === type);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Kind descriptors
+// ---------------------------------------------------------------------------------------------------------
+
+export interface PrinterColumn {
+  name: string;
+  type: "string" | "integer" | "number" | "boolean" | "date";
+  jsonPath: string;
+  description: string;
+  priority?: number;
+}
+
+export const READY_COLUMN: PrinterColumn = {
+  name: "Ready",
+  type: "string",
+  jsonPath: '.status.conditions[?(@.type=="Ready")].status',
+  description: "Status of the Ready condition.",
+};
+export const REASON_COLUMN: PrinterColumn = {
+  name: "Reason",
+  type: "string",
+  jsonPath: '.status.conditions[?(@.type=="Ready")].reason',
+  description: "Reason of the Ready condition.",
+};
+export const AGE_COLUMN: PrinterColumn = {
+  name: "Age",
+  type: "date",
+  jsonPath: ".metadata.creationTimestamp",
+  description: "Time since the object was created.",
+};
+export const ID_COLUMN: PrinterColumn = {
+  name: "ID",
+  type: "string",
+  jsonPath: ".status.id",
+  description: "Id of the cloud resource.",
+  priority: 1,
+};
+
+export interface KindInfo<
+  Schema extends z.ZodType = z.ZodType,
+  SpecSchema extends z.ZodType = z.ZodType,
+  StatusSchema extends z.ZodType = z.ZodType,
+> {
+  kind: string;
+  plural: string;
+  singular: string;
+  shortNames: readonly string[];
+  listKind: string;
+  categories: readonly string[];
+  /** One paragraph: the CRD's top-level description (kubectl explain <kind>). */
+  description: string;
+  schema: Schema;
+  specSchema: SpecSchema;
+  statusSchema: StatusSchema;
+  printerColumns: readonly PrinterColumn[];
+}
+
+/** The apiVersion/kind/metadata envelope of a kind's object schema. */
+export function objectEnvelope<K extends string>(kind: K) {
+  return {
+    apiVersion: z.literal(API_VERSION).default(API_VERSION),
+    kind: z.literal(kind).default(kind),
+    metadata: ObjectMeta,
+  };
+}

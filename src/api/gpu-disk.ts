@@ -1,0 +1,153 @@
+// GpuDisk: an attachable data disk (persistent SSD or shared volume).
+import { z } from "zod";
+import { BLOCK_SIZES, DISK_TYPES, SIZE_PATTERN } from "../cloud/wire.ts";
+import {
+  AGE_COLUMN,
+  type CelRule,
+  ID_COLUMN,
+  immutable,
+  type KindInfo,
+  LOCATION_PATTERN,
+  managedSpecRules,
+  managedSpecShape,
+  managedStatusShape,
+  objectEnvelope,
+  READY_COLUMN,
+  REASON_COLUMN,
+  text,
+} from "./common.ts";
+
+const GIB_PER_TIB = 1024;
+/** Limits from the cloud's contract: persistent-ssd 1 GiB–10 TiB; shared-volume 1–1000 TiB in whole TiB. */
+export const PERSISTENT_SSD_MAX_GIB = 10 * GIB_PER_TIB;
+export const SHARED_VOLUME_MIN_GIB = GIB_PER_TIB;
+export const SHARED_VOLUME_MAX_GIB = 1000 * GIB_PER_TIB;
+
+/** `512GiB` → 512, `2TiB` → 2048; undefined when the text is not a size. */
+export function sizeInGiB(size: string): number | undefined {
+  const match = SIZE_PATTERN.exec(size);
+  if (match === null) return undefined;
+  const amount = Number(match[1]);
+  return match[2] === "TiB" ? amount * GIB_PER_TIB : amount;
+}
+
+/** The same conversion in CEL, for the rules below (size is already checked against SIZE_PATTERN). */
+function celGiB(expr: string): string {
+  return `(int(${expr}.substring(0, ${expr}.size() - 3)) * (${expr}.endsWith('TiB') ? ${GIB_PER_TIB} : 1))`;
+}
+
+export const DiskLocation = z.string().min(1).max(63).regex(LOCATION_PATTERN).meta({
+  description: "Location of the disk, such as us-east1-a. Immutable; a VM can only attach disks of its location.",
+});
+
+const specRules: readonly CelRule[] = [
+  ...managedSpecRules,
+  immutable("location"),
+  immutable("type"),
+  immutable("blockSize"),
+  {
+    rule: `${celGiB("self.size")} >= ${celGiB("oldSelf.size")}`,
+    message: "size can only grow",
+    fieldPath: ".size",
+  },
+  {
+    rule: `self.type != 'persistent-ssd' || ${celGiB("self.size")} <= ${PERSISTENT_SSD_MAX_GIB}`,
+    message: "a persistent-ssd disk is at most 10TiB",
+    fieldPath: ".size",
+  },
+  {
+    rule: `self.type != 'shared-volume' || (${celGiB("self.size")} % ${GIB_PER_TIB} == 0 && ${celGiB("self.size")} >= ${SHARED_VOLUME_MIN_GIB} && ${celGiB("self.size")} <= ${SHARED_VOLUME_MAX_GIB})`,
+    message: "a shared-volume disk is 1TiB to 1000TiB in whole TiB",
+    fieldPath: ".size",
+  },
+];
+
+export const GpuDiskSpec = z
+  .object({
+    ...managedSpecShape,
+    size: z
+      .string()
+      .max(16)
+      .regex(SIZE_PATTERN, "size must be a whole number followed by GiB or TiB, such as 512GiB or 1TiB")
+      .meta({
+        description:
+          "Size: a whole number followed by GiB or TiB (512GiB, 1TiB). persistent-ssd: 1GiB to 10TiB; " +
+          "shared-volume: 1TiB to 1000TiB in whole TiB. Can grow, never shrink.",
+      }),
+    location: DiskLocation,
+    type: z
+      .enum(DISK_TYPES)
+      .default("persistent-ssd")
+      .meta({ description: "persistent-ssd (attach to one VM read-write) or shared-volume. Immutable." }),
+    blockSize: z
+      .literal(BLOCK_SIZES)
+      .default(4096)
+      .meta({ description: "Block size in bytes: 512 or 4096. Immutable." }),
+  })
+  .superRefine((spec, ctx) => {
+    const gib = sizeInGiB(spec.size);
+    if (gib === undefined) return; // the regex above already reported it
+    if (spec.type === "persistent-ssd" && gib > PERSISTENT_SSD_MAX_GIB) {
+      ctx.addIssue({ code: "custom", path: ["size"], message: "a persistent-ssd disk is at most 10TiB" });
+    }
+    if (
+      spec.type === "shared-volume" &&
+      (gib % GIB_PER_TIB !== 0 || gib < SHARED_VOLUME_MIN_GIB || gib > SHARED_VOLUME_MAX_GIB)
+    ) {
+      ctx.addIssue({ code: "custom", path: ["size"], message: "a shared-volume disk is 1TiB to 1000TiB in whole TiB" });
+    }
+  })
+  .meta({ description: "Desired state of the disk.", "x-kubernetes-validations": specRules });
+export type GpuDiskSpec = z.infer<typeof GpuDiskSpec>;
+
+export const DiskAttachmentStatus = z
+  .object({
+    vmId: text("Id of the VM the disk is attached to.", 128),
+    mode: text("read-write or read-only.", 16),
+  })
+  .meta({ description: "A VM the disk is attached to." });
+
+export const GpuDiskStatus = z
+  .object({
+    ...managedStatusShape,
+    size: text("Size as the cloud reports it.", 16).optional(),
+    sizeBytes: z.int().min(0).optional().meta({ description: "Size in bytes." }),
+    attachedTo: z.array(DiskAttachmentStatus).max(64).optional().meta({ description: "VMs the disk is attached to." }),
+  })
+  .meta({ description: "Observed state of the disk." });
+export type GpuDiskStatus = z.infer<typeof GpuDiskStatus>;
+
+export const GpuDisk = z.object({
+  ...objectEnvelope("GpuDisk"),
+  spec: GpuDiskSpec,
+  status: GpuDiskStatus.optional(),
+});
+export type GpuDisk = z.infer<typeof GpuDisk>;
+
+export const gpuDiskKind: KindInfo<typeof GpuDisk, typeof GpuDiskSpec, typeof GpuDiskStatus> = {
+  kind: "GpuDisk",
+  plural: "gpudisks",
+  singular: "gpudisk",
+  shortNames: ["gdisk"],
+  listKind: "GpuDiskList",
+  categories: ["gpucloud"],
+  description: "GpuDisk is a data disk in the GPU cloud that GpuVms attach through spec.disks.",
+  schema: GpuDisk,
+  specSchema: GpuDiskSpec,
+  statusSchema: GpuDiskStatus,
+  printerColumns: [
+    { name: "Size", type: "string", jsonPath: ".spec.size", description: "Requested size." },
+    { name: "Type", type: "string", jsonPath: ".spec.type", description: "Disk type." },
+    { name: "Location", type: "string", jsonPath: ".spec.location", description: "Location of the disk." },
+    {
+      name: "Attached",
+      type: "string",
+      jsonPath: ".status.attachedTo[*].vmId",
+      description: "VMs the disk is attached to.",
+    },
+    READY_COLUMN,
+    REASON_COLUMN,
+    ID_COLUMN,
+    AGE_COLUMN,
+  ],
+};

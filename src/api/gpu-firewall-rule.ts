@@ -1,0 +1,165 @@
+// GpuFirewallRule: an allow/deny rule on a GpuNetwork.
+import { z } from "zod";
+import { FIREWALL_ACTIONS, FIREWALL_DIRECTIONS, FIREWALL_PROTOCOLS } from "../cloud/wire.ts";
+import {
+  AGE_COLUMN,
+  type CelRule,
+  countSet,
+  exactlyOneOf,
+  ID_COLUMN,
+  immutable,
+  type KindInfo,
+  localObjectReference,
+  managedSpecRules,
+  managedSpecShape,
+  managedStatusShape,
+  objectEnvelope,
+  READY_COLUMN,
+  REASON_COLUMN,
+  text,
+} from "./common.ts";
+import { cidr } from "./gpu-network.ts";
+
+const PORT_NUMBER = "(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3})";
+/** A port (`22`) or an inclusive range (`8000-9000`), 1–65535. */
+export const PORT_OR_RANGE_PATTERN = new RegExp(`^${PORT_NUMBER}(-${PORT_NUMBER})?$`);
+export const MAX_ENDPOINTS = 64;
+export const MAX_PORTS = 64;
+
+const ENDPOINT_FIELDS = ["cidr", "vmRef", "resourceId"] as const;
+const NETWORK_FIELDS = ["networkRef", "networkId"] as const;
+
+export const FirewallEndpoint = z
+  .object({
+    cidr: cidr("An IPv4 range such as 0.0.0.0/0.").optional(),
+    vmRef: localObjectReference(
+      "A GpuVm in the same namespace; the rule follows its cloud id.",
+      "Name of the GpuVm.",
+    ).optional(),
+    resourceId: text("Id of a cloud resource (a VM) outside Kubernetes.", 128).optional(),
+  })
+  .superRefine((endpoint, ctx) => {
+    if (countSet(endpoint, ENDPOINT_FIELDS) !== 1) {
+      ctx.addIssue({ code: "custom", message: "set exactly one of cidr, vmRef and resourceId" });
+    }
+  })
+  .meta({
+    description: "One of: cidr, vmRef or resourceId.",
+    "x-kubernetes-validations": [exactlyOneOf(ENDPOINT_FIELDS, "set exactly one of cidr, vmRef and resourceId")],
+  });
+export type FirewallEndpoint = z.infer<typeof FirewallEndpoint>;
+
+function portList(description: string) {
+  return z
+    .array(
+      z
+        .string()
+        .max(11)
+        .regex(PORT_OR_RANGE_PATTERN, 'ports are strings from "1" to "65535", or ranges such as "8000-9000"')
+        .meta({ description: 'A port ("22") or range ("8000-9000").' }),
+    )
+    .max(MAX_PORTS)
+    .superRefine((ports, ctx) => {
+      ports.forEach((port, index) => {
+        const [low, high] = port.split("-").map(Number);
+        if (low !== undefined && high !== undefined && low > high) {
+          ctx.addIssue({ code: "custom", path: [index], message: `port range ${port} ends before it starts` });
+        }
+      });
+    })
+    .optional()
+    .meta({
+      description,
+      "x-kubernetes-validations": [
+        {
+          rule: "self.all(p, !p.contains('-') || int(p.substring(0, p.indexOf('-'))) <= int(p.substring(p.indexOf('-') + 1)))",
+          message: "a port range must not end before it starts",
+        },
+      ],
+    });
+}
+
+function endpointList(description: string) {
+  return z.array(FirewallEndpoint).max(MAX_ENDPOINTS).optional().meta({ description });
+}
+
+const specRules: readonly CelRule[] = [
+  ...managedSpecRules,
+  exactlyOneOf(NETWORK_FIELDS, "set exactly one of networkRef and networkId"),
+  immutable("networkRef"),
+  immutable("networkId"),
+  immutable("direction"),
+  immutable("action"),
+];
+
+export const GpuFirewallRuleSpec = z
+  .object({
+    ...managedSpecShape,
+    networkRef: localObjectReference(
+      "The GpuNetwork in the same namespace the rule belongs to.",
+      "Name of the GpuNetwork.",
+    ).optional(),
+    networkId: text("Id of an existing cloud network the rule belongs to.", 128).optional(),
+    direction: z.enum(FIREWALL_DIRECTIONS).meta({ description: "ingress or egress. Immutable." }),
+    action: z.enum(FIREWALL_ACTIONS).meta({ description: "allow or deny. Immutable." }),
+    protocols: z
+      .array(z.enum(FIREWALL_PROTOCOLS).meta({ description: "tcp, udp or icmp." }))
+      .min(1)
+      .max(FIREWALL_PROTOCOLS.length)
+      .refine((protocols) => new Set(protocols).size === protocols.length, "protocols must not repeat")
+      .meta({ description: "Protocols the rule matches.", "x-kubernetes-list-type": "set" }),
+    sources: endpointList("Where traffic comes from; empty means anywhere."),
+    destinations: endpointList("Where traffic goes to; empty means anywhere."),
+    sourcePorts: portList("Source ports; empty means all ports."),
+    destinationPorts: portList("Destination ports; empty means all ports."),
+  })
+  .superRefine((spec, ctx) => {
+    if (countSet(spec, NETWORK_FIELDS) !== 1) {
+      ctx.addIssue({ code: "custom", message: "set exactly one of networkRef and networkId" });
+    }
+  })
+  .meta({ description: "Desired state of the firewall rule.", "x-kubernetes-validations": specRules });
+export type GpuFirewallRuleSpec = z.infer<typeof GpuFirewallRuleSpec>;
+
+export const GpuFirewallRuleStatus = z
+  .object({
+    ...managedStatusShape,
+    state: text("State of the rule as the cloud reports it.", 64).optional(),
+    networkId: text("Id of the cloud network the rule belongs to.", 128).optional(),
+  })
+  .meta({ description: "Observed state of the firewall rule." });
+export type GpuFirewallRuleStatus = z.infer<typeof GpuFirewallRuleStatus>;
+
+export const GpuFirewallRule = z.object({
+  ...objectEnvelope("GpuFirewallRule"),
+  spec: GpuFirewallRuleSpec,
+  status: GpuFirewallRuleStatus.optional(),
+});
+export type GpuFirewallRule = z.infer<typeof GpuFirewallRule>;
+
+export const gpuFirewallRuleKind: KindInfo<
+  typeof GpuFirewallRule,
+  typeof GpuFirewallRuleSpec,
+  typeof GpuFirewallRuleStatus
+> = {
+  kind: "GpuFirewallRule",
+  plural: "gpufirewallrules",
+  singular: "gpufirewallrule",
+  shortNames: ["gfw"],
+  listKind: "GpuFirewallRuleList",
+  categories: ["gpucloud"],
+  description: "GpuFirewallRule allows or denies traffic on a GpuNetwork, by protocol, endpoint and port.",
+  schema: GpuFirewallRule,
+  specSchema: GpuFirewallRuleSpec,
+  statusSchema: GpuFirewallRuleStatus,
+  printerColumns: [
+    { name: "Direction", type: "string", jsonPath: ".spec.direction", description: "ingress or egress." },
+    { name: "Action", type: "string", jsonPath: ".spec.action", description: "allow or deny." },
+    { name: "Protocols", type: "string", jsonPath: ".spec.protocols", description: "Matched protocols." },
+    { name: "State", type: "string", jsonPath: ".status.state", description: "State in the cloud." },
+    READY_COLUMN,
+    REASON_COLUMN,
+    ID_COLUMN,
+    AGE_COLUMN,
+  ],
+};

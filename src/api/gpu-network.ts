@@ -1,0 +1,75 @@
+// GpuNetwork: a VPC network that firewall rules attach to.
+import { z } from "zod";
+import { CIDR_PATTERN } from "../cloud/wire.ts";
+import {
+  AGE_COLUMN,
+  type CelRule,
+  ID_COLUMN,
+  immutable,
+  type KindInfo,
+  managedSpecRules,
+  managedSpecShape,
+  managedStatusShape,
+  objectEnvelope,
+  READY_COLUMN,
+  REASON_COLUMN,
+  text,
+} from "./common.ts";
+
+export const DEFAULT_NETWORK_CIDR = "10.0.0.0/16";
+
+/** An IPv4 CIDR such as 10.0.0.0/16. */
+export function cidr(description: string) {
+  return z.string().max(18).regex(CIDR_PATTERN, "must be an IPv4 CIDR such as 10.0.0.0/16").meta({ description });
+}
+
+const specRules: readonly CelRule[] = [...managedSpecRules, immutable("cidr")];
+
+export const GpuNetworkSpec = z
+  .object({
+    ...managedSpecShape,
+    cidr: cidr("IPv4 address range of the network. Immutable.").default(DEFAULT_NETWORK_CIDR),
+  })
+  .meta({ description: "Desired state of the network.", "x-kubernetes-validations": specRules });
+export type GpuNetworkSpec = z.infer<typeof GpuNetworkSpec>;
+
+export const GpuNetworkStatus = z
+  .object({
+    ...managedStatusShape,
+    cidr: text("Address range as the cloud reports it.", 18).optional(),
+    gateway: text("Gateway address of the network.", 64).optional(),
+    subnets: z
+      .array(text("A subnet of the network.", 64))
+      .max(64)
+      .optional()
+      .meta({ description: "Subnets of the network." }),
+  })
+  .meta({ description: "Observed state of the network." });
+export type GpuNetworkStatus = z.infer<typeof GpuNetworkStatus>;
+
+export const GpuNetwork = z.object({
+  ...objectEnvelope("GpuNetwork"),
+  spec: GpuNetworkSpec,
+  status: GpuNetworkStatus.optional(),
+});
+export type GpuNetwork = z.infer<typeof GpuNetwork>;
+
+export const gpuNetworkKind: KindInfo<typeof GpuNetwork, typeof GpuNetworkSpec, typeof GpuNetworkStatus> = {
+  kind: "GpuNetwork",
+  plural: "gpunetworks",
+  singular: "gpunetwork",
+  shortNames: ["gnet"],
+  listKind: "GpuNetworkList",
+  categories: ["gpucloud"],
+  description: "GpuNetwork is a VPC network in the GPU cloud; GpuFirewallRules apply to it.",
+  schema: GpuNetwork,
+  specSchema: GpuNetworkSpec,
+  statusSchema: GpuNetworkStatus,
+  printerColumns: [
+    { name: "CIDR", type: "string", jsonPath: ".spec.cidr", description: "Address range." },
+    READY_COLUMN,
+    REASON_COLUMN,
+    ID_COLUMN,
+    AGE_COLUMN,
+  ],
+};

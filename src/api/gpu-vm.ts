@@ -1,0 +1,267 @@
+// GpuVm: a GPU virtual machine, its boot image, SSH access, scripts, attached disks and power state.
+import { z } from "zod";
+import { DISK_MODES, VM_TYPES } from "../cloud/wire.ts";
+import {
+  AGE_COLUMN,
+  atMostOneOf,
+  type CelRule,
+  countSet,
+  DATA_KEY_PATTERN,
+  exactlyOneOf,
+  ID_COLUMN,
+  immutable,
+  type KindInfo,
+  LOCATION_PATTERN,
+  localObjectReference,
+  managedSpecRules,
+  managedSpecShape,
+  managedStatusShape,
+  OBJECT_NAME_PATTERN,
+  objectEnvelope,
+  READY_COLUMN,
+  REASON_COLUMN,
+  text,
+} from "./common.ts";
+
+/** OpenSSH public key line: algorithm, base64 blob, optional comment. */
+export const SSH_PUBLIC_KEY_PATTERN =
+  /^(ssh-(rsa|ed25519)|ecdsa-sha2-nistp(256|384|521)|sk-(ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com) [A-Za-z0-9+/]+={0,3}( [^\r\n]*)?$/;
+export const POWER_STATES = ["Running", "Stopped"] as const;
+export const SCRIPT_SOURCE_KINDS = ["ConfigMap", "Secret"] as const;
+export const MAX_LOCATIONS = 10;
+export const MAX_VM_DISKS = 16;
+/** Startup and shutdown scripts are sent inline in the create request; keep them reasonable. */
+export const MAX_SCRIPT_LENGTH = 65536;
+
+function objectName(description: string) {
+  return z.string().min(1).max(253).regex(OBJECT_NAME_PATTERN).meta({ description });
+}
+function dataKey(description: string) {
+  return z.string().min(1).max(253).regex(DATA_KEY_PATTERN).meta({ description });
+}
+
+const location = z.string().min(1).max(63).regex(LOCATION_PATTERN);
+
+export const SecretKeyRef = z
+  .object({ name: objectName("Name of the Secret."), key: dataKey("Key in the Secret.") })
+  .meta({ description: "A key of a Secret in the same namespace." });
+
+export const ScriptRef = z
+  .object({
+    kind: z.enum(SCRIPT_SOURCE_KINDS).meta({ description: "ConfigMap or Secret." }),
+    name: objectName("Name of the ConfigMap or Secret."),
+    key: dataKey("Key holding the script."),
+  })
+  .meta({ description: "A script stored in a ConfigMap or Secret of the same namespace." });
+
+const DISK_SOURCE_FIELDS = ["diskRef", "id"] as const;
+
+export const VmDiskAttachment = z
+  .object({
+    diskRef: localObjectReference("A GpuDisk in the same namespace.", "Name of the GpuDisk.").optional(),
+    id: text("Id of an existing cloud disk.", 128).optional(),
+    mode: z.enum(DISK_MODES).default("read-write").meta({ description: "read-write or read-only." }),
+  })
+  .superRefine((disk, ctx) => {
+    if (countSet(disk, DISK_SOURCE_FIELDS) !== 1) {
+      ctx.addIssue({ code: "custom", message: "set exactly one of diskRef and id" });
+    }
+  })
+  .meta({
+    description: "A data disk to attach: a GpuDisk reference or a cloud disk id.",
+    "x-kubernetes-validations": [exactlyOneOf(DISK_SOURCE_FIELDS, "set exactly one of diskRef and id")],
+  });
+export type VmDiskAttachment = z.infer<typeof VmDiskAttachment>;
+
+const CONNECTION_FIELDS = ["secretName", "configMapName"] as const;
+
+export const ConnectionDetails = z
+  .object({
+    secretName: objectName("Secret to write the connection details to.").optional(),
+    configMapName: objectName("ConfigMap to write the connection details to.").optional(),
+  })
+  .superRefine((details, ctx) => {
+    if (countSet(details, CONNECTION_FIELDS) !== 1) {
+      ctx.addIssue({ code: "custom", message: "set exactly one of secretName and configMapName" });
+    }
+  })
+  .meta({
+    description: "Where the operator publishes publicIP, privateIP, sshDestination and id (owned by this GpuVm).",
+    "x-kubernetes-validations": [exactlyOneOf(CONNECTION_FIELDS, "set exactly one of secretName and configMapName")],
+  });
+
+/** The family of the type (`a100-80gb.8x` → `a100-80gb`) in CEL. */
+function celFamily(expr: string): string {
+  return `${expr}.substring(0, ${expr}.lastIndexOf('.'))`;
+}
+
+const specRules: readonly CelRule[] = [
+  ...managedSpecRules,
+  atMostOneOf(["location", "locations"], "set location or locations, not both"),
+  {
+    rule: "has(self.location) || has(self.locations) || has(self.id)",
+    message: "set location or locations (or id to adopt an existing VM)",
+  },
+  atMostOneOf(["sshPublicKey", "sshPublicKeySecretRef"], "set sshPublicKey or sshPublicKeySecretRef, not both"),
+  {
+    rule: "has(self.sshPublicKey) || has(self.sshPublicKeySecretRef) || has(self.id)",
+    message: "set sshPublicKey or sshPublicKeySecretRef (or id to adopt an existing VM)",
+  },
+  atMostOneOf(["startupScript", "startupScriptRef"], "set startupScript or startupScriptRef, not both"),
+  atMostOneOf(["shutdownScript", "shutdownScriptRef"], "set shutdownScript or shutdownScriptRef, not both"),
+  immutable("location"),
+  immutable("locations"),
+  {
+    rule: `${celFamily("self.type")} == ${celFamily("oldSelf.type")}`,
+    message: "type can only change within its family (the part before the dot, e.g. a100-80gb.1x to a100-80gb.8x)",
+    fieldPath: ".type",
+  },
+];
+
+function isSet(value: unknown): boolean {
+  return value !== undefined;
+}
+
+export const GpuVmSpec = z
+  .object({
+    ...managedSpecShape,
+    type: z.enum(VM_TYPES).meta({
+      description:
+        "VM type: <family>.<gpus>x, such as a100-80gb.8x. Can change within its family while the VM is stopped.",
+    }),
+    location: location
+      .optional()
+      .meta({ description: "Location to create the VM in, such as us-east1-a. Immutable. Or use locations." }),
+    locations: z
+      .array(location.meta({ description: "A location." }))
+      .min(1)
+      .max(MAX_LOCATIONS)
+      .refine((list) => new Set(list).size === list.length, "locations must not repeat")
+      .optional()
+      .meta({
+        description: "Locations to try in order: the next one is tried when the previous has no capacity. Immutable.",
+        "x-kubernetes-list-type": "set",
+      }),
+    image: text("OS image name, such as ubuntu22.04-nvidia-550. The cloud's default image when empty.").optional(),
+    sshPublicKey: z
+      .string()
+      .max(16384)
+      .regex(SSH_PUBLIC_KEY_PATTERN, "must be an OpenSSH public key line such as 'ssh-ed25519 AAAA... user@host'")
+      .optional()
+      .meta({ description: "OpenSSH public key installed on the VM (ssh-ed25519 AAAA... user@host)." }),
+    sshPublicKeySecretRef: SecretKeyRef.optional().meta({
+      description: "A Secret key holding the SSH public key, instead of sshPublicKey.",
+    }),
+    startupScript: z
+      .string()
+      .max(MAX_SCRIPT_LENGTH)
+      .optional()
+      .meta({ description: "Script run when the VM boots. Or use startupScriptRef." }),
+    startupScriptRef: ScriptRef.optional().meta({
+      description: "A ConfigMap or Secret key holding the startup script.",
+    }),
+    shutdownScript: z
+      .string()
+      .max(MAX_SCRIPT_LENGTH)
+      .optional()
+      .meta({ description: "Script run when the VM shuts down. Or use shutdownScriptRef." }),
+    shutdownScriptRef: ScriptRef.optional().meta({
+      description: "A ConfigMap or Secret key holding the shutdown script.",
+    }),
+    disks: z
+      .array(VmDiskAttachment)
+      .max(MAX_VM_DISKS)
+      .optional()
+      .meta({ description: "Data disks to attach, in order. Changes attach and detach while the VM runs." }),
+    powerState: z
+      .enum(POWER_STATES)
+      .default("Running")
+      .meta({ description: "Running or Stopped: the operator starts or stops the VM to match." }),
+    connectionDetails: ConnectionDetails.optional(),
+  })
+  .superRefine((spec, ctx) => {
+    const pairs: [string, string, boolean][] = [
+      ["location", "locations", false],
+      ["sshPublicKey", "sshPublicKeySecretRef", false],
+      ["startupScript", "startupScriptRef", true],
+      ["shutdownScript", "shutdownScriptRef", true],
+    ];
+    const fields: Record<string, unknown> = spec;
+    for (const [inline, reference, optional] of pairs) {
+      const count = countSet(fields, [inline, reference]);
+      if (count > 1)
+        ctx.addIssue({ code: "custom", path: [reference], message: `set ${inline} or ${reference}, not both` });
+      if (count === 0 && !optional && !isSet(spec.id)) {
+        ctx.addIssue({
+          code: "custom",
+          path: [inline],
+          message: `set ${inline} or ${reference} (or id to adopt an existing VM)`,
+        });
+      }
+    }
+  })
+  .meta({ description: "Desired state of the VM.", "x-kubernetes-validations": specRules });
+export type GpuVmSpec = z.infer<typeof GpuVmSpec>;
+
+export const AttachedDiskStatus = z
+  .object({
+    id: text("Cloud id of the disk.", 128),
+    name: text("Cloud name of the disk.", 128).optional(),
+    mode: text("read-write or read-only.", 16).optional(),
+  })
+  .meta({ description: "A data disk attached to the VM." });
+
+export const GpuVmStatus = z
+  .object({
+    ...managedStatusShape,
+    state: text("VM state as the cloud reports it (STATE_RUNNING, STATE_STOPPED, ...).", 64).optional(),
+    type: text("VM type as the cloud reports it.", 64).optional(),
+    location: text("Location the VM was created in.", 63).optional(),
+    publicIP: text("Public IPv4 address.", 64).optional(),
+    privateIP: text("Private IPv4 address.", 64).optional(),
+    sshDestination: text("user@host to ssh into.", 320).optional(),
+    hourlyPriceUSD: z.number().min(0).optional().meta({ description: "Price of the VM type in US dollars per hour." }),
+    attachedDisks: z
+      .array(AttachedDiskStatus)
+      .max(MAX_VM_DISKS + 1)
+      .optional()
+      .meta({ description: "Data disks attached to the VM." }),
+    // Copied verbatim from the annotation, which users write by hand: no date-time format here.
+    lastResetRequestedAt: text(
+      "Value of the gpucloud.dev/reset-requested-at annotation last acted on (one RESET per new value).",
+      64,
+    ).optional(),
+  })
+  .meta({ description: "Observed state of the VM." });
+export type GpuVmStatus = z.infer<typeof GpuVmStatus>;
+
+export const GpuVm = z.object({
+  ...objectEnvelope("GpuVm"),
+  spec: GpuVmSpec,
+  status: GpuVmStatus.optional(),
+});
+export type GpuVm = z.infer<typeof GpuVm>;
+
+export const gpuVmKind: KindInfo<typeof GpuVm, typeof GpuVmSpec, typeof GpuVmStatus> = {
+  kind: "GpuVm",
+  plural: "gpuvms",
+  singular: "gpuvm",
+  shortNames: ["gvm"],
+  listKind: "GpuVmList",
+  categories: ["gpucloud"],
+  description: "GpuVm is a GPU virtual machine in the GPU cloud.",
+  schema: GpuVm,
+  specSchema: GpuVmSpec,
+  statusSchema: GpuVmStatus,
+  printerColumns: [
+    { name: "Type", type: "string", jsonPath: ".spec.type", description: "VM type." },
+    { name: "Location", type: "string", jsonPath: ".status.location", description: "Location of the VM." },
+    { name: "State", type: "string", jsonPath: ".status.state", description: "State in the cloud." },
+    { name: "Public-IP", type: "string", jsonPath: ".status.publicIP", description: "Public IPv4 address." },
+    READY_COLUMN,
+    REASON_COLUMN,
+    { name: "$/Hour", type: "number", jsonPath: ".status.hourlyPriceUSD", description: "Price per hour in USD." },
+    ID_COLUMN,
+    AGE_COLUMN,
+  ],
+};

@@ -1,0 +1,13 @@
+// Every custom resource kind, in the order the CRDs and the reference doc list them.
+import type { KindInfo } from "./common.ts";
+import { gpuDiskKind } from "./gpu-disk.ts";
+import { gpuFirewallRuleKind } from "./gpu-firewall-rule.ts";
+import { gpuNetworkKind } from "./gpu-network.ts";
+import { gpuVmKind } from "./gpu-vm.ts";
+
+export const KINDS: readonly KindInfo[] = [gpuVmKind, gpuDiskKind, gpuNetworkKind, gpuFirewallRuleKind];
+
+/** The kind descriptor by kind name (`GpuVm`), or undefined. */
+export function kindInfo(kind: string): KindInfo | undefined {
+  return KINDS.find((info) => info.kind === kind);
+}
