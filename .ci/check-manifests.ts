@@ -145,7 +145,8 @@ async function checkKustomize(): Promise<AreaResult> {
         continue;
       }
       const { kind, problems } = validator.check(object);
-      if (kind !== undefined) result.failures.push(...problems.map((problem) => `document ${index} ${kind}: ${problem}`));
+      if (kind !== undefined)
+        result.failures.push(...problems.map((problem) => `document ${index} ${kind}: ${problem}`));
     }
   } catch (error) {
     result.failures.push(errorMessage(error));
@@ -165,7 +166,9 @@ async function main(): Promise<number> {
   let failed = 0;
   for (const result of results) {
     const status = result.failures.length > 0 ? "FAIL" : "ok";
-    process.stdout.write(`${status.padEnd(4)} ${result.area}: ${result.checked} checked${result.note ? ` (${result.note})` : ""}\n`);
+    process.stdout.write(
+      `${status.padEnd(4)} ${result.area}: ${result.checked} checked${result.note ? ` (${result.note})` : ""}\n`,
+    );
     for (const failure of result.failures) process.stdout.write(`     ${failure}\n`);
     failed += result.failures.length;
   }
@@ -178,7 +181,9 @@ main().then(
     process.exitCode = code;
   },
   (error: unknown) => {
-    process.stderr.write(`check-manifests: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.stderr.write(
+      `check-manifests: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
     process.exitCode = 1;
   },
 );
