@@ -1,0 +1,158 @@
+// Credentials of the cloud client: a project API key (sent as is), or email + password exchanged for
+// short-lived access tokens. Tokens are renewed ahead of expiry, by ONE refresh shared by every concurrent
+// request; single-use refresh tokens are rotated; a refused refresh token falls back to a fresh sign-in.
+import type { Logger } from "pino";
+import { CloudError } from "./errors.ts";
+import type { Transport } from "./transport.ts";
+import { TokenResponse } from "./wire.ts";
+
+export type Credentials = { apiKey: string } | { email: string; password: string };
+
+const TOKEN_ROUTE = "/auth/token";
+/** Renew when less than this share of the token's lifetime is left (capped by REFRESH_AHEAD_MAX_MS). */
+const REFRESH_AHEAD_SHARE = 0.2;
+const REFRESH_AHEAD_MAX_MS = 60_000;
+
+export function validateCredentials(credentials: unknown): Credentials {
+  if (typeof credentials === "object" && credentials !== null) {
+    const record = credentials as Record<string, unknown>;
+    if (typeof record.apiKey === "string" && record.apiKey.trim() !== "") return { apiKey: record.apiKey };
+    if (typeof record.email === "string" && record.email !== "" && typeof record.password === "string") {
+      if (record.password !== "") return { email: record.email, password: record.password };
+    }
+  }
+  throw new TypeError("cloud credentials need a non-empty apiKey, or a non-empty email and password");
+}
+
+interface TokenState {
+  accessToken: string;
+  refreshToken: string;
+  /** Monotonic time (ms) after which the access token is renewed before use. */
+  renewAt: number;
+}
+
+export interface Authenticator {
+  /** The Authorization header value for the next request. */
+  authorization(signal?: AbortSignal): Promise<string>;
+  /** A request sent with `usedAuthorization` got 401: true when retrying once with a new token makes sense. */
+  recoverFromUnauthorized(usedAuthorization: string, signal?: AbortSignal): Promise<boolean>;
+}
+
+export class ApiKeyAuthenticator implements Authenticator {
+  readonly #header: string;
+  constructor(apiKey: string) {
+    this.#header = `Bearer ${apiKey}`;
+  }
+  async authorization(): Promise<string> {
+    return this.#header;
+  }
+  async recoverFromUnauthorized(): Promise<boolean> {
+    // A project key does not expire; a 401 means it was revoked, and asking again will not help.
+    return false;
+  }
+}
+
+export class PasswordAuthenticator implements Authenticator {
+  readonly #email: string;
+  #password: string;
+  readonly #transport: Transport;
+  readonly #logger: Logger;
+  readonly #now: () => number;
+  #state: TokenState | undefined;
+  #renewal: Promise<TokenState> | undefined;
+
+  constructor(
+    credentials: { email: string; password: string },
+    transport: Transport,
+    logger: Logger,
+    now: () => number = () => performance.now(),
+  ) {
+    this.#email = credentials.email;
+    this.#password = credentials.password;
+    this.#transport = transport;
+    this.#logger = logger;
+    this.#now = now;
+  }
+
+  async authorization(signal?: AbortSignal): Promise<string> {
+    const state = this.#state;
+    if (state && this.#now() < state.renewAt) return `Bearer ${state.accessToken}`;
+    const renewed = await this.#renew(signal);
+    return `Bearer ${renewed.accessToken}`;
+  }
+
+  async recoverFromUnauthorized(usedAuthorization: string, signal?: AbortSignal): Promise<boolean> {
+    const current = this.#state;
+    // Someone already renewed since that request left: just retry with the new token.
+    if (current && `Bearer ${current.accessToken}` !== usedAuthorization) return true;
+    if (current) current.renewAt = Number.NEGATIVE_INFINITY;
+    await this.#renew(signal);
+    return true;
+  }
+
+  /** The user's current sign-in (the password follows changePassword). */
+  signIn(): { email: string; password: string } {
+    return { email: this.#email, password: this.#password };
+  }
+
+  /** After a successful password change, later sign-ins use the new password. */
+  passwordChanged(newPassword: string): void {
+    this.#password = newPassword;
+  }
+
+  /** One renewal at a time: concurrent callers share the promise. */
+  #renew(signal?: AbortSignal): Promise<TokenState> {
+    if (!this.#renewal) {
+      this.#renewal = this.#renewOnce(signal).finally(() => {
+        this.#renewal = undefined;
+      });
+    }
+    return this.#renewal;
+  }
+
+  async #renewOnce(signal?: AbortSignal): Promise<TokenState> {
+    const refreshToken = this.#state?.refreshToken;
+    if (refreshToken) {
+      try {
+        return this.#store(
+          await this.requestToken({ grant_type: "refresh_token", refresh_token: refreshToken }, signal),
+        );
+      } catch (error) {
+        if (!(error instanceof CloudError && error.kind === "http" && isRefusal(error.status))) throw error;
+        this.#logger.info({ status: error.status }, "refresh token refused, signing in again");
+      }
+    }
+    const signIn = { grant_type: "password" as const, email: this.#email, password: this.#password };
+    return this.#store(await this.requestToken(signIn, signal));
+  }
+
+  async requestToken(
+    body:
+      | { grant_type: "password"; email: string; password: string }
+      | { grant_type: "refresh_token"; refresh_token: string },
+    signal?: AbortSignal,
+  ): Promise<TokenResponse> {
+    return this.#transport.send(
+      { method: "POST", route: TOKEN_ROUTE, path: "auth/token", body, schema: TokenResponse, sensitive: true, signal },
+      undefined,
+    );
+  }
+
+  #store(token: TokenResponse): TokenState {
+    const lifetimeMs = Math.max(0, token.expires_in) * 1000;
+    const aheadMs = Math.min(REFRESH_AHEAD_MAX_MS, lifetimeMs * REFRESH_AHEAD_SHARE);
+    const state = {
+      accessToken: token.access_token,
+      // Single-use refresh tokens: always keep the newest one.
+      refreshToken: token.refresh_token,
+      renewAt: this.#now() + lifetimeMs - aheadMs,
+    };
+    this.#state = state;
+    this.#logger.debug({ expiresInSec: token.expires_in }, "cloud access token renewed");
+    return state;
+  }
+}
+
+function isRefusal(status: number | undefined): boolean {
+  return status === 400 || status === 401 || status === 403;
+}

@@ -1,0 +1,32 @@
+// Public surface of the cloud client: import from here outside src/cloud.
+export type { Credentials } from "./auth.ts";
+export {
+  type CallOptions,
+  type CloudClient,
+  type CloudClientOptions,
+  createCloudClient,
+  DEFAULT_RATE_LIMIT,
+} from "./client.ts";
+export {
+  CloudError,
+  type CloudErrorKind,
+  isAuthError,
+  isCloudError,
+  isConflict,
+  isNotFound,
+  isOperationGone,
+  isRateLimited,
+  isUnsupported,
+} from "./errors.ts";
+export {
+  isFinalOperation,
+  type OperationOutcome,
+  OperationTracker,
+  type OperationTrackerOptions,
+  operationTrackerFor,
+  TrackerStoppedError,
+  type TrackerTimers,
+} from "./operations.ts";
+export { credentialKeyOf, sharedBucketFor, TokenBucket, type TokenBucketOptions } from "./rate-limit.ts";
+export { compareSizes, formatSize, InvalidSizeError, parseSize, sizesEqual } from "./sizes.ts";
+export type { FetchFunction, RequestEvent, RequestObserver } from "./transport.ts";

@@ -1,0 +1,240 @@
+// Follows cloud operations to their end with ONE list call per interval, whatever the number tracked.
+//
+// Each tick lists `state=IN_PROGRESS` for the (project, family). A tracked operation absent from that list
+// has finished (or vanished): it is read once by id. SUCCEEDED/FAILED settle it; 403/404 (old or unknown id,
+// as real servers answer) or an unsupported endpoint settle it as `{ vanished: true }`, and the caller reads
+// the resource itself. Transient failures leave everything tracked for the next tick.
+// Chosen over `lower_time_bound` because finished operations may drop out of lists on a real server.
+import pino, { type Logger } from "pino";
+import type { CallOptions } from "./client.ts";
+import { isOperationGone, isUnsupported } from "./errors.ts";
+import type { ListOperationsQuery, Operation, OperationFamily } from "./wire.ts";
+
+/** The part of the client the tracker needs (keeps tests and fakes small). */
+export interface OperationsApi {
+  list(
+    projectId: string,
+    family: OperationFamily,
+    query?: ListOperationsQuery,
+    opts?: CallOptions,
+  ): Promise<Operation[]>;
+  get(projectId: string, family: OperationFamily, operationId: string, opts?: CallOptions): Promise<Operation>;
+}
+
+export type OperationOutcome =
+  | { operationId: string; vanished: false; operation: Operation }
+  | { operationId: string; vanished: true };
+
+export interface TrackerTimers {
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+export interface OperationTrackerOptions {
+  client: { operations: OperationsApi };
+  projectId: string;
+  family: OperationFamily;
+  /** Time between list calls while anything is tracked; default 2000 ms. */
+  intervalMs?: number;
+  timers?: TrackerTimers;
+  logger?: Logger;
+}
+
+export class TrackerStoppedError extends Error {
+  override readonly name = "TrackerStoppedError";
+}
+
+const FINAL_STATES: ReadonlySet<string> = new Set(["SUCCEEDED", "FAILED", "CANCELLED", "CANCELED"]);
+
+export function isFinalOperation(operation: Operation): boolean {
+  return FINAL_STATES.has(operation.state.trim().toUpperCase());
+}
+
+interface Pending {
+  promise: Promise<OperationOutcome>;
+  resolve: (outcome: OperationOutcome) => void;
+  reject: (error: Error) => void;
+}
+
+const realTimers: TrackerTimers = {
+  setTimeout: (callback, ms) => setTimeout(callback, ms),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
+
+export class OperationTracker {
+  readonly projectId: string;
+  readonly family: OperationFamily;
+  readonly #operations: OperationsApi;
+  readonly #intervalMs: number;
+  readonly #timers: TrackerTimers;
+  readonly #logger: Logger;
+  readonly #pending = new Map<string, Pending>();
+  readonly #listeners = new Set<(outcome: OperationOutcome) => void>();
+  #timer: unknown;
+  #ticking = false;
+  #stopped = false;
+
+  constructor(options: OperationTrackerOptions) {
+    const intervalMs = options.intervalMs ?? 2000;
+    if (!(intervalMs > 0)) throw new RangeError(`intervalMs must be positive, got ${intervalMs}`);
+    this.projectId = options.projectId;
+    this.family = options.family;
+    this.#operations = options.client.operations;
+    this.#intervalMs = intervalMs;
+    this.#timers = options.timers ?? realTimers;
+    this.#logger = (options.logger ?? pino({ level: "silent" })).child({
+      component: "operation-tracker",
+      projectId: options.projectId,
+      family: options.family,
+    });
+  }
+
+  /**
+   * Promise of the outcome of an operation. Pass the Operation a create/change call returned to settle a
+   * finished one at once. Tracking the same id twice shares one promise. The promise is pre-handled, so
+   * not awaiting it (relying on onSettled) never causes an unhandled rejection after stop().
+   */
+  track(operation: string | Operation): Promise<OperationOutcome> {
+    if (this.#stopped) return Promise.reject(new TrackerStoppedError("operation tracker is stopped"));
+    const operationId = typeof operation === "string" ? operation : operation.operation_id;
+    if (!operationId) return Promise.reject(new TypeError("operation id must be a non-empty string"));
+    const existing = this.#pending.get(operationId);
+    if (existing) return existing.promise;
+
+    let resolve: (outcome: OperationOutcome) => void = () => {};
+    let reject: (error: Error) => void = () => {};
+    const promise = new Promise<OperationOutcome>((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    promise.catch(() => {});
+    this.#pending.set(operationId, { promise, resolve, reject });
+    if (typeof operation !== "string" && isFinalOperation(operation)) {
+      this.#settle({ operationId, vanished: false, operation });
+    } else {
+      this.#schedule();
+    }
+    return promise;
+  }
+
+  /** Called once per settled operation; returns a function that unsubscribes. */
+  onSettled(listener: (outcome: OperationOutcome) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  inFlight(): number {
+    return this.#pending.size;
+  }
+
+  get stopped(): boolean {
+    return this.#stopped;
+  }
+
+  /** Stop polling; operations still tracked reject with TrackerStoppedError. */
+  stop(): void {
+    this.#stopped = true;
+    if (this.#timer !== undefined) this.#timers.clearTimeout(this.#timer);
+    this.#timer = undefined;
+    for (const [operationId, pending] of this.#pending) {
+      pending.reject(new TrackerStoppedError(`stopped while tracking operation ${operationId}`));
+    }
+    this.#pending.clear();
+  }
+
+  /** Run one polling round now (also what the timer runs). */
+  async poll(): Promise<void> {
+    if (this.#ticking || this.#stopped || this.#pending.size === 0) return;
+    // A round run by hand replaces the scheduled one: still one list call per interval.
+    if (this.#timer !== undefined) this.#timers.clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#ticking = true;
+    try {
+      await this.#round();
+    } finally {
+      this.#ticking = false;
+      this.#schedule();
+    }
+  }
+
+  #schedule(): void {
+    if (this.#stopped || this.#ticking || this.#timer !== undefined || this.#pending.size === 0) return;
+    this.#timer = this.#timers.setTimeout(() => {
+      this.#timer = undefined;
+      this.poll().catch((error: unknown) => this.#logger.error({ err: error }, "operation polling round failed"));
+    }, this.#intervalMs);
+  }
+
+  async #round(): Promise<void> {
+    let inProgress: Set<string> | undefined;
+    try {
+      const listed = await this.#operations.list(this.projectId, this.family, { state: "IN_PROGRESS" });
+      inProgress = new Set(listed.filter((op) => !isFinalOperation(op)).map((op) => op.operation_id));
+    } catch (error) {
+      if (!isUnsupported(error)) {
+        this.#logger.warn({ err: error }, "listing operations in progress failed; retrying next interval");
+        return;
+      }
+      // No list endpoint on this server: read each tracked operation instead.
+    }
+    const finishedOrGone = [...this.#pending.keys()].filter((operationId) => !inProgress?.has(operationId));
+    for (const operationId of finishedOrGone) {
+      if (this.#stopped) return;
+      await this.#readOnce(operationId);
+    }
+  }
+
+  async #readOnce(operationId: string): Promise<void> {
+    try {
+      const operation = await this.#operations.get(this.projectId, this.family, operationId);
+      // Still in progress: the list was read just before it started, or is lagging. Next round.
+      if (isFinalOperation(operation)) this.#settle({ operationId, vanished: false, operation });
+    } catch (error) {
+      if (isOperationGone(error) || isUnsupported(error)) {
+        this.#settle({ operationId, vanished: true });
+        return;
+      }
+      this.#logger.warn({ err: error, operationId }, "reading operation failed; retrying next interval");
+    }
+  }
+
+  #settle(outcome: OperationOutcome): void {
+    const pending = this.#pending.get(outcome.operationId);
+    if (!pending) return;
+    this.#pending.delete(outcome.operationId);
+    pending.resolve(outcome);
+    for (const listener of this.#listeners) {
+      try {
+        listener(outcome);
+      } catch (error) {
+        this.#logger.error({ err: error, operationId: outcome.operationId }, "onSettled listener threw");
+      }
+    }
+  }
+}
+
+const trackersByClient = new WeakMap<object, Map<string, OperationTracker>>();
+
+/**
+ * The one tracker of (client, project, family), created on first use with `options`. Keeps the promise of
+ * "one list call per interval" when several controllers follow operations of the same project.
+ */
+export function operationTrackerFor(
+  client: { operations: OperationsApi },
+  projectId: string,
+  family: OperationFamily,
+  options: Omit<OperationTrackerOptions, "client" | "projectId" | "family"> = {},
+): OperationTracker {
+  let trackers = trackersByClient.get(client);
+  if (!trackers) {
+    trackers = new Map();
+    trackersByClient.set(client, trackers);
+  }
+  const key = `${projectId}\n${family}`;
+  let tracker = trackers.get(key);
+  if (!tracker || tracker.stopped) {
+    tracker = new OperationTracker({ ...options, client, projectId, family });
+    trackers.set(key, tracker);
+  }
+  return tracker;
+}

@@ -1,0 +1,277 @@
+// Transport and fault behaviour of the cloud client against a real local HTTP server.
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { type CloudClientOptions, createCloudClient } from "../../src/cloud/client.ts";
+import { CloudError, isNotFound, isOperationGone, isUnsupported } from "../../src/cloud/errors.ts";
+import type { RequestEvent } from "../../src/cloud/transport.ts";
+import { operationFixture, PROJECT_ID, VM_ID, vmFixture } from "./fixtures.ts";
+import { type StubServer, sendJson, sleep, startStub } from "./stub-server.ts";
+
+let stub: StubServer;
+beforeEach(async () => {
+  stub = await startStub();
+});
+afterEach(async () => {
+  await stub.close();
+});
+
+function client(extra: Partial<CloudClientOptions> = {}) {
+  return createCloudClient({
+    baseUrl: stub.url,
+    credentials: { apiKey: "test-key" },
+    rateLimiter: false,
+    backoffBaseMs: 20,
+    timeoutMs: 2000,
+    ...extra,
+  });
+}
+
+async function failure(promise: Promise<unknown>): Promise<CloudError> {
+  try {
+    await promise;
+  } catch (error) {
+    expect(error).toBeInstanceOf(CloudError);
+    return error as CloudError;
+  }
+  throw new Error("expected the call to fail");
+}
+
+describe("retries", () => {
+  it("honours Retry-After (seconds) on 429 before retrying a GET", async () => {
+    let calls = 0;
+    stub.handle((_, res) => {
+      calls++;
+      if (calls === 1) sendJson(res, 429, { code: "too_many_requests", message: "slow down" }, { "retry-after": "1" });
+      else sendJson(res, 200, vmFixture());
+    });
+    const started = performance.now();
+    const vm = await client().vms.get(PROJECT_ID, VM_ID);
+    const elapsed = performance.now() - started;
+    expect(vm.id).toBe(VM_ID);
+    expect(calls).toBe(2);
+    expect(elapsed).toBeGreaterThanOrEqual(950);
+    expect(elapsed).toBeLessThan(2500);
+  });
+
+  it("retries a GET after 503 and stops after retryLimit", async () => {
+    stub.handle((_, res) => sendJson(res, 503, { code: "unavailable", message: "busy" }));
+    const error = await failure(client({ retryLimit: 2 }).vms.get(PROJECT_ID, VM_ID));
+    expect(stub.requests).toHaveLength(3);
+    expect(error.status).toBe(503);
+    expect(error.retryable).toBe(true);
+    expect(error.route).toBe("/projects/:projectId/vms/:vmId");
+  });
+
+  it("a GET that fails with 503 once succeeds on retry", async () => {
+    let calls = 0;
+    stub.handle((_, res) =>
+      ++calls === 1 ? sendJson(res, 503, { code: "unavailable" }) : sendJson(res, 200, vmFixture()),
+    );
+    await expect(client().vms.get(PROJECT_ID, VM_ID)).resolves.toMatchObject({ id: VM_ID });
+    expect(calls).toBe(2);
+  });
+
+  it("does not retry a POST after a timeout: it may have reached the server", async () => {
+    stub.handle(async (_, res) => {
+      await sleep(600);
+      sendJson(res, 200, { operation: operationFixture() });
+    });
+    const error = await failure(
+      client({ timeoutMs: 150 }).disks.create(PROJECT_ID, { name: "d", size: "1TiB", location: "l" }),
+    );
+    expect(error.kind).toBe("timeout");
+    expect(error.method).toBe("POST");
+    await sleep(100);
+    expect(stub.requests).toHaveLength(1);
+  });
+
+  it("retries a POST after 429", async () => {
+    let calls = 0;
+    stub.handle((_, res) =>
+      ++calls === 1
+        ? sendJson(res, 429, { code: "too_many_requests" }, { "retry-after": "0" })
+        : sendJson(res, 200, { operation: operationFixture() }),
+    );
+    const op = await client().disks.create(PROJECT_ID, { name: "d", size: "1TiB", location: "l" });
+    expect(op.operation_id).toBe("op-1");
+    expect(stub.requests.filter((r) => r.method === "POST")).toHaveLength(2);
+  });
+
+  it("does not retry a POST after 503", async () => {
+    stub.handle((_, res) => sendJson(res, 503, { code: "unavailable" }));
+    const error = await failure(client().vms.terminate(PROJECT_ID, VM_ID));
+    expect(error.status).toBe(503);
+    expect(stub.requests).toHaveLength(1);
+  });
+
+  it("does not retry a POST after a connection reset", async () => {
+    stub.handle((_, res) => {
+      res.socket?.destroy();
+    });
+    const error = await failure(client().networks.create(PROJECT_ID, { name: "n" }));
+    expect(error.kind).toBe("network");
+    expect(stub.requests).toHaveLength(1);
+  });
+
+  it("retries a POST after ECONNREFUSED: the request never left", async () => {
+    const port = stub.port;
+    await stub.close();
+    const c = createCloudClient({
+      baseUrl: `http://127.0.0.1:${port}/v0.1`,
+      credentials: { apiKey: "k" },
+      rateLimiter: false,
+      backoffBaseMs: 400,
+      retryLimit: 2,
+    });
+    const pending = c.networks.create(PROJECT_ID, { name: "n" });
+    await sleep(100);
+    stub = await startStub((_, res) => sendJson(res, 200, { operation: operationFixture() }), port);
+    await expect(pending).resolves.toMatchObject({ operation_id: "op-1" });
+    expect(stub.requests).toHaveLength(1);
+  });
+
+  it("does not wait in-process for a Retry-After above maxRetryAfterMs", async () => {
+    stub.handle((_, res) => sendJson(res, 429, { code: "too_many_requests" }, { "retry-after": "30" }));
+    const error = await failure(client().vms.get(PROJECT_ID, VM_ID));
+    expect(stub.requests).toHaveLength(1);
+    expect(error.retryAfterMs).toBe(30_000);
+    expect(error.retryable).toBe(true);
+  });
+});
+
+describe("answers and errors", () => {
+  it("reports a malformed JSON body as a parse error naming the route", async () => {
+    stub.handle((_, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end("{not json");
+    });
+    const error = await failure(client().vms.get(PROJECT_ID, VM_ID));
+    expect(error.kind).toBe("parse");
+    expect(error.route).toBe("/projects/:projectId/vms/:vmId");
+    expect(error.fieldPath).toBe("");
+    expect(error.message).toContain("GET /projects/:projectId/vms/:vmId");
+  });
+
+  it("reports a missing required field with its path", async () => {
+    const page = { items: [vmFixture(), vmFixture({ state: undefined })], next_page_token: "", prev_page_token: "" };
+    stub.handle((_, res) => sendJson(res, 200, page));
+    const error = await failure(client().vms.list(PROJECT_ID));
+    expect(error.kind).toBe("parse");
+    expect(error.fieldPath).toBe("items.1.state");
+    expect(error.message).toContain("items.1.state");
+    expect(error.endpoint).toBe("GET /projects/:projectId/vms");
+  });
+
+  it("lets unknown fields pass through", async () => {
+    stub.handle((_, res) => sendJson(res, 200, vmFixture({ gpu_driver: "550.54" })));
+    const vm = await client().vms.get(PROJECT_ID, VM_ID);
+    expect((vm as Record<string, unknown>).gpu_driver).toBe("550.54");
+  });
+
+  it("unwraps rpc error messages and keeps the gRPC code", async () => {
+    stub.handle((_, res) =>
+      sendJson(res, 404, { code: "not_found", message: "rpc error: code = NotFound desc = vm abc not found" }),
+    );
+    const error = await failure(client().vms.get(PROJECT_ID, VM_ID));
+    expect(error.message).toBe("vm abc not found");
+    expect(error.rpcCode).toBe("NotFound");
+    expect(isNotFound(error)).toBe(true);
+    expect(error.retryable).toBe(false);
+  });
+
+  it("tolerates a numeric code (as string or number) and carries error_id", async () => {
+    stub.handle((_, res) => sendJson(res, 409, { code: "409", message: "name in use" }));
+    const conflict = await failure(client().vms.get(PROJECT_ID, VM_ID));
+    expect(conflict.code).toBe("conflict");
+    stub.handle((_, res) => sendJson(res, 500, { code: 500, message: "boom", error_id: "e-42" }));
+    const internal = await failure(client({ retryLimit: 0 }).vms.get(PROJECT_ID, VM_ID));
+    expect(internal.code).toBe("internal_error");
+    expect(internal.errorId).toBe("e-42");
+  });
+
+  it("keeps a plain-text error page in the message", async () => {
+    stub.handle((_, res) => {
+      res.writeHead(502, { "content-type": "text/html" });
+      res.end("<h1>Bad Gateway</h1>");
+    });
+    const error = await failure(client({ retryLimit: 0 }).vms.get(PROJECT_ID, VM_ID));
+    expect(error.status).toBe(502);
+    expect(error.message).toContain("Bad Gateway");
+  });
+
+  it("keeps the message of an error body without a code", async () => {
+    stub.handle((_, res) => sendJson(res, 400, { message: "rpc error: code = InvalidArgument desc = bad type" }));
+    const error = await failure(client().vms.get(PROJECT_ID, VM_ID));
+    expect(error.code).toBe("bad_request");
+    expect(error.message).toContain("bad type");
+    expect(error.retryable).toBe(false);
+  });
+
+  it("treats 403 for an operation id as gone", async () => {
+    stub.handle((_, res) => sendJson(res, 403, { code: "forbidden", message: "operation expired" }));
+    const error = await failure(client().operations.get(PROJECT_ID, "vm", "op-old"));
+    expect(isOperationGone(error)).toBe(true);
+  });
+
+  it("reports 404/405 from endpoints beyond the spec as unsupported", async () => {
+    stub.handle((_, res) =>
+      sendJson(res, 404, { message: "Route GET:/x not found", error: "Not Found", statusCode: 404 }),
+    );
+    const missing = await failure(client().firewallRules.get(PROJECT_ID, "fw-1"));
+    expect(missing.kind).toBe("unsupported");
+    expect(missing.message).toContain("not supported by this server");
+    expect(isUnsupported(missing)).toBe(true);
+
+    stub.handle((_, res) => sendJson(res, 405, { code: "method_not_allowed", message: "no" }));
+    const notAllowed = await failure(client().networks.delete(PROJECT_ID, "net-1"));
+    expect(notAllowed.kind).toBe("unsupported");
+
+    // A server that knows the route says not_found about the resource: a plain 404.
+    stub.handle((_, res) => sendJson(res, 404, { code: "not_found", message: "firewall rule fw-1 not found" }));
+    const gone = await failure(client().firewallRules.get(PROJECT_ID, "fw-1"));
+    expect(isNotFound(gone)).toBe(true);
+  });
+
+  it("refuses bad input before sending", async () => {
+    const error = await failure(client().disks.create(PROJECT_ID, { name: "d", size: "1.5TB", location: "l" }));
+    expect(error.code).toBe("invalid_request");
+    expect(error.fieldPath).toBe("size");
+    await expect(client().vms.list(PROJECT_ID, { limit: 501 })).rejects.toThrow(/limit/);
+    await expect(client().vms.get(PROJECT_ID, "")).rejects.toThrow(/vmId/);
+    expect(stub.requests).toHaveLength(0);
+    expect(() => createCloudClient({ baseUrl: "ftp://x", credentials: { apiKey: "k" } })).toThrow(/baseUrl/);
+    expect(() => createCloudClient({ baseUrl: stub.url, credentials: { apiKey: "" } })).toThrow(/credentials/);
+  });
+});
+
+describe("observer", () => {
+  it("reports every attempt with the route template, status and duration", async () => {
+    const events: RequestEvent[] = [];
+    let calls = 0;
+    stub.handle((_, res) =>
+      ++calls === 1 ? sendJson(res, 503, { code: "unavailable" }) : sendJson(res, 200, vmFixture()),
+    );
+    await client({ observer: (e) => events.push(e) }).vms.get(PROJECT_ID, VM_ID);
+    expect(events.map((e) => [e.method, e.route, e.status])).toEqual([
+      ["GET", "/projects/:projectId/vms/:vmId", 503],
+      ["GET", "/projects/:projectId/vms/:vmId", 200],
+    ]);
+    expect(events.every((e) => e.durationMs >= 0)).toBe(true);
+  });
+
+  it("reports a network failure as status error, and survives a throwing observer", async () => {
+    const events: RequestEvent[] = [];
+    stub.handle((_, res) => {
+      res.socket?.destroy();
+    });
+    const c = client({
+      retryLimit: 0,
+      observer: (e) => {
+        events.push(e);
+        throw new Error("observer bug");
+      },
+    });
+    const error = await failure(c.vms.get(PROJECT_ID, VM_ID));
+    expect(error.kind).toBe("network");
+    expect(events).toEqual([expect.objectContaining({ status: "error", route: "/projects/:projectId/vms/:vmId" })]);
+  });
+});
