@@ -1,0 +1,169 @@
+// `gpuvm-operator simulator`: run the GPU cloud API simulator until SIGINT/SIGTERM.
+import { readFile } from "node:fs/promises";
+import { parseArgs } from "node:util";
+import { z } from "zod";
+import { VM_TYPES } from "../../cloud/wire.ts";
+import { LOCATIONS } from "../../simulator/catalogue.ts";
+import { FaultConfigSchema } from "../../simulator/faults.ts";
+import type { SimulatorOptions } from "../../simulator/index.ts";
+
+const HELP = `Usage: gpuvm-operator simulator [flags]
+
+Runs the GPU cloud API simulator (API under /v0.1, admin API under /_sim).
+
+Flags:
+  --port <n>              port to listen on (default 8080; 0 picks a free one)
+  --host <addr>           address to listen on (default 127.0.0.1)
+  --api-key <key>         project API key (default: a fixed key, printed at start)
+  --user <email:password> the user that can sign in with a password
+  --latency-ms <n>        how long operations stay IN_PROGRESS (default 2000; 0 = next tick)
+  --state-file <path>     keep state in this JSON file (written atomically, reloaded at start)
+  --config <file.json>    options file (see docs/simulator.md); flags win over it
+  --rate-limit <r/b|off>  per-credential rate limit: requests/s and burst, e.g. 20/40 (default), or off
+  --help                  show this help
+`;
+
+/** The config file: the programmatic options in JSON (no clock, no randomness). */
+const ConfigFile = z.strictObject({
+  port: z.number().int().min(0).max(65535).optional(),
+  host: z.string().optional(),
+  apiKey: z.string().min(8).optional(),
+  projectId: z.string().min(1).optional(),
+  user: z.strictObject({ email: z.string().min(3), password: z.string().min(1) }).optional(),
+  latencyMs: z.number().int().min(0).optional(),
+  tokenTtlSeconds: z.number().int().min(1).optional(),
+  rateLimit: z
+    .union([z.literal(false), z.strictObject({ ratePerSec: z.number().positive(), burst: z.number().int().min(1) })])
+    .optional(),
+  faults: FaultConfigSchema.optional(),
+  capacity: z.partialRecord(z.enum(LOCATIONS), z.partialRecord(z.enum(VM_TYPES), z.number().int().min(0))).optional(),
+  paymentMethodValid: z.boolean().optional(),
+  duplicateNames: z.enum(["conflict", "operation"]).optional(),
+  stateFile: z.string().optional(),
+  logger: z.boolean().optional(),
+});
+
+export class UsageError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "UsageError";
+  }
+}
+
+function parseInteger(flag: string, value: string, min: number): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min)
+    throw new UsageError(`--${flag}: expected a whole number ≥ ${min}, got '${value}'`);
+  return n;
+}
+
+export function parseRateLimit(value: string): SimulatorOptions["rateLimit"] {
+  if (value === "off" || value === "false" || value === "0") return false;
+  const match = /^(\d+(?:\.\d+)?)(?:\/(\d+))?$/.exec(value);
+  if (match === null) throw new UsageError(`--rate-limit: expected <rate>/<burst> (e.g. 20/40) or off, got '${value}'`);
+  const ratePerSec = Number(match[1]);
+  const burst = match[2] === undefined ? Math.max(1, Math.ceil(ratePerSec * 2)) : Number(match[2]);
+  if (ratePerSec <= 0 || burst < 1) throw new UsageError("--rate-limit: rate and burst must be positive");
+  return { ratePerSec, burst };
+}
+
+async function readConfig(path: string): Promise<SimulatorOptions> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(await readFile(path, "utf8"));
+  } catch (error) {
+    throw new UsageError(`--config: cannot read ${path} as JSON`, { cause: error });
+  }
+  const result = ConfigFile.safeParse(parsed);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    throw new UsageError(`--config ${path}: ${issue?.path.join(".") || "file"}: ${issue?.message ?? "invalid"}`);
+  }
+  return result.data as SimulatorOptions;
+}
+
+/** Flags (and the config file they name) → simulator options. */
+export async function parseSimulatorArgs(argv: string[]): Promise<SimulatorOptions | "help"> {
+  let values: ReturnType<typeof parse>["values"];
+  function parse(args: string[]) {
+    return parseArgs({
+      args,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        port: { type: "string" },
+        host: { type: "string" },
+        "api-key": { type: "string" },
+        user: { type: "string" },
+        "latency-ms": { type: "string" },
+        "state-file": { type: "string" },
+        config: { type: "string" },
+        "rate-limit": { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+    });
+  }
+  try {
+    values = parse(argv).values;
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error), { cause: error });
+  }
+  if (values.help === true) return "help";
+  const options: SimulatorOptions = values.config === undefined ? {} : await readConfig(values.config);
+  if (values.port !== undefined) options.port = parseInteger("port", values.port, 0);
+  if (options.port !== undefined && options.port > 65535) throw new UsageError("--port: at most 65535");
+  if (values.host !== undefined) options.host = values.host;
+  if (values["api-key"] !== undefined) {
+    if (values["api-key"].length < 8) throw new UsageError("--api-key: at least 8 characters");
+    options.apiKey = values["api-key"];
+  }
+  if (values.user !== undefined) {
+    const colon = values.user.indexOf(":");
+    if (colon <= 0 || colon === values.user.length - 1) throw new UsageError("--user: expected email:password");
+    options.user = { email: values.user.slice(0, colon), password: values.user.slice(colon + 1) };
+  }
+  if (values["latency-ms"] !== undefined) options.latencyMs = parseInteger("latency-ms", values["latency-ms"], 0);
+  if (values["state-file"] !== undefined) options.stateFile = values["state-file"];
+  if (values["rate-limit"] !== undefined) options.rateLimit = parseRateLimit(values["rate-limit"]);
+  return options;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  let options: SimulatorOptions | "help";
+  try {
+    options = await parseSimulatorArgs(argv);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    process.stderr.write(`gpuvm-operator simulator: ${error.message}\n\n${HELP}`);
+    return 2;
+  }
+  if (options === "help") {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  const { startSimulator } = await import("../../simulator/index.ts");
+  const simulator = await startSimulator(options);
+  process.stdout.write(
+    [
+      `GPU cloud API simulator listening`,
+      `  base URL:   ${simulator.url}`,
+      `  admin API:  ${simulator.adminUrl}`,
+      `  API key:    ${simulator.apiKey}`,
+      `  project id: ${simulator.projectId}`,
+      `  user:       ${simulator.user.email} (password: ${simulator.user.password})`,
+      "",
+    ].join("\n"),
+  );
+  await new Promise<void>((resolve) => {
+    const stop = () => {
+      process.off("SIGINT", stop);
+      process.off("SIGTERM", stop);
+      resolve();
+    };
+    process.on("SIGINT", stop);
+    process.on("SIGTERM", stop);
+  });
+  await simulator.close();
+  process.stdout.write("simulator stopped\n");
+  return 0;
+}

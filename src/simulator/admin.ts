@@ -1,0 +1,180 @@
+// The admin API under `/_sim`: faults, state, reset, request counts, capacity, tenants and drift (changing
+// cloud resources behind the operator's back). No authentication: it listens where the simulator listens.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { z } from "zod";
+import { PatchFirewallRuleRequest, VM_STATES, VM_TYPES } from "../cloud/wire.ts";
+import type { Capacity } from "./catalogue.ts";
+import { LOCATIONS } from "./catalogue.ts";
+import { badRequest, SimError } from "./errors.ts";
+import { FaultConfigSchema } from "./faults.ts";
+import { addTenant } from "./seed.ts";
+import type { ServerDeps } from "./server.ts";
+import { validate } from "./server.ts";
+
+export const ADMIN_PREFIX = "/_sim";
+
+type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+
+const CapacityUpdate = z.partialRecord(z.enum(LOCATIONS), z.partialRecord(z.enum(VM_TYPES), z.number().int().min(0)));
+const VmStateUpdate = z.strictObject({ state: z.enum(VM_STATES) });
+const TenantRequest = z.strictObject({
+  name: z.string().min(1),
+  api_key: z.string().min(8).optional(),
+  user: z.strictObject({ email: z.string().min(3), password: z.string().min(1) }).optional(),
+  payment_method_valid: z.boolean().optional(),
+});
+const PaymentMethodUpdate = z.strictObject({ valid: z.boolean() });
+const BulkVms = z.strictObject({
+  vms: z
+    .array(
+      z.strictObject({
+        name: z.string().min(1).max(63),
+        type: z.enum(VM_TYPES).default("a40.1x"),
+        location: z.enum(LOCATIONS).default("us-east1-a"),
+        state: z.enum(VM_STATES).optional(),
+      }),
+    )
+    .max(10_000),
+});
+const Settings = z.strictObject({
+  latency_ms: z.number().int().min(0).optional(),
+  duplicate_names: z.enum(["conflict", "operation"]).optional(),
+  token_ttl_seconds: z.number().int().min(1).optional(),
+  unknown_operation_status: z.union([z.literal(403), z.literal(404)]).optional(),
+  rate_limit: z
+    .union([z.literal(false), z.strictObject({ rate_per_sec: z.number().positive(), burst: z.number().int().min(1) })])
+    .optional(),
+});
+const RESOURCE_KINDS = ["vms", "disks", "networks", "firewall-rules"] as const;
+
+export function registerAdminRoutes(app: FastifyInstance, deps: ServerDeps, registered: Map<string, Set<Method>>) {
+  const { store, faults, requestCounts, rateLimiter, auth } = deps;
+
+  function admin(method: Method, url: string, handler: (request: FastifyRequest) => unknown): void {
+    const fullUrl = `${ADMIN_PREFIX}${url}`;
+    const methods = registered.get(fullUrl) ?? new Set<Method>();
+    methods.add(method);
+    registered.set(fullUrl, methods);
+    app.route({
+      method,
+      url: fullUrl,
+      handler: async (request: FastifyRequest, reply: FastifyReply) => reply.send(await handler(request)),
+    });
+  }
+  const param = (request: FastifyRequest, name: string): string =>
+    (request.params as Record<string, string>)[name] ?? "";
+
+  const settings = () => ({
+    latency_ms: store.latencyMs,
+    duplicate_names: store.duplicateNames,
+    token_ttl_seconds: auth.tokenTtlSeconds,
+    unknown_operation_status: store.unknownOperationStatus,
+    rate_limit:
+      rateLimiter.options === false
+        ? false
+        : { rate_per_sec: rateLimiter.options.ratePerSec, burst: rateLimiter.options.burst },
+  });
+
+  admin("GET", "/faults", () => faults.config);
+  admin("PUT", "/faults", (request) => {
+    faults.replace(validate(FaultConfigSchema, request.body));
+    return faults.config;
+  });
+  admin("DELETE", "/faults", () => {
+    faults.clear();
+    return faults.config;
+  });
+
+  admin("GET", "/state", () => store.snapshot());
+  admin("POST", "/reset", () => {
+    deps.reset();
+    return { message: "state reset" };
+  });
+
+  admin("GET", "/requests", () => ({ counts: Object.fromEntries([...requestCounts].sort()) }));
+  admin("DELETE", "/requests", () => {
+    requestCounts.clear();
+    return { counts: {} };
+  });
+
+  const capacityView = () => {
+    const view: Record<string, Record<string, { capacity: number; used: number }>> = {};
+    for (const location of LOCATIONS) {
+      const perType: Record<string, { capacity: number; used: number }> = {};
+      for (const type of VM_TYPES) {
+        perType[type] = { capacity: store.capacityOf(location, type), used: store.usedCapacity(location, type) };
+      }
+      view[location] = perType;
+    }
+    return view;
+  };
+  admin("GET", "/capacity", capacityView);
+  admin("PUT", "/capacity", (request) => {
+    store.setCapacity(validate(CapacityUpdate, request.body) as Capacity);
+    return capacityView();
+  });
+
+  admin("GET", "/settings", settings);
+  admin("PUT", "/settings", (request) => {
+    const update = validate(Settings, request.body);
+    if (update.latency_ms !== undefined) store.latencyMs = update.latency_ms;
+    if (update.duplicate_names !== undefined) store.duplicateNames = update.duplicate_names;
+    if (update.token_ttl_seconds !== undefined) auth.tokenTtlSeconds = update.token_ttl_seconds;
+    if (update.unknown_operation_status !== undefined) store.unknownOperationStatus = update.unknown_operation_status;
+    if (update.rate_limit !== undefined) {
+      rateLimiter.options =
+        update.rate_limit === false
+          ? false
+          : { ratePerSec: update.rate_limit.rate_per_sec, burst: update.rate_limit.burst };
+      rateLimiter.reset();
+    }
+    return settings();
+  });
+
+  admin("POST", "/projects", (request) => {
+    const body = validate(TenantRequest, request.body);
+    if (body.api_key !== undefined && store.state.apiKeys.some((k) => k.key === body.api_key)) {
+      throw new SimError(409, "api_key: already in use");
+    }
+    const tenant = addTenant(store.state, {
+      projectName: body.name,
+      apiKey: body.api_key,
+      user: body.user,
+      paymentMethodValid: body.payment_method_valid,
+    });
+    store.ensureDefaultNetwork(tenant.projectId);
+    return { organization_id: tenant.organizationId, project_id: tenant.projectId, api_key: tenant.apiKey };
+  });
+  admin("PUT", "/organizations/:organizationId/payment-method", (request) => {
+    const org = store.organization(param(request, "organizationId"));
+    const { valid } = validate(PaymentMethodUpdate, request.body);
+    org.hasValidPaymentMethod = valid;
+    org.payment_customer_id = valid
+      ? org.payment_customer_id || `cus_sim_${org.id.slice(0, 8)}`
+      : org.payment_customer_id;
+    return { id: org.id, hasValidPaymentMethod: org.hasValidPaymentMethod };
+  });
+
+  admin("POST", "/projects/:projectId/vms", (request) => {
+    const body = validate(BulkVms, request.body);
+    const created = store.insertVms(param(request, "projectId"), body.vms);
+    return { items: created.map((vm) => ({ id: vm.id, name: vm.name })) };
+  });
+
+  admin("PUT", "/vms/:vmId/state", (request) => {
+    const { state } = validate(VmStateUpdate, request.body);
+    return store.vmJson(store.forceVmState(param(request, "vmId"), state));
+  });
+  admin("PATCH", "/firewall-rules/:ruleId", (request) => {
+    store.mutateFirewallRule(param(request, "ruleId"), validate(PatchFirewallRuleRequest, request.body));
+    return { message: "firewall rule changed" };
+  });
+  admin("DELETE", "/resources/:kind/:id", (request) => {
+    const kind = param(request, "kind");
+    if (!(RESOURCE_KINDS as readonly string[]).includes(kind)) {
+      throw badRequest(`kind: must be one of ${RESOURCE_KINDS.join(", ")}`);
+    }
+    store.removeResource(kind as (typeof RESOURCE_KINDS)[number], param(request, "id"));
+    return { message: `${kind} ${param(request, "id")} removed` };
+  });
+}

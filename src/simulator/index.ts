@@ -1,0 +1,169 @@
+// Public entry point of the simulator: `startSimulator(options)` for tests, the CLI and the playground.
+
+import { ADMIN_PREFIX } from "./admin.ts";
+import type { RateLimitOptions } from "./auth.ts";
+import { Auth, RateLimiter } from "./auth.ts";
+import type { Capacity } from "./catalogue.ts";
+import type { Clock } from "./clock.ts";
+import { systemClock } from "./clock.ts";
+import type { FaultConfigInput } from "./faults.ts";
+import { FaultInjector } from "./faults.ts";
+import { DEFAULT_API_KEY, DEFAULT_ORGANIZATION_ID, DEFAULT_PROJECT_ID, DEFAULT_USER, seedState } from "./seed.ts";
+import { API_PREFIX, buildServer } from "./server.ts";
+import type { SimState } from "./state.ts";
+import { readStateFile, StateFileWriter } from "./state-file.ts";
+import type { DuplicateNameMode } from "./store.ts";
+import { Store } from "./store.ts";
+
+export type { RateLimitOptions } from "./auth.ts";
+export type { Capacity } from "./catalogue.ts";
+export type { Clock, ManualClock } from "./clock.ts";
+export { createManualClock, systemClock } from "./clock.ts";
+export type { FaultConfig, FaultConfigInput } from "./faults.ts";
+export { DEFAULT_API_KEY, DEFAULT_PROJECT_ID, DEFAULT_USER } from "./seed.ts";
+
+export interface SimulatorOptions {
+  /** 0 picks a free port (tests). Default 8080. */
+  port?: number;
+  /** Default 127.0.0.1. */
+  host?: string;
+  apiKey?: string;
+  projectId?: string;
+  user?: { email: string; password: string };
+  /** How long an operation stays IN_PROGRESS. Default 2000; 0 settles on the next tick. */
+  latencyMs?: number;
+  /** `expires_in` of access tokens. Default 3600. */
+  tokenTtlSeconds?: number;
+  /** Per-credential token bucket; `false` turns it off. Default 20/s, burst 40. */
+  rateLimit?: RateLimitOptions | false;
+  faults?: FaultConfigInput;
+  /** Per location and type, merged over the default capacity. */
+  capacity?: Capacity;
+  /** Whether the default organization has a valid payment method. Default true. */
+  paymentMethodValid?: boolean;
+  /** How a duplicate name is answered: 409 (default) or an operation FAILED `already_exists`. */
+  duplicateNames?: DuplicateNameMode;
+  stateFile?: string;
+  stateFileDebounceMs?: number;
+  /** Time source for operations, token expiry, rate limiting and usage. Default: the system clock. */
+  clock?: Clock;
+  /** Randomness for fault rates (tests pass a deterministic one). */
+  random?: () => number;
+  /** Fastify request logging. Default off (throughput). */
+  logger?: boolean;
+}
+
+export interface RunningSimulator {
+  /** Base URL of the API, ending in `/v0.1`. */
+  url: string;
+  /** Base URL of the admin API, ending in `/_sim`. */
+  adminUrl: string;
+  apiKey: string;
+  projectId: string;
+  organizationId: string;
+  user: { email: string; password: string };
+  clock: Clock;
+  close(): Promise<void>;
+}
+
+/**
+ * A reloaded state keeps its tenants; the credentials asked for at this start are added if the file lacks them
+ * (a new `--api-key` or `--user` must work against an old state file).
+ */
+function adoptCredentials(
+  state: SimState,
+  wanted: { apiKey: string; projectId: string; user: { email: string; password: string } },
+): void {
+  if (!state.projects.some((p) => p.id === wanted.projectId)) {
+    const organizationId = state.organizations[0]?.id ?? DEFAULT_ORGANIZATION_ID;
+    state.projects.push({ id: wanted.projectId, name: "default", organization_id: organizationId });
+  }
+  if (!state.apiKeys.some((k) => k.key === wanted.apiKey)) {
+    state.apiKeys.push({ key: wanted.apiKey, projectId: wanted.projectId });
+  }
+  const user = state.users.find((u) => u.email === wanted.user.email);
+  if (user === undefined) state.users.push({ ...wanted.user, projectIds: [wanted.projectId] });
+  else if (!user.projectIds.includes(wanted.projectId)) user.projectIds.push(wanted.projectId);
+}
+
+export async function startSimulator(options: SimulatorOptions = {}): Promise<RunningSimulator> {
+  const clock = options.clock ?? systemClock;
+  const apiKey = options.apiKey ?? DEFAULT_API_KEY;
+  const projectId = options.projectId ?? DEFAULT_PROJECT_ID;
+  const user = options.user ?? { ...DEFAULT_USER };
+  const seed = () =>
+    seedState({
+      apiKey,
+      projectId,
+      user,
+      paymentMethodValid: options.paymentMethodValid ?? true,
+      capacity: options.capacity,
+    });
+  const loaded = options.stateFile === undefined ? undefined : await readStateFile(options.stateFile);
+  if (loaded !== undefined) adoptCredentials(loaded, { apiKey, projectId, user });
+
+  const faults = new FaultInjector(options.faults, options.random);
+  let writer: StateFileWriter | undefined;
+  const store = new Store(loaded ?? seed(), {
+    clock,
+    faults,
+    latencyMs: options.latencyMs ?? 2000,
+    duplicateNames: options.duplicateNames ?? "conflict",
+    onChange: () => writer?.markDirty(),
+  });
+  store.ensureDefaultNetwork(projectId);
+  const auth = new Auth(() => store.state, clock, options.tokenTtlSeconds ?? 3600);
+  const rateLimiter = new RateLimiter(options.rateLimit ?? { ratePerSec: 20, burst: 40 }, clock);
+  const requestCounts = new Map<string, number>();
+
+  const app = buildServer({
+    store,
+    auth,
+    faults,
+    rateLimiter,
+    requestCounts,
+    logger: options.logger ?? false,
+    reset: () => {
+      store.load(seed());
+      store.ensureDefaultNetwork(projectId);
+      auth.reset();
+      rateLimiter.reset();
+      faults.clear();
+      requestCounts.clear();
+      writer?.markDirty();
+    },
+  });
+  if (options.stateFile !== undefined) {
+    writer = new StateFileWriter(
+      options.stateFile,
+      () => store.snapshot(),
+      options.stateFileDebounceMs ?? 200,
+      (error) => app.log.error({ err: error }, "cannot write the state file"),
+    );
+    // Mutating requests that change state outside the store's operations (tenants, passwords) are saved too.
+    const stateWriter = writer;
+    app.addHook("onResponse", async (request) => {
+      if (request.method !== "GET") stateWriter.markDirty();
+    });
+  }
+
+  const address = await app.listen({ port: options.port ?? 8080, host: options.host ?? "127.0.0.1" });
+  const base = address.replace("[::1]", "127.0.0.1");
+  let closed = false;
+  return {
+    url: `${base}${API_PREFIX}`,
+    adminUrl: `${base}${ADMIN_PREFIX}`,
+    apiKey,
+    projectId,
+    organizationId: store.state.projects.find((p) => p.id === projectId)?.organization_id ?? DEFAULT_ORGANIZATION_ID,
+    user,
+    clock,
+    async close() {
+      if (closed) return;
+      closed = true;
+      store.close();
+      await app.close();
+      await writer?.flush();
+    },
+  };
+}
