@@ -412,25 +412,25 @@ export const ERROR_CODES = {
 } as const;
 
 // ---------------------------------------------------------------------------------------------------------
-// Requests (strict: the simulator validates bodies with these; the client builds them)
+// Requests (strict: unknown fields are a 400 in the simulator; the client builds them)
 // ---------------------------------------------------------------------------------------------------------
 
 export const TokenRequest = z.discriminatedUnion("grant_type", [
-  z.object({ grant_type: z.literal("password"), email: z.string().min(1), password: z.string().min(1) }),
-  z.object({ grant_type: z.literal("refresh_token"), refresh_token: z.string().min(1) }),
+  z.strictObject({ grant_type: z.literal("password"), email: z.string().min(1), password: z.string().min(1) }),
+  z.strictObject({ grant_type: z.literal("refresh_token"), refresh_token: z.string().min(1) }),
 ]);
 export type TokenRequest = z.infer<typeof TokenRequest>;
 
-export const ChangePasswordRequest = z.object({
+export const ChangePasswordRequest = z.strictObject({
   current_password: z.string().min(1),
   new_password: z.string().min(8),
 });
 export type ChangePasswordRequest = z.infer<typeof ChangePasswordRequest>;
 
-export const DiskRef = z.object({ id: z.string().min(1), mode: DiskModeSchema.default("read-write") });
+export const DiskRef = z.strictObject({ id: z.string().min(1), mode: DiskModeSchema.default("read-write") });
 export type DiskRef = z.infer<typeof DiskRef>;
 
-export const CreateVmRequest = z.object({
+export const CreateVmRequest = z.strictObject({
   name: z.string().min(1).max(63),
   type: z.string().min(1),
   location: z.string().min(1),
@@ -445,10 +445,10 @@ export type CreateVmRequest = z.input<typeof CreateVmRequest>;
 export const VM_ACTIONS = ["START", "STOP", "RESET", "UPDATE"] as const;
 export type VmAction = (typeof VM_ACTIONS)[number];
 export const VmActionRequest = z.discriminatedUnion("action", [
-  z.object({ action: z.literal("START") }),
-  z.object({ action: z.literal("STOP") }),
-  z.object({ action: z.literal("RESET") }),
-  z.object({
+  z.strictObject({ action: z.literal("START") }),
+  z.strictObject({ action: z.literal("STOP") }),
+  z.strictObject({ action: z.literal("RESET") }),
+  z.strictObject({
     action: z.literal("UPDATE"),
     type: z.string().min(1).optional(),
     disks: z.array(DiskRef).optional(),
@@ -456,7 +456,7 @@ export const VmActionRequest = z.discriminatedUnion("action", [
 ]);
 export type VmActionRequest = z.input<typeof VmActionRequest>;
 
-export const CreateDiskRequest = z.object({
+export const CreateDiskRequest = z.strictObject({
   name: z.string().min(1).max(63),
   size: z.string().regex(SIZE_PATTERN, "size must be a whole number followed by GiB or TiB"),
   location: z.string().min(1),
@@ -465,7 +465,7 @@ export const CreateDiskRequest = z.object({
 });
 export type CreateDiskRequest = z.input<typeof CreateDiskRequest>;
 
-export const ResizeDiskRequest = z.object({
+export const ResizeDiskRequest = z.strictObject({
   size: z.string().regex(SIZE_PATTERN, "size must be a whole number followed by GiB or TiB"),
 });
 export type ResizeDiskRequest = z.infer<typeof ResizeDiskRequest>;
@@ -473,13 +473,13 @@ export type ResizeDiskRequest = z.infer<typeof ResizeDiskRequest>;
 export const CIDR_PATTERN =
   /^((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\/(3[0-2]|[12]?[0-9])$/;
 
-export const CreateNetworkRequest = z.object({
+export const CreateNetworkRequest = z.strictObject({
   name: z.string().min(1).max(63),
   cidr: z.string().regex(CIDR_PATTERN, "cidr must be an IPv4 CIDR such as 10.0.0.0/16").optional(),
 });
 export type CreateNetworkRequest = z.input<typeof CreateNetworkRequest>;
 
-export const EndpointRequest = z.object({
+export const EndpointRequest = z.strictObject({
   cidr: z.union([z.literal(""), z.string().regex(CIDR_PATTERN, "cidr must be an IPv4 CIDR")]).default(""),
   resource_id: z.string().default(""),
 });
@@ -487,7 +487,7 @@ export type EndpointRequest = z.input<typeof EndpointRequest>;
 
 const PortString = z.string().regex(PORT_PATTERN, 'ports are strings such as "22" or "8000-9000"');
 
-export const CreateFirewallRuleRequest = z.object({
+export const CreateFirewallRuleRequest = z.strictObject({
   name: z.string().min(1).max(63),
   vpc_network_id: z.string().min(1),
   direction: z.enum(FIREWALL_DIRECTIONS),
@@ -500,7 +500,7 @@ export const CreateFirewallRuleRequest = z.object({
 });
 export type CreateFirewallRuleRequest = z.input<typeof CreateFirewallRuleRequest>;
 
-export const PatchFirewallRuleRequest = z.object({
+export const PatchFirewallRuleRequest = z.strictObject({
   name: z.string().min(1).max(63).optional(),
   protocols: z.array(z.enum(FIREWALL_PROTOCOLS)).min(1).optional(),
   sources: z.array(EndpointRequest).optional(),

@@ -299,6 +299,10 @@ describe("VMs", () => {
       errorOf(await api.call("POST", api.project("/vms"), vmBody("x", { image: "windows" })), 400, "bad_request"),
     ).toMatch(/^image/);
     expect(errorOf(await api.call("POST", api.project("/vms"), "{not json"), 400, "bad_request")).toMatch(/JSON/);
+    const unknownField = vmBody("x", { sshPublicKey: "typo" } as Record<string, unknown>);
+    expect(errorOf(await api.call("POST", api.project("/vms"), unknownField), 400, "bad_request")).toMatch(
+      /sshPublicKey/,
+    );
     const action = await api.call("PATCH", api.project("/vms/whatever"), { action: "EXPLODE" });
     expect(errorOf(action, 400, "bad_request")).toMatch(/action/);
   });
