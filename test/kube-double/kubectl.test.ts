@@ -1,0 +1,157 @@
+// kubectl 1.32 (from PATH) against the double: apply (client- and server-side), get with printer columns,
+// short names and categories, explain, wait, patch and delete with a finalizer.
+import { execFile } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { RunningKubeDouble } from "../../src/kube-double/index.ts";
+import { startWithFixture } from "./helpers.ts";
+
+const run = promisify(execFile);
+let double: RunningKubeDouble;
+let directory: string;
+
+async function kubectl(...args: string[]): Promise<string> {
+  const { stdout } = await run("kubectl", args, {
+    env: { ...process.env, KUBECONFIG: join(directory, "kubeconfig") },
+    timeout: 20_000,
+  });
+  return stdout;
+}
+
+async function kubectlFailure(...args: string[]): Promise<string> {
+  try {
+    await kubectl(...args);
+  } catch (error) {
+    return String((error as { stderr?: string }).stderr);
+  }
+  throw new Error(`kubectl ${args.join(" ")} was expected to fail`);
+}
+
+async function manifest(name: string, text: string): Promise<string> {
+  const path = join(directory, name);
+  await writeFile(path, text);
+  return path;
+}
+
+const widgetYaml = (name: string, spec: string) => `apiVersion: example.dev/v1
+kind: Widget
+metadata:
+  name: ${name}
+  namespace: default
+spec:
+${spec}
+`;
+
+beforeAll(async () => {
+  ({ double } = await startWithFixture({ bookmarkIntervalMs: 200 }));
+  directory = await mkdtemp(join(tmpdir(), "kube-double-kubectl-"));
+  await double.writeKubeconfig(join(directory, "kubeconfig"));
+});
+afterAll(async () => {
+  await double.close();
+  await rm(directory, { recursive: true, force: true });
+});
+
+describe("kubectl", () => {
+  it("applies client-side (create, then update) with strict server-side validation", async () => {
+    const file = await manifest("w1.yaml", widgetYaml("w1", "  size: 3\n  color: red\n  region: eu"));
+    expect(await kubectl("apply", "-f", file)).toContain("widget.example.dev/w1 created");
+    await manifest("w1.yaml", widgetYaml("w1", "  size: 4\n  color: red\n  region: eu"));
+    expect(await kubectl("apply", "-f", file)).toContain("widget.example.dev/w1 configured");
+
+    const unknown = await manifest(
+      "unknown.yaml",
+      widgetYaml("w1", "  size: 4\n  color: red\n  region: eu\n  colour: red"),
+    );
+    expect(await kubectlFailure("apply", "-f", unknown)).toContain('unknown field "spec.colour"');
+    const invalid = await manifest("invalid.yaml", widgetYaml("w9", "  size: 0\n  color: red"));
+    expect(await kubectlFailure("apply", "-f", invalid)).toMatch(/spec\.size: Invalid value/);
+  });
+
+  it("gets with printer columns, the short name and the category", async () => {
+    const table = await kubectl("get", "widgets");
+    expect(table.split("\n")[0]).toMatch(/^NAME\s+SIZE\s+READY\s+AGE$/);
+    expect(table).toMatch(/w1\s+4\s/);
+    expect(await kubectl("get", "wdg", "-o", "name")).toContain("widget.example.dev/w1");
+    expect(await kubectl("get", "examples")).toMatch(/w1\s+4/);
+  });
+
+  it("applies server-side and reports conflicts between field managers", async () => {
+    const file = await manifest("w2.yaml", widgetYaml("w2", "  size: 1\n  pattern: dots"));
+    expect(await kubectl("apply", "--server-side", "-f", file)).toContain("serverside-applied");
+    await kubectl("patch", "widget", "w2", "--type=merge", "-p", '{"spec":{"size":5}}');
+    expect(await kubectlFailure("apply", "--server-side", "-f", file)).toContain('conflict with "kubectl-patch"');
+    await kubectl("apply", "--server-side", "--force-conflicts", "-f", file);
+    expect(await kubectl("get", "widget", "w2", "-o", "jsonpath={.spec.size}")).toBe("1");
+  });
+
+  it("patches with merge and JSON patch types", async () => {
+    await kubectl("patch", "widget", "w1", "--type=merge", "-p", '{"spec":{"size":7}}');
+    await kubectl(
+      "patch",
+      "widget",
+      "w1",
+      "--type=json",
+      "-p",
+      '[{"op":"test","path":"/spec/size","value":7},{"op":"replace","path":"/spec/size","value":8}]',
+    );
+    expect(await kubectl("get", "widget", "w1", "-o", "jsonpath={.spec.size} {.metadata.generation}")).toBe("8 4");
+  });
+
+  it("explains fields from the OpenAPI v3 document", async () => {
+    const text = await kubectl("explain", "widgets.spec.size");
+    expect(text).toContain("How big.");
+  });
+
+  it("waits for a Ready condition set through the status subresource", async () => {
+    const waiting = kubectl("wait", "--for=condition=Ready", "widget/w1", "--timeout=15s");
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await kubectl(
+      "patch",
+      "widget",
+      "w1",
+      "--subresource=status",
+      "--type=merge",
+      "-p",
+      '{"status":{"conditions":[{"type":"Ready","status":"True"}]}}',
+    );
+    expect(await waiting).toContain("condition met");
+    expect(await kubectl("get", "widget", "w1")).toMatch(/w1\s+8\s+True/);
+  });
+
+  it("deletes with a finalizer held, then released", async () => {
+    await kubectl("patch", "widget", "w2", "--type=merge", "-p", '{"metadata":{"finalizers":["example.dev/hold"]}}');
+    const deleting = kubectl("delete", "widget", "w2", "--timeout=15s");
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await kubectl("get", "widget", "w2", "-o", "jsonpath={.metadata.deletionTimestamp}")).not.toBe("");
+    await kubectl("patch", "widget", "w2", "--type=json", "-p", '[{"op":"remove","path":"/metadata/finalizers"}]');
+    expect(await deleting).toContain('"w2" deleted');
+    expect(await kubectlFailure("get", "widget", "w2")).toContain("NotFound");
+  });
+
+  it("creates namespaces and ConfigMaps and deletes them with -f", async () => {
+    const file = await manifest(
+      "cm.yaml",
+      "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-a\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n  namespace: team-a\ndata:\n  a: '1'\n",
+    );
+    expect(await kubectl("apply", "-f", file)).toContain("configmap/cfg created");
+    expect(await kubectl("get", "configmaps", "-n", "team-a", "-o", "name")).toBe("configmap/cfg\n");
+    const deleted = await kubectl("delete", "-f", file);
+    expect(deleted).toContain('namespace "team-a" deleted');
+    expect(deleted).toContain('configmap "cfg" deleted');
+  });
+
+  it("creates built-in objects through kubectl's protobuf clients", async () => {
+    await kubectl("create", "namespace", "team-b");
+    await kubectl("create", "secret", "generic", "creds", "-n", "team-b", "--from-literal=apiKey=k1");
+    await kubectl("create", "configmap", "conf", "-n", "team-b", "--from-literal=a=1", "--from-literal=b=2");
+    expect(await kubectl("get", "secret", "creds", "-n", "team-b", "-o", "jsonpath={.data.apiKey} {.type}")).toBe(
+      `${Buffer.from("k1").toString("base64")} Opaque`,
+    );
+    expect(await kubectl("get", "configmaps", "-n", "team-b")).toMatch(/conf\s+2\s/);
+    expect(await kubectlFailure("delete", "namespace", "default")).toContain("may not be deleted");
+  });
+});

@@ -1,0 +1,74 @@
+// The project's generated CRDs (crds/*.yaml) load into the double and their CEL rules are all inside the
+// interpreter's subset, so the double enforces every rule the real server would.
+import { execFile } from "node:child_process";
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { KubeConfig } from "@kubernetes/client-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseAllDocuments } from "yaml";
+import { isSupportedRule } from "../../src/kube-double/cel.ts";
+import { type RunningKubeDouble, startKubeDouble } from "../../src/kube-double/index.ts";
+import { rulesOf } from "../../src/kube-double/resources.ts";
+
+const CRD_DIR = fileURLToPath(new URL("../../crds", import.meta.url));
+const EXAMPLES_DIR = fileURLToPath(new URL("../../examples", import.meta.url));
+const run = promisify(execFile);
+let double: RunningKubeDouble;
+let directory: string;
+
+async function kubectl(...args: string[]): Promise<string> {
+  const { stdout } = await run("kubectl", args, {
+    env: { ...process.env, KUBECONFIG: join(directory, "kubeconfig") },
+    timeout: 20_000,
+  });
+  return stdout;
+}
+
+beforeAll(async () => {
+  double = await startKubeDouble({ crdDir: CRD_DIR });
+  directory = await mkdtemp(join(tmpdir(), "kube-double-crds-"));
+  await double.writeKubeconfig(join(directory, "kubeconfig"));
+});
+afterAll(async () => {
+  await double.close();
+  await rm(directory, { recursive: true, force: true });
+});
+
+describe("crds/ in the double", () => {
+  it("serves every generated CRD with its names", async () => {
+    const files = (await readdir(CRD_DIR)).filter((file) => file.endsWith(".yaml"));
+    expect(files.length).toBeGreaterThan(0);
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromString(double.kubeconfigYaml());
+    for (const file of files) {
+      const [document] = parseAllDocuments(await readFile(`${CRD_DIR}/${file}`, "utf8"));
+      const crd = document?.toJSON() as {
+        spec: { group: string; names: { plural: string }; versions: { name: string }[] };
+      };
+      const version = crd.spec.versions[0]?.name ?? "";
+      const response = await fetch(`${double.url}/apis/${crd.spec.group}/${version}`);
+      const list = (await response.json()) as { resources: { name: string }[] };
+      expect(list.resources.map((resource) => resource.name)).toContain(crd.spec.names.plural);
+    }
+  });
+
+  it("understands every CEL rule the CRDs use", async () => {
+    const rules: string[] = [];
+    for (const file of (await readdir(CRD_DIR)).filter((name) => name.endsWith(".yaml"))) {
+      for (const document of parseAllDocuments(await readFile(`${CRD_DIR}/${file}`, "utf8")))
+        rules.push(...rulesOf(document.toJSON()));
+    }
+    expect(rules.filter((rule) => !isSupportedRule(rule))).toEqual([]);
+  });
+
+  it("takes the examples with kubectl apply and lists them by short name and category", async () => {
+    expect(await kubectl("apply", "-f", EXAMPLES_DIR)).toMatch(/gpuvm\.gpucloud\.dev\/\S+ created/);
+    expect((await kubectl("get", "gvm")).split("\n")[0]).toMatch(/^NAME\s+TYPE\s+LOCATION\s+STATE/);
+    const all = await kubectl("get", "gpucloud", "-o", "name");
+    for (const kind of ["gpuvm", "gpudisk", "gpunetwork", "gpufirewallrule"])
+      expect(all).toContain(`${kind}.gpucloud.dev/`);
+  });
+});
