@@ -1,0 +1,310 @@
+// Operator configuration from flags and environment. Flag names follow controller-runtime's conventions; every
+// flag has an environment variable `GPUVM_<FLAG_IN_UPPER_SNAKE>`. Precedence: flag > env > default.
+// Parsing never throws: it returns a result the run command turns into a message and exit code 2.
+import { DurationError, formatDuration, parseDuration } from "./time.ts";
+
+export type LogLevel = "trace" | "debug" | "info" | "warn" | "error" | "fatal" | "silent";
+const LOG_LEVELS: readonly LogLevel[] = ["trace", "debug", "info", "warn", "error", "fatal", "silent"];
+
+export interface BindAddress {
+  host: string;
+  port: number;
+}
+
+export interface OperatorConfig {
+  /** Explicit kubeconfig path; undefined → $KUBECONFIG, then ~/.kube/config, then in-cluster. */
+  kubeconfig: string | undefined;
+  /** Namespaces to watch; empty → all namespaces. */
+  watchNamespaces: string[];
+  leaderElect: boolean;
+  leaderElectionNamespace: string;
+  leaderElectionId: string;
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+  /** undefined when disabled ("0"). */
+  metricsBindAddress: BindAddress | undefined;
+  healthProbeBindAddress: BindAddress | undefined;
+  maxConcurrentReconciles: number;
+  syncPeriodMs: number;
+  gracefulShutdownTimeoutMs: number;
+  /** GPU cloud API base URL (…/v0.1); undefined → the credentials Secret's `apiUrl` key decides. */
+  apiUrl: string | undefined;
+  /** Requests per second per credential. */
+  apiRateLimit: number;
+  /** Default credentials Secret for objects that name none. */
+  credentialsSecret: { namespace: string; name: string } | undefined;
+  logLevel: LogLevel;
+  operationPollIntervalMs: number;
+}
+
+export type ConfigResult =
+  | { kind: "config"; config: OperatorConfig }
+  | { kind: "help" }
+  | { kind: "error"; message: string };
+
+type FlagType = "string" | "list" | "bool" | "duration" | "int" | "number";
+
+interface FlagSpec {
+  name: string;
+  type: FlagType;
+  default: string;
+  help: string;
+  /** Extra env var consulted after GPUVM_<NAME> (e.g. POD_NAMESPACE). */
+  fallbackEnv?: string;
+}
+
+const FLAGS: readonly FlagSpec[] = [
+  {
+    name: "kubeconfig",
+    type: "string",
+    default: "",
+    help: "Path to a kubeconfig (else $KUBECONFIG, ~/.kube/config, in-cluster)",
+  },
+  {
+    name: "watch-namespace",
+    type: "list",
+    default: "",
+    help: "Namespace to watch; repeatable or comma-separated (default: all)",
+  },
+  {
+    name: "leader-elect",
+    type: "bool",
+    default: "false",
+    help: "Elect a leader through a coordination.k8s.io Lease; standbys keep caches warm",
+  },
+  {
+    name: "leader-election-namespace",
+    type: "string",
+    default: "default",
+    fallbackEnv: "POD_NAMESPACE",
+    help: "Namespace of the Lease; $POD_NAMESPACE when neither flag nor env var is set",
+  },
+  { name: "leader-election-id", type: "string", default: "gpuvm-operator.gpucloud.dev", help: "Name of the Lease" },
+  {
+    name: "leader-election-lease-duration",
+    type: "duration",
+    default: "15s",
+    help: "How long a Lease is valid without renewal",
+  },
+  {
+    name: "leader-election-renew-deadline",
+    type: "duration",
+    default: "10s",
+    help: "How long the leader keeps trying to renew before giving up",
+  },
+  {
+    name: "leader-election-retry-period",
+    type: "duration",
+    default: "2s",
+    help: "Interval between Lease acquire/renew attempts",
+  },
+  { name: "metrics-bind-address", type: "string", default: ":8080", help: "Address of /metrics ('0' disables)" },
+  {
+    name: "health-probe-bind-address",
+    type: "string",
+    default: ":8081",
+    help: "Address of /healthz and /readyz ('0' disables)",
+  },
+  { name: "max-concurrent-reconciles", type: "int", default: "4", help: "Workers per controller" },
+  {
+    name: "sync-period",
+    type: "duration",
+    default: "10m",
+    help: "Periodic resync of every object (jittered; per object: annotation gpucloud.dev/sync-period)",
+  },
+  {
+    name: "graceful-shutdown-timeout",
+    type: "duration",
+    default: "30s",
+    help: "How long running reconciles may finish after SIGTERM",
+  },
+  { name: "api-url", type: "string", default: "", help: "GPU cloud API base URL, e.g. https://api.example.com/v0.1" },
+  { name: "api-rate-limit", type: "number", default: "10", help: "Cloud API requests per second per credential" },
+  { name: "credentials-secret", type: "string", default: "", help: "Default credentials Secret as <namespace>/<name>" },
+  { name: "log-level", type: "string", default: "info", help: `Log level: ${LOG_LEVELS.join(", ")}` },
+  {
+    name: "operation-poll-interval",
+    type: "duration",
+    default: "2s",
+    help: "How often in-flight cloud operations are polled",
+  },
+];
+
+/** `watch-namespace` → `GPUVM_WATCH_NAMESPACE`. */
+export function envNameOf(flag: string): string {
+  return `GPUVM_${flag.toUpperCase().replaceAll("-", "_")}`;
+}
+
+/** The `--help` text of the run command: every flag, its env var and default. */
+export function helpText(): string {
+  const lines = FLAGS.map((flag) => {
+    const valueHint = flag.type === "bool" ? "" : ` <${flag.type === "list" ? "string" : flag.type}>`;
+    const defaultHint = flag.default === "" ? "" : ` (default ${flag.default})`;
+    return `  --${flag.name}${valueHint}\n      ${flag.help}${defaultHint}. Env: ${envNameOf(flag.name)}`;
+  });
+  return `Usage: gpuvm-operator run [flags]\n\nFlags:\n${lines.join("\n")}\n  -h, --help\n      Show this help.\n`;
+}
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+/** Reads flags (argv without the command name) and environment into a typed configuration. */
+export function parseConfig(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): ConfigResult {
+  try {
+    const raw = collectRaw(argv);
+    if (raw === "help") return { kind: "help" };
+    const value = (name: string): string => {
+      const fromFlags = raw.get(name);
+      if (fromFlags !== undefined && fromFlags.length > 0) return fromFlags.join(",");
+      const spec = specOf(name);
+      const fromEnv = env[envNameOf(name)] ?? (spec.fallbackEnv ? env[spec.fallbackEnv] : undefined);
+      return fromEnv !== undefined && fromEnv !== "" ? fromEnv : spec.default;
+    };
+    return { kind: "config", config: buildConfig(value) };
+  } catch (error) {
+    if (error instanceof ConfigError) return { kind: "error", message: error.message };
+    throw error;
+  }
+}
+
+function specOf(name: string): FlagSpec {
+  const spec = FLAGS.find((flag) => flag.name === name);
+  if (spec === undefined) throw new ConfigError(`unknown flag --${name}`);
+  return spec;
+}
+
+function collectRaw(argv: readonly string[]): Map<string, string[]> | "help" {
+  const raw = new Map<string, string[]>();
+  for (let index = 0; index < argv.length; index++) {
+    const argument = argv[index] ?? "";
+    if (argument === "--help" || argument === "-h") return "help";
+    if (!argument.startsWith("--")) throw new ConfigError(`unexpected argument "${argument}" (flags start with --)`);
+    const equals = argument.indexOf("=");
+    const name = argument.slice(2, equals === -1 ? undefined : equals);
+    const spec = specOf(name);
+    let flagValue: string;
+    if (equals !== -1) flagValue = argument.slice(equals + 1);
+    else if (spec.type === "bool") flagValue = "true";
+    else {
+      const next = argv[index + 1];
+      if (next === undefined || next.startsWith("--")) throw new ConfigError(`flag --${name} needs a value`);
+      flagValue = next;
+      index++;
+    }
+    raw.set(name, [...(raw.get(name) ?? []), flagValue]);
+  }
+  return raw;
+}
+
+function buildConfig(value: (name: string) => string): OperatorConfig {
+  const leaseDurationMs = duration("leader-election-lease-duration", value);
+  const renewDeadlineMs = duration("leader-election-renew-deadline", value);
+  const retryPeriodMs = duration("leader-election-retry-period", value);
+  if (!(leaseDurationMs > renewDeadlineMs && renewDeadlineMs > retryPeriodMs)) {
+    throw new ConfigError(
+      `leader election needs lease duration (${formatDuration(leaseDurationMs)}) > renew deadline (${formatDuration(renewDeadlineMs)}) > retry period (${formatDuration(retryPeriodMs)})`,
+    );
+  }
+  const logLevel = value("log-level");
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
+    throw new ConfigError(`--log-level: "${logLevel}" is not one of ${LOG_LEVELS.join(", ")}`);
+  }
+  const apiUrl = value("api-url");
+  if (apiUrl !== "" && !URL.canParse(apiUrl)) throw new ConfigError(`--api-url: "${apiUrl}" is not a URL`);
+  const apiRateLimit = Number(value("api-rate-limit"));
+  if (!Number.isFinite(apiRateLimit) || apiRateLimit <= 0) {
+    throw new ConfigError(`--api-rate-limit: expected a positive number, got "${value("api-rate-limit")}"`);
+  }
+  return {
+    kubeconfig: value("kubeconfig") || undefined,
+    watchNamespaces: namespaces(value("watch-namespace")),
+    leaderElect: bool("leader-elect", value),
+    leaderElectionNamespace: dnsLabel("leader-election-namespace", value("leader-election-namespace")),
+    leaderElectionId: value("leader-election-id"),
+    leaseDurationMs,
+    renewDeadlineMs,
+    retryPeriodMs,
+    metricsBindAddress: bindAddress("metrics-bind-address", value("metrics-bind-address")),
+    healthProbeBindAddress: bindAddress("health-probe-bind-address", value("health-probe-bind-address")),
+    maxConcurrentReconciles: positiveInt("max-concurrent-reconciles", value),
+    syncPeriodMs: duration("sync-period", value),
+    gracefulShutdownTimeoutMs: duration("graceful-shutdown-timeout", value),
+    apiUrl: apiUrl || undefined,
+    apiRateLimit,
+    credentialsSecret: secretRef(value("credentials-secret")),
+    logLevel: logLevel as LogLevel,
+    operationPollIntervalMs: duration("operation-poll-interval", value),
+  };
+}
+
+function duration(name: string, value: (name: string) => string): number {
+  try {
+    const ms = parseDuration(value(name));
+    if (ms <= 0) throw new DurationError(`duration must be positive`);
+    return ms;
+  } catch (error) {
+    if (error instanceof DurationError) throw new ConfigError(`--${name}: ${error.message}`, { cause: error });
+    throw error;
+  }
+}
+
+function bool(name: string, value: (name: string) => string): boolean {
+  const text = value(name).toLowerCase();
+  if (["true", "1", "yes"].includes(text)) return true;
+  if (["false", "0", "no"].includes(text)) return false;
+  throw new ConfigError(`--${name}: expected true or false, got "${text}"`);
+}
+
+function positiveInt(name: string, value: (name: string) => string): number {
+  const text = value(name);
+  const parsed = Number(text);
+  if (!Number.isInteger(parsed) || parsed < 1)
+    throw new ConfigError(`--${name}: expected a positive integer, got "${text}"`);
+  return parsed;
+}
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+function dnsLabel(name: string, text: string): string {
+  if (!DNS_LABEL.test(text)) throw new ConfigError(`--${name}: "${text}" is not a valid namespace name`);
+  return text;
+}
+
+function namespaces(text: string): string[] {
+  const list = text
+    .split(",")
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== "");
+  for (const namespace of list) dnsLabel("watch-namespace", namespace);
+  return [...new Set(list)];
+}
+
+function secretRef(text: string): { namespace: string; name: string } | undefined {
+  if (text === "") return undefined;
+  const [namespace, name, ...rest] = text.split("/");
+  if (!namespace || !name || rest.length > 0) {
+    throw new ConfigError(`--credentials-secret: expected <namespace>/<name>, got "${text}"`);
+  }
+  return { namespace: dnsLabel("credentials-secret", namespace), name };
+}
+
+/** ":8080" → all interfaces, "127.0.0.1:9090", "[::1]:8080"; "0" (or empty) disables the server. */
+export function parseBindAddress(text: string): BindAddress | undefined {
+  if (text === "0" || text === "") return undefined;
+  const match = /^(\[[^\]]+\]|[^:]*):(\d{1,5})$/.exec(text);
+  const port = Number(match?.[2]);
+  if (match === null || port > 65_535) throw new ConfigError(`"${text}" is not host:port, :port or 0`);
+  const host = (match[1] ?? "").replace(/^\[|\]$/g, "");
+  return { host: host === "" ? "0.0.0.0" : host, port };
+}
+
+function bindAddress(name: string, text: string): BindAddress | undefined {
+  try {
+    return parseBindAddress(text);
+  } catch (error) {
+    if (error instanceof ConfigError) throw new ConfigError(`--${name}: ${error.message}`, { cause: error });
+    throw error;
+  }
+}

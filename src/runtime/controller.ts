@@ -1,0 +1,301 @@
+// The controller: N workers taking keys from a WorkQueue and calling a Reconciler, mapping each Outcome to a
+// queue action exactly like controller-runtime's reconcileHandler. Reconciles are level-triggered: a request
+// carries only namespace/name and the reconciler re-reads the object from the informer cache.
+import { randomUUID } from "node:crypto";
+import type { Logger } from "pino";
+import type { Metrics, ReconcileResult } from "./metrics.ts";
+import { type Clock, jitter, systemClock } from "./time.ts";
+import { WorkQueue, type WorkQueueOptions } from "./workqueue.ts";
+
+export interface ReconcileRequest {
+  namespace: string;
+  name: string;
+}
+
+/**
+ * What a reconcile hands back to the worker loop.
+ * - `done`: success; backoff reset; the object is polled again after its sync period.
+ * - `requeueAfter`: success, come back after `ms` (polling a cloud operation). `ms <= 0` means "again soon"
+ *   (e.g. after a Kubernetes 409 on a status write): rate-limited, counted as result "requeue", not an error.
+ * - `retry`: failure; re-queued with per-key exponential backoff (1 s … 5 min).
+ * - `terminal`: failure that retrying cannot fix (bad spec); not re-queued until the object changes.
+ */
+export type Outcome =
+  | { type: "done" }
+  | { type: "requeueAfter"; ms: number }
+  | { type: "retry"; error: Error }
+  | { type: "terminal"; error: Error };
+
+/** Constructors for outcomes, so reconcilers read `return outcome.requeueAfter(2000)`. */
+export const outcome = {
+  done: (): Outcome => ({ type: "done" }),
+  requeueAfter: (ms: number): Outcome => ({ type: "requeueAfter", ms }),
+  requeue: (): Outcome => ({ type: "requeueAfter", ms: 0 }),
+  retry: (error: Error): Outcome => ({ type: "retry", error }),
+  terminal: (error: Error): Outcome => ({ type: "terminal", error }),
+} as const;
+
+export interface ReconcileContext {
+  /** Aborted when the controller stops (shutdown timeout, lost lease); pass it to every I/O call. */
+  signal: AbortSignal;
+  /** Child logger carrying {controller, namespace, name, reconcileId}. */
+  logger: Logger;
+  reconcileId: string;
+}
+
+export interface Reconciler {
+  reconcile(request: ReconcileRequest, ctx: ReconcileContext): Promise<Outcome>;
+}
+
+/** Thrown for a key that is not `namespace/name` (or `name` for cluster-scoped objects). */
+export class InvalidKeyError extends Error {
+  override name = "InvalidKeyError";
+}
+
+/** `namespace/name`, or just `name` for cluster-scoped objects (client-go's MetaNamespaceKeyFunc). */
+export function keyOf(namespace: string | undefined, name: string): string {
+  return namespace ? `${namespace}/${name}` : name;
+}
+
+/** Splits a queue key back into a request; throws InvalidKeyError for malformed keys. */
+export function parseKey(key: string): ReconcileRequest {
+  const parts = key.split("/");
+  if (parts.length === 1 && parts[0]) return { namespace: "", name: parts[0] };
+  if (parts.length === 2 && parts[0] && parts[1]) return { namespace: parts[0], name: parts[1] };
+  throw new InvalidKeyError(`invalid object key "${key}": expected "namespace/name" or "name"`);
+}
+
+export interface ControllerOptions {
+  name: string;
+  reconciler: Reconciler;
+  logger: Logger;
+  /** Concurrent workers (default 1). A key is still never reconciled by two workers at once. */
+  workers?: number;
+  metrics?: Metrics;
+  clock?: Clock;
+  /** Queue tuning (backoff bounds, jitter, random source); the name is the controller's. */
+  queue?: Omit<WorkQueueOptions, "name" | "clock" | "observer">;
+  /**
+   * The periodic resync period for a key after a successful or terminal reconcile, or undefined for none
+   * (object gone, resync disabled). The manager reads it from the `gpucloud.dev/sync-period` annotation.
+   */
+  resyncPeriodFor?: (request: ReconcileRequest) => number | undefined;
+  /** Relative jitter of resync delays (default 0.1: ±10 %), so objects never poll in one wave. */
+  resyncJitter?: number;
+  random?: () => number;
+}
+
+export class Controller {
+  readonly name: string;
+  readonly workers: number;
+  readonly #options: ControllerOptions;
+  readonly #logger: Logger;
+  readonly #clock: Clock;
+  readonly #random: () => number;
+  #queue: WorkQueue;
+  #running: Promise<void>[] = [];
+  readonly #inFlight = new Set<AbortController>();
+  #activeWorkers = 0;
+
+  constructor(options: ControllerOptions) {
+    if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(options.name)) {
+      throw new RangeError(`controller name "${options.name}" must be a lower-case DNS label`);
+    }
+    const workers = options.workers ?? 1;
+    if (!Number.isInteger(workers) || workers < 1) {
+      throw new RangeError(`controller ${options.name}: workers must be a positive integer, got ${workers}`);
+    }
+    this.name = options.name;
+    this.workers = workers;
+    this.#options = options;
+    this.#logger = options.logger.child({ controller: options.name });
+    this.#clock = options.clock ?? systemClock;
+    this.#random = options.random ?? Math.random;
+    this.#queue = this.#newQueue();
+    options.metrics?.maxConcurrentReconciles.set({ controller: this.name }, workers);
+    options.metrics?.activeWorkers.set({ controller: this.name }, 0);
+  }
+
+  /** The current queue (replaced when a stopped controller starts again after regaining leadership). */
+  get queue(): WorkQueue {
+    return this.#queue;
+  }
+
+  get isRunning(): boolean {
+    return this.#running.length > 0;
+  }
+
+  /** Queues a key (`namespace/name`) for reconciliation. Malformed keys are logged and dropped. */
+  enqueue(key: string): void {
+    try {
+      parseKey(key);
+    } catch (error) {
+      this.#logger.warn({ key, err: error }, "dropping malformed key");
+      return;
+    }
+    this.#queue.add(key);
+  }
+
+  /** Queues a key after a delay (earliest pending deadline wins). */
+  enqueueAfter(key: string, delayMs: number): void {
+    this.#queue.addAfter(key, delayMs);
+  }
+
+  /** Replaces a shut-down queue with a fresh one so keys can be queued before `start`. */
+  prepare(): void {
+    if (this.#queue.shuttingDown && !this.isRunning) this.#queue = this.#newQueue();
+  }
+
+  /** Starts the workers; a no-op while already running. Keys queued before start are processed. */
+  start(): void {
+    if (this.isRunning) return;
+    this.prepare();
+    for (let index = 0; index < this.workers; index++) this.#running.push(this.#workerLoop(this.#queue));
+    this.#logger.info({ workers: this.workers }, "starting workers");
+  }
+
+  /**
+   * Stops intake and waits up to `timeoutMs` for running reconciles to finish; then aborts their signals.
+   * Resolves true when everything finished in time. After stop, `start()` begins again with a fresh queue.
+   */
+  async stop(timeoutMs = 30_000): Promise<boolean> {
+    const queue = this.#queue;
+    const drained = queue.shutDownWithDrain();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const inTime = await Promise.race([
+      drained.then(() => true),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(false), timeoutMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (!inTime) {
+      this.#logger.warn({ timeoutMs, inFlight: this.#inFlight.size }, "reconciles still running at shutdown");
+      this.abortInFlight();
+    }
+    const workers = this.#running;
+    this.#running = [];
+    if (inTime) await Promise.all(workers);
+    this.#logger.info({ drained: inTime }, "workers stopped");
+    return inTime;
+  }
+
+  /** Stops at once (lost lease): no new work, in-flight reconciles see their signal aborted. */
+  stopNow(): void {
+    this.#queue.shutDown();
+    this.abortInFlight();
+    this.#running = [];
+  }
+
+  abortInFlight(): void {
+    for (const controller of this.#inFlight) controller.abort(new Error(`controller ${this.name} stopping`));
+  }
+
+  #newQueue(): WorkQueue {
+    const metrics = this.#options.metrics;
+    const queue = new WorkQueue({
+      ...this.#options.queue,
+      name: this.name,
+      clock: this.#clock,
+      ...(metrics ? { observer: metrics.queueObserver(this.name) } : {}),
+    });
+    metrics?.trackQueue(queue);
+    return queue;
+  }
+
+  async #workerLoop(queue: WorkQueue): Promise<void> {
+    for (;;) {
+      const key = await queue.get();
+      if (key === undefined) return;
+      try {
+        await this.#reconcileKey(queue, key);
+      } finally {
+        queue.done(key);
+      }
+    }
+  }
+
+  async #reconcileKey(queue: WorkQueue, key: string): Promise<void> {
+    const request = parseKey(key);
+    const reconcileId = randomUUID();
+    const logger = this.#logger.child({ namespace: request.namespace, name: request.name, reconcileId });
+    const abort = new AbortController();
+    this.#inFlight.add(abort);
+    const metrics = this.#options.metrics;
+    const labels = { controller: this.name };
+    this.#activeWorkers++;
+    metrics?.activeWorkers.set(labels, this.#activeWorkers);
+    const startedAt = this.#clock.now();
+    let result: Outcome;
+    try {
+      result = await this.#options.reconciler.reconcile(request, { signal: abort.signal, logger, reconcileId });
+      if (!isOutcome(result)) result = outcome.retry(new Error(`reconciler returned an invalid outcome`));
+    } catch (error) {
+      // A thrown error is a retry, never a crash of the worker.
+      result = outcome.retry(error instanceof Error ? error : new Error(String(error)));
+    } finally {
+      this.#inFlight.delete(abort);
+      this.#activeWorkers--;
+      metrics?.activeWorkers.set(labels, this.#activeWorkers);
+      metrics?.reconcileTimeSeconds.observe(labels, (this.#clock.now() - startedAt) / 1000);
+    }
+    const recorded = this.#apply(queue, key, request, result, logger);
+    metrics?.reconcileTotal.inc({ ...labels, result: recorded });
+  }
+
+  #apply(queue: WorkQueue, key: string, request: ReconcileRequest, result: Outcome, logger: Logger): ReconcileResult {
+    const metrics = this.#options.metrics;
+    const labels = { controller: this.name };
+    switch (result.type) {
+      case "done":
+        queue.forget(key);
+        this.#scheduleResync(queue, key, request);
+        logger.debug("reconciled");
+        return "success";
+      case "requeueAfter":
+        if (result.ms <= 0) {
+          queue.addRateLimited(key);
+          logger.debug("requeue");
+          return "requeue";
+        }
+        queue.forget(key);
+        queue.addAfter(key, result.ms);
+        this.#scheduleResync(queue, key, request);
+        logger.debug({ requeueAfterMs: result.ms }, "requeue after");
+        return "requeue_after";
+      case "retry":
+        queue.addRateLimited(key);
+        metrics?.reconcileErrorsTotal.inc(labels);
+        logger.warn({ err: result.error, failures: queue.numRequeues(key) }, "reconcile failed, will retry");
+        return "error";
+      case "terminal":
+        queue.forget(key);
+        this.#scheduleResync(queue, key, request);
+        metrics?.reconcileErrorsTotal.inc(labels);
+        metrics?.terminalReconcileErrorsTotal.inc(labels);
+        logger.error({ err: result.error }, "reconcile failed terminally, not retrying");
+        return "error";
+    }
+  }
+
+  #scheduleResync(queue: WorkQueue, key: string, request: ReconcileRequest): void {
+    const period = this.#options.resyncPeriodFor?.(request);
+    if (period === undefined || period <= 0) return;
+    queue.addAfter(key, jitter(period, this.#options.resyncJitter ?? 0.1, this.#random));
+  }
+}
+
+function isOutcome(value: unknown): value is Outcome {
+  if (typeof value !== "object" || value === null || !("type" in value)) return false;
+  switch (value.type) {
+    case "done":
+      return true;
+    case "requeueAfter":
+      return "ms" in value && typeof value.ms === "number" && Number.isFinite(value.ms);
+    case "retry":
+    case "terminal":
+      return "error" in value && value.error instanceof Error;
+    default:
+      return false;
+  }
+}

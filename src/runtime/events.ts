@@ -1,0 +1,188 @@
+// An EventRecorder writing events.k8s.io/v1 Events for transitions. Repeats of the same
+// (regarding, type, reason, note) within a window update `series` on the existing Event instead of creating a new
+// one, and a per-object token bucket caps the writes, so a failing object cannot flood the API server.
+import {
+  EventsV1Api,
+  type EventsV1Event,
+  type KubeConfig,
+  type KubernetesObject,
+  PatchStrategy,
+  setHeaderOptions,
+  V1MicroTime,
+} from "@kubernetes/client-node";
+import type { Logger } from "pino";
+import { type Clock, formatMicroTime, systemClock } from "./time.ts";
+
+export const REPORTING_CONTROLLER = "gpucloud.dev/gpuvm-operator";
+
+export type EventType = "Normal" | "Warning";
+
+export interface EventInput {
+  type: EventType;
+  /** CamelCase machine-readable reason (from the fixed reason set). */
+  reason: string;
+  /** Human-readable text; truncated to 1 KiB. Never put secrets here. */
+  note: string;
+  /** What the controller did or failed to do, e.g. "Create", "Delete", "Reconcile". */
+  action: string;
+}
+
+export interface EventRecorderOptions {
+  kubeConfig: KubeConfig;
+  /** This replica's identity (pod name), written as `reportingInstance`. */
+  reportingInstance: string;
+  logger: Logger;
+  clock?: Clock;
+  /** Repeats within this window become a series on one Event (default 10 min). */
+  aggregationWindowMs?: number;
+  /** Per-object token bucket: burst (default 25) and refill interval per token (default 5 min, as client-go). */
+  burst?: number;
+  refillIntervalMs?: number;
+}
+
+interface SeriesState {
+  eventName: string;
+  namespace: string;
+  /** Repeats are counted even when the bucket is empty; the next allowed write carries the total. */
+  count: number;
+  firstAt: number;
+  lastAt: number;
+}
+
+interface Bucket {
+  tokens: number;
+  updatedAt: number;
+}
+
+const MAX_NOTE_BYTES = 1024;
+const MAX_TRACKED = 4096;
+const MERGE_PATCH = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+
+export class EventRecorder {
+  readonly #api: EventsV1Api;
+  readonly #options: EventRecorderOptions;
+  readonly #clock: Clock;
+  readonly #series = new Map<string, SeriesState>();
+  readonly #buckets = new Map<string, Bucket>();
+  #sequence = 0;
+  /** Writes in flight, so tests and shutdown can wait for them. */
+  readonly #pending = new Set<Promise<void>>();
+
+  constructor(options: EventRecorderOptions) {
+    this.#options = options;
+    this.#api = options.kubeConfig.makeApiClient(EventsV1Api);
+    this.#clock = options.clock ?? systemClock;
+  }
+
+  /** Records an event about `regarding`. Never throws and never blocks the reconcile: failures are logged. */
+  record(regarding: KubernetesObject, event: EventInput): void {
+    const write = this.#record(regarding, event).catch((error: unknown) => {
+      this.#options.logger.warn({ err: error, reason: event.reason }, "could not write event");
+    });
+    this.#pending.add(write);
+    void write.finally(() => this.#pending.delete(write));
+  }
+
+  normal(regarding: KubernetesObject, reason: string, note: string, action: string): void {
+    this.record(regarding, { type: "Normal", reason, note, action });
+  }
+
+  warning(regarding: KubernetesObject, reason: string, note: string, action: string): void {
+    this.record(regarding, { type: "Warning", reason, note, action });
+  }
+
+  /** Resolves when every write started so far has finished. */
+  async flush(): Promise<void> {
+    while (this.#pending.size > 0) await Promise.all([...this.#pending]);
+  }
+
+  async #record(regarding: KubernetesObject, event: EventInput): Promise<void> {
+    const metadata = regarding.metadata;
+    if (!metadata?.name || !regarding.kind) {
+      this.#options.logger.warn({ reason: event.reason }, "event dropped: regarding object has no kind or name");
+      return;
+    }
+    const now = this.#clock.now();
+    const namespace = metadata.namespace || "default";
+    const objectId = metadata.uid ?? `${regarding.kind}/${namespace}/${metadata.name}`;
+    const note = truncateUtf8(event.note, MAX_NOTE_BYTES);
+    const seriesKey = JSON.stringify([objectId, event.type, event.reason, note]);
+    const window = this.#options.aggregationWindowMs ?? 600_000;
+    const existing = this.#series.get(seriesKey);
+    const isRepeat = existing !== undefined && now - existing.lastAt <= window;
+    if (isRepeat) {
+      existing.count++;
+      existing.lastAt = now;
+    }
+    if (!this.#takeToken(objectId, now)) {
+      this.#options.logger.debug({ reason: event.reason, object: metadata.name }, "event rate-limited for this object");
+      return;
+    }
+    if (isRepeat) {
+      await this.#api.patchNamespacedEvent(
+        {
+          name: existing.eventName,
+          namespace: existing.namespace,
+          body: { series: { count: existing.count, lastObservedTime: formatMicroTime(new Date(now)) } },
+        },
+        MERGE_PATCH,
+      );
+      return;
+    }
+    const eventName = `${metadata.name}.${(BigInt(now) * 1_000_000n + BigInt(this.#sequence++ % 1_000_000)).toString(16)}`;
+    const body: EventsV1Event = {
+      apiVersion: "events.k8s.io/v1",
+      kind: "Event",
+      metadata: { name: eventName, namespace },
+      eventTime: new V1MicroTime(now),
+      reportingController: REPORTING_CONTROLLER,
+      reportingInstance: this.#options.reportingInstance,
+      action: event.action,
+      reason: event.reason,
+      note,
+      type: event.type,
+      regarding: {
+        apiVersion: regarding.apiVersion,
+        kind: regarding.kind,
+        name: metadata.name,
+        namespace: metadata.namespace,
+        uid: metadata.uid,
+        resourceVersion: metadata.resourceVersion,
+      },
+    };
+    this.#remember(seriesKey, { eventName, namespace, count: 1, firstAt: now, lastAt: now }, now);
+    await this.#api.createNamespacedEvent({ namespace, body });
+  }
+
+  #takeToken(objectId: string, now: number): boolean {
+    const burst = this.#options.burst ?? 25;
+    const refill = this.#options.refillIntervalMs ?? 300_000;
+    const bucket = this.#buckets.get(objectId) ?? { tokens: burst, updatedAt: now };
+    bucket.tokens = Math.min(burst, bucket.tokens + (now - bucket.updatedAt) / refill);
+    bucket.updatedAt = now;
+    this.#buckets.set(objectId, bucket);
+    if (bucket.tokens < 1) return false;
+    bucket.tokens -= 1;
+    return true;
+  }
+
+  /** Keeps the series map bounded: forget series whose window has passed. */
+  #remember(key: string, state: SeriesState, now: number): void {
+    this.#series.set(key, state);
+    if (this.#series.size <= MAX_TRACKED) return;
+    const window = this.#options.aggregationWindowMs ?? 600_000;
+    for (const [seriesKey, series] of this.#series) if (now - series.lastAt > window) this.#series.delete(seriesKey);
+    const burst = this.#options.burst ?? 25;
+    const refill = this.#options.refillIntervalMs ?? 300_000;
+    for (const [objectId, bucket] of this.#buckets) {
+      if (bucket.tokens + (now - bucket.updatedAt) / refill >= burst) this.#buckets.delete(objectId);
+    }
+  }
+}
+
+function truncateUtf8(text: string, maxBytes: number): string {
+  const bytes = Buffer.from(text, "utf8");
+  if (bytes.length <= maxBytes) return text;
+  // Cut on a character boundary and mark the cut.
+  return `${new TextDecoder().decode(bytes.subarray(0, maxBytes - 3)).replace(/\uFFFD$/, "")}...`;
+}

@@ -1,0 +1,73 @@
+// The runtime's public API (what src/controllers and src/cli use). See docs/runtime.md.
+export {
+  type BindAddress,
+  ConfigError,
+  type ConfigResult,
+  envNameOf,
+  helpText,
+  type LogLevel,
+  type OperatorConfig,
+  parseBindAddress,
+  parseConfig,
+} from "./config.ts";
+export {
+  Controller,
+  type ControllerOptions,
+  InvalidKeyError,
+  keyOf,
+  type Outcome,
+  outcome,
+  parseKey,
+  type ReconcileContext,
+  type ReconcileRequest,
+  type Reconciler,
+} from "./controller.ts";
+export { type EventInput, EventRecorder, type EventType, REPORTING_CONTROLLER } from "./events.ts";
+export {
+  type InformerEvent,
+  type InformerHandler,
+  type InformerOptions,
+  MultiNamespaceInformer,
+  type ObjectInformer,
+  ResilientInformer,
+} from "./informer.ts";
+export { KubeClient, type StatusObject } from "./kube.ts";
+export { LeaderElector, type LeaderElectorOptions } from "./leader-election.ts";
+export {
+  type ControllerRegistration,
+  defaultConfig,
+  type InformerTuning,
+  Manager,
+  type ManagerOptions,
+  type WatchMapping,
+} from "./manager.ts";
+export { Metrics, type ReconcileResult } from "./metrics.ts";
+export {
+  apiVersionOf,
+  CONFIG_MAPS,
+  collectionPath,
+  type KubeResource,
+  MalformedResponseError,
+  resourceId,
+  SECRETS,
+} from "./resource.ts";
+export {
+  createMergePatch,
+  type JsonValue,
+  jsonEqual,
+  KubeApiError,
+  statusOf,
+  type WriteResult,
+} from "./status.ts";
+export {
+  type Clock,
+  DurationError,
+  formatDuration,
+  formatMicroTime,
+  jitter,
+  parseDuration,
+  parseKubeTime,
+  sleep,
+  systemClock,
+} from "./time.ts";
+export { WorkQueue, type WorkQueueObserver, type WorkQueueOptions } from "./workqueue.ts";

@@ -1,0 +1,222 @@
+// Typed helpers for the writes and reads reconcilers need beyond the informer cache: guarded status and
+// finalizer patches on custom resources, and get/create/patch of Secrets and ConfigMaps.
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+  type KubernetesObject,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1ConfigMap,
+  type V1Secret,
+} from "@kubernetes/client-node";
+import type { Logger } from "pino";
+import { apiVersionOf, type KubeResource, resourceId } from "./resource.ts";
+import { createMergePatch, statusOf, toKubeApiError, type WriteResult } from "./status.ts";
+
+/** A custom object as the runtime sees it: metadata plus an opaque status. */
+export interface StatusObject extends KubernetesObject {
+  status?: unknown;
+}
+
+/** Counts writes by kind of call; tests and metrics read it. */
+export interface WriteCounters {
+  statusPatches: number;
+  finalizerPatches: number;
+  conflicts: number;
+}
+
+const MERGE_PATCH = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+
+export class KubeClient {
+  readonly #custom: CustomObjectsApi;
+  readonly #core: CoreV1Api;
+  readonly #logger: Logger | undefined;
+  readonly writes: WriteCounters = { statusPatches: 0, finalizerPatches: 0, conflicts: 0 };
+
+  constructor(kubeConfig: KubeConfig, logger?: Logger) {
+    this.#custom = kubeConfig.makeApiClient(CustomObjectsApi);
+    this.#core = kubeConfig.makeApiClient(CoreV1Api);
+    this.#logger = logger;
+  }
+
+  /**
+   * Writes `status` through the status subresource if it differs from `object.status` (key order ignored).
+   * The merge patch carries `object`'s resourceVersion, so a concurrent change answers `conflict`.
+   */
+  async patchStatus<T extends StatusObject>(
+    resource: KubeResource,
+    object: T,
+    status: unknown,
+  ): Promise<WriteResult<T>> {
+    // Deep comparison (key order ignored): an unchanged status is never written, so a no-op reconcile is free.
+    const statusPatch = createMergePatch(object.status ?? {}, status);
+    if (statusPatch === undefined) return { type: "unchanged" };
+    const { namespace, name, resourceVersion } = identify(resource, object);
+    const body = { metadata: { resourceVersion }, status: statusPatch };
+    this.writes.statusPatches++;
+    return this.#guarded(`patch status of ${resourceId(resource)} ${namespace}/${name}`, async () => {
+      const { group, version, plural } = resource;
+      const answer: unknown = resource.namespaced
+        ? await this.#custom.patchNamespacedCustomObjectStatus(
+            { group, version, plural, namespace, name, body },
+            MERGE_PATCH,
+          )
+        : await this.#custom.patchClusterCustomObjectStatus({ group, version, plural, name, body }, MERGE_PATCH);
+      return answer as T;
+    });
+  }
+
+  /** Adds a finalizer (no-op if present), guarded by resourceVersion. */
+  async addFinalizer<T extends KubernetesObject>(
+    resource: KubeResource,
+    object: T,
+    finalizer: string,
+  ): Promise<WriteResult<T>> {
+    const finalizers = object.metadata?.finalizers ?? [];
+    if (finalizers.includes(finalizer)) return { type: "unchanged" };
+    return this.#patchFinalizers(resource, object, [...finalizers, finalizer]);
+  }
+
+  /** Removes a finalizer (no-op if absent), guarded by resourceVersion. */
+  async removeFinalizer<T extends KubernetesObject>(
+    resource: KubeResource,
+    object: T,
+    finalizer: string,
+  ): Promise<WriteResult<T>> {
+    const finalizers = object.metadata?.finalizers ?? [];
+    if (!finalizers.includes(finalizer)) return { type: "unchanged" };
+    return this.#patchFinalizers(
+      resource,
+      object,
+      finalizers.filter((entry) => entry !== finalizer),
+    );
+  }
+
+  /** Merge-patches a custom object (spec, annotations…); pass `resourceVersion` to make it conditional. */
+  async patchObject<T extends KubernetesObject>(
+    resource: KubeResource,
+    namespace: string,
+    name: string,
+    patch: Record<string, unknown>,
+  ): Promise<WriteResult<T>> {
+    return this.#guarded(`patch ${resourceId(resource)} ${namespace}/${name}`, async () => {
+      const { group, version, plural } = resource;
+      const body = patch;
+      const answer: unknown = resource.namespaced
+        ? await this.#custom.patchNamespacedCustomObject({ group, version, plural, namespace, name, body }, MERGE_PATCH)
+        : await this.#custom.patchClusterCustomObject({ group, version, plural, name, body }, MERGE_PATCH);
+      return answer as T;
+    });
+  }
+
+  /** Reads a custom object straight from the API (bypassing the cache); undefined when it does not exist. */
+  async getObject(resource: KubeResource, namespace: string, name: string): Promise<unknown> {
+    const { group, version, plural } = resource;
+    try {
+      return resource.namespaced
+        ? await this.#custom.getNamespacedCustomObject({ group, version, plural, namespace, name })
+        : await this.#custom.getClusterCustomObject({ group, version, plural, name });
+    } catch (error) {
+      if (statusOf(error) === 404) return undefined;
+      throw toKubeApiError(error, `get ${resourceId(resource)} ${namespace}/${name}`);
+    }
+  }
+
+  async getSecret(namespace: string, name: string): Promise<V1Secret | undefined> {
+    try {
+      return await this.#core.readNamespacedSecret({ namespace, name });
+    } catch (error) {
+      if (statusOf(error) === 404) return undefined;
+      throw toKubeApiError(error, `get secret ${namespace}/${name}`);
+    }
+  }
+
+  async createSecret(namespace: string, secret: V1Secret): Promise<V1Secret> {
+    try {
+      return await this.#core.createNamespacedSecret({
+        namespace,
+        body: { apiVersion: "v1", kind: "Secret", ...secret },
+      });
+    } catch (error) {
+      throw toKubeApiError(error, `create secret ${namespace}/${secret.metadata?.name ?? "?"}`);
+    }
+  }
+
+  async patchSecret(namespace: string, name: string, patch: Record<string, unknown>): Promise<WriteResult<V1Secret>> {
+    return this.#guarded(`patch secret ${namespace}/${name}`, () =>
+      this.#core.patchNamespacedSecret({ namespace, name, body: patch }, MERGE_PATCH),
+    );
+  }
+
+  async getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {
+    try {
+      return await this.#core.readNamespacedConfigMap({ namespace, name });
+    } catch (error) {
+      if (statusOf(error) === 404) return undefined;
+      throw toKubeApiError(error, `get configmap ${namespace}/${name}`);
+    }
+  }
+
+  async createConfigMap(namespace: string, configMap: V1ConfigMap): Promise<V1ConfigMap> {
+    try {
+      return await this.#core.createNamespacedConfigMap({
+        namespace,
+        body: { apiVersion: "v1", kind: "ConfigMap", ...configMap },
+      });
+    } catch (error) {
+      throw toKubeApiError(error, `create configmap ${namespace}/${configMap.metadata?.name ?? "?"}`);
+    }
+  }
+
+  async patchConfigMap(
+    namespace: string,
+    name: string,
+    patch: Record<string, unknown>,
+  ): Promise<WriteResult<V1ConfigMap>> {
+    return this.#guarded(`patch configmap ${namespace}/${name}`, () =>
+      this.#core.patchNamespacedConfigMap({ namespace, name, body: patch }, MERGE_PATCH),
+    );
+  }
+
+  async #patchFinalizers<T extends KubernetesObject>(
+    resource: KubeResource,
+    object: T,
+    finalizers: string[],
+  ): Promise<WriteResult<T>> {
+    const { namespace, name, resourceVersion } = identify(resource, object);
+    this.writes.finalizerPatches++;
+    return this.patchObject<T>(resource, namespace, name, { metadata: { resourceVersion, finalizers } });
+  }
+
+  async #guarded<T>(what: string, call: () => Promise<T>): Promise<WriteResult<T>> {
+    try {
+      return { type: "written", object: await call() };
+    } catch (error) {
+      const status = statusOf(error);
+      if (status === 409) {
+        this.writes.conflicts++;
+        this.#logger?.debug({ what }, "conflict, the caller requeues");
+        return { type: "conflict" };
+      }
+      if (status === 404) return { type: "notFound" };
+      throw toKubeApiError(error, what);
+    }
+  }
+}
+
+/** Namespace, name and resourceVersion of an object, or a clear error when the object lacks them. */
+function identify(
+  resource: KubeResource,
+  object: KubernetesObject,
+): { namespace: string; name: string; resourceVersion: string } {
+  const name = object.metadata?.name;
+  const resourceVersion = object.metadata?.resourceVersion;
+  const namespace = resource.namespaced ? object.metadata?.namespace : "";
+  if (!name || !resourceVersion || namespace === undefined || (resource.namespaced && namespace === "")) {
+    throw new TypeError(
+      `${apiVersionOf(resource)} ${resource.kind} needs metadata.name, metadata.resourceVersion${resource.namespaced ? " and metadata.namespace" : ""} for a guarded write`,
+    );
+  }
+  return { namespace, name, resourceVersion };
+}

@@ -1,0 +1,263 @@
+// Leader election on a coordination.k8s.io/v1 Lease, after client-go's leaderelection package: acquire when the
+// Lease is free or its holder has not renewed it for leaseDuration (measured on our own clock from when we saw it
+// change, so clock skew between nodes does not matter), renew every retryPeriod, and give up leadership when
+// renewing has failed for renewDeadline. Writes are replace-with-resourceVersion, so two candidates never both win.
+import { CoordinationV1Api, type KubeConfig, type V1Lease, V1MicroTime } from "@kubernetes/client-node";
+import type { Logger } from "pino";
+import type { Metrics } from "./metrics.ts";
+import { statusOf, toKubeApiError } from "./status.ts";
+import { type Clock, jitter, parseKubeTime, sleep, systemClock } from "./time.ts";
+
+export interface LeaderElectorOptions {
+  kubeConfig: KubeConfig;
+  namespace: string;
+  /** Lease name (--leader-election-id). */
+  name: string;
+  /** This candidate's identity, unique per process (hostname + random suffix). */
+  identity: string;
+  logger: Logger;
+  leaseDurationMs?: number;
+  renewDeadlineMs?: number;
+  retryPeriodMs?: number;
+  clock?: Clock;
+  metrics?: Metrics;
+  /** Called once each time this candidate becomes leader. */
+  onStartedLeading: () => void;
+  /** Called once each time leadership is lost or released. Must stop work at once. */
+  onStoppedLeading: () => void;
+  onNewLeader?: (identity: string) => void;
+}
+
+type Attempt = "leading" | "held-by-other" | "failed";
+
+export class LeaderElector {
+  readonly #options: LeaderElectorOptions;
+  readonly #api: CoordinationV1Api;
+  readonly #clock: Clock;
+  readonly #logger: Logger;
+  readonly #leaseDurationMs: number;
+  readonly #renewDeadlineMs: number;
+  readonly #retryPeriodMs: number;
+  #leading = false;
+  #observedVersion: string | undefined;
+  #observedAt = 0;
+  #lastHolder: string | undefined;
+  #stop = new AbortController();
+  #loop: Promise<void> | undefined;
+
+  constructor(options: LeaderElectorOptions) {
+    this.#options = options;
+    this.#api = options.kubeConfig.makeApiClient(CoordinationV1Api);
+    this.#clock = options.clock ?? systemClock;
+    this.#logger = options.logger.child({ lease: `${options.namespace}/${options.name}`, identity: options.identity });
+    this.#leaseDurationMs = options.leaseDurationMs ?? 15_000;
+    this.#renewDeadlineMs = options.renewDeadlineMs ?? 10_000;
+    this.#retryPeriodMs = options.retryPeriodMs ?? 2_000;
+    if (!(this.#leaseDurationMs > this.#renewDeadlineMs && this.#renewDeadlineMs > this.#retryPeriodMs)) {
+      throw new RangeError("leader election needs leaseDuration > renewDeadline > retryPeriod");
+    }
+    options.metrics?.leaderElectionMasterStatus.set({ name: options.name }, 0);
+  }
+
+  get identity(): string {
+    return this.#options.identity;
+  }
+
+  isLeader(): boolean {
+    return this.#leading;
+  }
+
+  /** Starts campaigning in the background; after losing the lease the candidate campaigns again. */
+  start(): void {
+    if (this.#loop !== undefined) return;
+    this.#stop = new AbortController();
+    this.#loop = this.#run(this.#stop.signal).catch((error: unknown) => {
+      this.#logger.error({ err: error }, "leader election loop failed");
+    });
+  }
+
+  /** Stops campaigning and, if leading, releases the Lease so a standby takes over at once. */
+  async stop(): Promise<void> {
+    this.#stop.abort();
+    await this.#loop;
+    this.#loop = undefined;
+    if (this.#leading) {
+      await this.#bounded(this.#release(), this.#renewDeadlineMs, undefined);
+      this.#setLeading(false);
+    }
+  }
+
+  async #run(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      // Candidate: try every retryPeriod (jittered so candidates do not collide).
+      // A hung request must not hang the campaign (or stop()): bound each attempt.
+      const attempt = await this.#bounded(this.#tryAcquireOrRenew(), this.#renewDeadlineMs, "failed");
+      if (signal.aborted) return;
+      if (attempt !== "leading") {
+        await sleep(jitter(this.#retryPeriodMs, 0.2), signal, this.#clock);
+        continue;
+      }
+      this.#setLeading(true);
+      await this.#renewUntilLost(signal);
+      if (signal.aborted) return; // stop() releases
+      this.#setLeading(false);
+    }
+  }
+
+  /** Renews every retryPeriod; returns when renewing failed for renewDeadline or another holder took the Lease. */
+  async #renewUntilLost(signal: AbortSignal): Promise<void> {
+    let lastRenewedAt = this.#clock.now();
+    while (!signal.aborted) {
+      await sleep(this.#retryPeriodMs, signal, this.#clock);
+      if (signal.aborted) return;
+      const remaining = this.#renewDeadlineMs - (this.#clock.now() - lastRenewedAt);
+      const attempt = await this.#bounded(this.#tryAcquireOrRenew(), Math.max(remaining, 1), "failed");
+      if (signal.aborted) return;
+      if (attempt === "leading") {
+        lastRenewedAt = this.#clock.now();
+        continue;
+      }
+      if (attempt === "held-by-other") {
+        this.#logger.warn("lease taken by another candidate");
+        return;
+      }
+      if (this.#clock.now() - lastRenewedAt >= this.#renewDeadlineMs) {
+        this.#logger.warn({ renewDeadlineMs: this.#renewDeadlineMs }, "could not renew the lease in time");
+        return;
+      }
+    }
+  }
+
+  /** Resolves with `fallback` when `work` takes longer than `ms` (the request itself cannot be aborted). */
+  async #bounded<T>(work: Promise<T>, ms: number, fallback: T): Promise<T> {
+    let timer: ReturnType<Clock["setTimeout"]> | undefined;
+    const timeout = new Promise<T>((resolve) => {
+      timer = this.#clock.setTimeout(() => resolve(fallback), ms);
+    });
+    try {
+      return await Promise.race([work, timeout]);
+    } finally {
+      if (timer !== undefined) this.#clock.clearTimeout(timer);
+    }
+  }
+
+  #setLeading(leading: boolean): void {
+    if (this.#leading === leading) return;
+    this.#leading = leading;
+    this.#options.metrics?.leaderElectionMasterStatus.set({ name: this.#options.name }, leading ? 1 : 0);
+    this.#logger.info(leading ? "became leader" : "stopped leading");
+    try {
+      if (leading) this.#options.onStartedLeading();
+      else this.#options.onStoppedLeading();
+    } catch (error) {
+      this.#logger.error({ err: error }, "leadership callback threw");
+    }
+  }
+
+  async #tryAcquireOrRenew(): Promise<Attempt> {
+    const { namespace, name, identity } = this.#options;
+    const now = this.#clock.now();
+    const desiredSpec = {
+      holderIdentity: identity,
+      leaseDurationSeconds: Math.ceil(this.#leaseDurationMs / 1000),
+      renewTime: new V1MicroTime(now),
+    };
+    let current: V1Lease;
+    try {
+      current = await this.#api.readNamespacedLease({ namespace, name });
+    } catch (error) {
+      if (statusOf(error) !== 404) {
+        this.#logger.warn({ err: toKubeApiError(error, "read lease") }, "lease read failed");
+        return "failed";
+      }
+      try {
+        await this.#api.createNamespacedLease({
+          namespace,
+          body: {
+            apiVersion: "coordination.k8s.io/v1",
+            kind: "Lease",
+            metadata: { name, namespace },
+            spec: { ...desiredSpec, acquireTime: new V1MicroTime(now), leaseTransitions: 0 },
+          },
+        });
+        return "leading";
+      } catch (createError) {
+        if (statusOf(createError) !== 409) {
+          this.#logger.warn({ err: toKubeApiError(createError, "create lease") }, "lease create failed");
+        }
+        return "failed";
+      }
+    }
+    const spec = current.spec ?? {};
+    const holder = spec.holderIdentity ?? "";
+    const version = current.metadata?.resourceVersion;
+    if (version !== this.#observedVersion) {
+      this.#observedVersion = version;
+      this.#observedAt = now;
+    }
+    if (holder !== this.#lastHolder) {
+      this.#lastHolder = holder;
+      if (holder !== "") this.#options.onNewLeader?.(holder);
+    }
+    const durationMs = (spec.leaseDurationSeconds ?? Math.ceil(this.#leaseDurationMs / 1000)) * 1000;
+    const heldByOther = holder !== "" && holder !== identity;
+    if (heldByOther && this.#observedAt + durationMs > now) return "held-by-other";
+    const renewing = holder === identity;
+    try {
+      const replaced = await this.#api.replaceNamespacedLease({
+        namespace,
+        name,
+        body: {
+          apiVersion: "coordination.k8s.io/v1",
+          kind: "Lease",
+          metadata: { ...current.metadata, name, namespace, resourceVersion: version },
+          spec: {
+            ...desiredSpec,
+            acquireTime: renewing && spec.acquireTime ? toMicroTime(spec.acquireTime, now) : new V1MicroTime(now),
+            leaseTransitions: (spec.leaseTransitions ?? 0) + (renewing ? 0 : 1),
+          },
+        },
+      });
+      this.#observedVersion = replaced.metadata?.resourceVersion;
+      this.#observedAt = now;
+      return "leading";
+    } catch (error) {
+      if (statusOf(error) !== 409)
+        this.#logger.warn({ err: toKubeApiError(error, "update lease") }, "lease update failed");
+      return "failed";
+    }
+  }
+
+  /** Clears the holder and shortens the Lease to 1 s, so a standby does not wait out the full duration. */
+  async #release(): Promise<void> {
+    const { namespace, name, identity } = this.#options;
+    try {
+      const current = await this.#api.readNamespacedLease({ namespace, name });
+      if (current.spec?.holderIdentity !== identity) return;
+      const now = this.#clock.now();
+      await this.#api.replaceNamespacedLease({
+        namespace,
+        name,
+        body: {
+          ...current,
+          apiVersion: "coordination.k8s.io/v1",
+          kind: "Lease",
+          spec: {
+            ...current.spec,
+            holderIdentity: "",
+            leaseDurationSeconds: 1,
+            acquireTime: new V1MicroTime(now),
+            renewTime: new V1MicroTime(now),
+          },
+        },
+      });
+      this.#logger.info("lease released");
+    } catch (error) {
+      this.#logger.warn({ err: toKubeApiError(error, "release lease") }, "could not release the lease");
+    }
+  }
+}
+
+function toMicroTime(value: unknown, fallback: number): V1MicroTime {
+  return new V1MicroTime(parseKubeTime(value) ?? fallback);
+}

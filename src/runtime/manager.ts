@@ -1,0 +1,349 @@
+// The Manager ties the runtime together: shared informers (one per resource per namespace set), controllers,
+// the event recorder, metrics, the /metrics /healthz /readyz servers, leader election and graceful shutdown.
+// Standby replicas (not leading) keep caches warm and queue keys, but run no reconciles.
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
+import type { Logger } from "pino";
+import { SYNC_PERIOD_ANNOTATION } from "../api/common.ts";
+import { type OperatorConfig, parseConfig } from "./config.ts";
+import { Controller, keyOf, type ReconcileRequest, type Reconciler } from "./controller.ts";
+import { EventRecorder } from "./events.ts";
+import { type InformerOptions, MultiNamespaceInformer, type ObjectInformer, ResilientInformer } from "./informer.ts";
+import { KubeClient } from "./kube.ts";
+import { LeaderElector } from "./leader-election.ts";
+import { Metrics } from "./metrics.ts";
+import { type KubeResource, resourceId } from "./resource.ts";
+import { healthRoute, metricsRoute, type RunningServer, startHttpServer } from "./server.ts";
+import { DurationError, parseDuration } from "./time.ts";
+
+/** A secondary watch: when an object of `resource` changes, enqueue the keys `mapToKeys` returns. */
+export interface WatchMapping<T extends KubernetesObject = KubernetesObject> {
+  resource: KubeResource;
+  /** Keys (`namespace/name`) of the controller's objects affected by `object`. Must not throw; must be quick. */
+  mapToKeys: (object: T) => string[];
+  /** Namespaces to watch for this resource (default: the manager's watch namespaces). */
+  namespaces?: readonly string[];
+}
+
+export interface ControllerRegistration {
+  /** Lower-case name, used in logs and metric labels (e.g. "gpuvm"). */
+  name: string;
+  resource: KubeResource;
+  reconciler: Reconciler;
+  /** Default: --max-concurrent-reconciles. */
+  workers?: number;
+  /** Default: --sync-period; per object: annotation gpucloud.dev/sync-period. */
+  syncPeriodMs?: number;
+  watches?: WatchMapping[];
+}
+
+/** Informer tuning, mostly for tests (short stale windows, fast restarts). */
+export type InformerTuning = Pick<
+  InformerOptions,
+  "watchTimeoutSeconds" | "staleAfterMs" | "staleCheckIntervalMs" | "restartBaseDelayMs" | "restartMaxDelayMs"
+>;
+
+export interface ManagerOptions {
+  kubeConfig: KubeConfig;
+  config: OperatorConfig;
+  logger: Logger;
+  /** Install SIGTERM/SIGINT handlers that stop gracefully and then call `exit(0)` (default false). */
+  handleSignals?: boolean;
+  /** Called after a signal-triggered shutdown (default process.exit). */
+  exit?: (code: number) => void;
+  /** Leader-election identity and event reportingInstance (default: $POD_NAME or hostname, plus a suffix). */
+  identity?: string;
+  informer?: InformerTuning;
+}
+
+/** `defaultConfig({ watchNamespaces: ["team-a"] })`: the defaults of every flag, with overrides (tests). */
+export function defaultConfig(overrides: Partial<OperatorConfig> = {}): OperatorConfig {
+  const parsed = parseConfig([], {});
+  if (parsed.kind !== "config") throw new Error("the flag defaults do not parse");
+  return { ...parsed.config, ...overrides };
+}
+
+export class Manager {
+  readonly config: OperatorConfig;
+  readonly logger: Logger;
+  readonly identity: string;
+  readonly metrics: Metrics;
+  readonly events: EventRecorder;
+  readonly kube: KubeClient;
+  readonly #options: ManagerOptions;
+  readonly #informers = new Map<string, ObjectInformer>();
+  readonly #controllers: Array<{ controller: Controller; informer: ObjectInformer }> = [];
+  readonly #servers: RunningServer[] = [];
+  #elector: LeaderElector | undefined;
+  #started = false;
+  #leading = false;
+  #stopping: Promise<void> | undefined;
+  #stopped: () => void = () => {};
+  readonly #stoppedPromise: Promise<void>;
+  #signalHandler: ((signal: NodeJS.Signals) => void) | undefined;
+  #serverUrls: { metrics?: string; probes?: string } = {};
+
+  constructor(options: ManagerOptions) {
+    this.#options = options;
+    this.config = options.config;
+    this.logger = options.logger;
+    this.identity = options.identity ?? `${process.env.POD_NAME || hostname()}_${randomUUID().slice(0, 8)}`;
+    this.metrics = new Metrics();
+    this.kube = new KubeClient(options.kubeConfig, options.logger.child({ component: "kube" }));
+    this.events = new EventRecorder({
+      kubeConfig: options.kubeConfig,
+      reportingInstance: this.identity,
+      logger: options.logger.child({ component: "events" }),
+    });
+    this.#stoppedPromise = new Promise((resolve) => {
+      this.#stopped = resolve;
+    });
+  }
+
+  /**
+   * The shared informer of a resource: one per resource per namespace set, started with the manager (or at once
+   * if the manager runs already). Namespaces default to --watch-namespace (all when empty).
+   */
+  informerFor<T extends KubernetesObject = KubernetesObject>(
+    resource: KubeResource,
+    namespaces: readonly string[] = this.config.watchNamespaces,
+  ): ObjectInformer<T> {
+    const scoped = resource.namespaced ? [...new Set(namespaces)].sort() : [];
+    const key = `${resourceId(resource)}@${scoped.join(",")}`;
+    let informer = this.#informers.get(key);
+    if (informer === undefined) {
+      const options: InformerOptions = {
+        ...this.#options.informer,
+        kubeConfig: this.#options.kubeConfig,
+        resource,
+        logger: this.logger,
+      };
+      if (scoped.length > 1) informer = new MultiNamespaceInformer(options, scoped);
+      else informer = new ResilientInformer({ ...options, ...(scoped[0] ? { namespace: scoped[0] } : {}) });
+      this.#informers.set(key, informer);
+      if (this.#started) informer.start();
+    }
+    // Callers name T; the cache holds what the API returned and reconcilers parse it before trusting it.
+    return informer as unknown as ObjectInformer<T>;
+  }
+
+  /** Adds a controller for `resource`; events of its informer and of every `watches` entry enqueue keys. */
+  addController(registration: ControllerRegistration): Controller {
+    if (this.#controllers.some((entry) => entry.controller.name === registration.name)) {
+      throw new RangeError(`a controller named "${registration.name}" exists already`);
+    }
+    const informer = this.informerFor(registration.resource);
+    const logger = this.logger;
+    const controller = new Controller({
+      name: registration.name,
+      reconciler: registration.reconciler,
+      logger,
+      workers: registration.workers ?? this.config.maxConcurrentReconciles,
+      metrics: this.metrics,
+      resyncPeriodFor: (request) =>
+        this.#syncPeriodOf(informer, request, registration.syncPeriodMs ?? this.config.syncPeriodMs),
+    });
+    informer.on(({ object }) => {
+      const name = object.metadata?.name;
+      if (name) controller.enqueue(keyOf(object.metadata?.namespace, name));
+    });
+    for (const watch of registration.watches ?? []) {
+      this.informerFor(watch.resource, watch.namespaces).on(({ object }) => {
+        let keys: string[];
+        try {
+          keys = watch.mapToKeys(object);
+        } catch (error) {
+          logger.error({ err: error, controller: registration.name }, "mapToKeys threw; no keys enqueued");
+          return;
+        }
+        for (const key of keys) controller.enqueue(key);
+      });
+    }
+    this.#controllers.push({ controller, informer });
+    if (this.#leading) this.#startController(controller, informer);
+    return controller;
+  }
+
+  /** True when this replica runs reconciles (always, without --leader-elect). */
+  isLeader(): boolean {
+    return this.#leading;
+  }
+
+  /** True when every informer has synced (the /readyz check). */
+  hasSynced(): boolean {
+    return [...this.#informers.values()].every((informer) => informer.hasSynced());
+  }
+
+  /**
+   * Starts servers and informers, waits for the caches, then starts the controllers (directly, or when elected).
+   * Resolves once running; `wait()` resolves when the manager has stopped.
+   */
+  async start(): Promise<void> {
+    if (this.#started) throw new Error("manager already started");
+    this.#started = true;
+    if (this.#options.handleSignals) this.#installSignalHandlers();
+    await this.#startServers();
+    for (const informer of this.#informers.values()) informer.start();
+    const aborted = new AbortController();
+    void this.#stoppedPromise.then(() => aborted.abort());
+    await Promise.all([...this.#informers.values()].map((informer) => informer.waitForSync(aborted.signal)));
+    if (this.#stopping !== undefined) return;
+    this.logger.info({ informers: this.#informers.size }, "caches synced");
+    if (!this.config.leaderElect) {
+      this.#onStartedLeading();
+      return;
+    }
+    this.#elector = new LeaderElector({
+      kubeConfig: this.#options.kubeConfig,
+      namespace: this.config.leaderElectionNamespace,
+      name: this.config.leaderElectionId,
+      identity: this.identity,
+      logger: this.logger,
+      leaseDurationMs: this.config.leaseDurationMs,
+      renewDeadlineMs: this.config.renewDeadlineMs,
+      retryPeriodMs: this.config.retryPeriodMs,
+      metrics: this.metrics,
+      onStartedLeading: () => this.#onStartedLeading(),
+      onStoppedLeading: () => this.#onStoppedLeading(),
+      onNewLeader: (identity) => this.logger.info({ leader: identity }, "observed leader"),
+    });
+    this.#elector.start();
+  }
+
+  /** Resolves when the manager has stopped. */
+  wait(): Promise<void> {
+    return this.#stoppedPromise;
+  }
+
+  /**
+   * Graceful shutdown: stop intake, let running reconciles finish within --graceful-shutdown-timeout, release
+   * the Lease, flush events, stop informers and servers. Idempotent.
+   */
+  stop(): Promise<void> {
+    this.#stopping ??= this.#shutdown();
+    return this.#stopping;
+  }
+
+  async #shutdown(): Promise<void> {
+    this.logger.info("shutting down");
+    this.#leading = false;
+    const timeoutMs = this.config.gracefulShutdownTimeoutMs;
+    const drained = await Promise.all(this.#controllers.map(({ controller }) => controller.stop(timeoutMs)));
+    await this.#elector?.stop();
+    await Promise.race([this.events.flush(), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
+    await Promise.all([...this.#informers.values()].map((informer) => informer.stop()));
+    await Promise.all(this.#servers.splice(0).map((server) => server.close()));
+    this.#removeSignalHandlers();
+    this.logger.info({ drained: drained.every(Boolean) }, "stopped");
+    this.#stopped();
+  }
+
+  /** The addresses the servers listen on (after start), e.g. to find port 0's real port in tests. */
+  get serverUrls(): { metrics?: string; probes?: string } {
+    return { ...this.#serverUrls };
+  }
+
+  async #startServers(): Promise<void> {
+    const { metricsBindAddress: metrics, healthProbeBindAddress: probes } = this.config;
+    const healthChecks = { ping: () => undefined };
+    const readyChecks = {
+      informers: () => {
+        const pending = [...this.#informers.entries()].filter(([, informer]) => !informer.hasSynced());
+        return pending.length === 0 ? undefined : `not synced: ${pending.map(([key]) => key).join(", ")}`;
+      },
+    };
+    const probeRoutes = { "/healthz": healthRoute(healthChecks), "/readyz": healthRoute(readyChecks) };
+    const logger = this.logger.child({ component: "server" });
+    const same =
+      metrics && probes && metrics.host === probes.host && metrics.port === probes.port && metrics.port !== 0;
+    if (metrics) {
+      const routes = same
+        ? { "/metrics": metricsRoute(this.metrics), ...probeRoutes }
+        : { "/metrics": metricsRoute(this.metrics) };
+      const server = await startHttpServer(metrics, routes, logger);
+      this.#servers.push(server);
+      this.#serverUrls.metrics = server.url;
+      if (same) this.#serverUrls.probes = server.url;
+    }
+    if (probes && !same) {
+      const server = await startHttpServer(probes, probeRoutes, logger);
+      this.#servers.push(server);
+      this.#serverUrls.probes = server.url;
+    }
+  }
+
+  #onStartedLeading(): void {
+    if (this.#stopping !== undefined) return;
+    this.#leading = true;
+    for (const { controller, informer } of this.#controllers) this.#startController(controller, informer);
+  }
+
+  #onStoppedLeading(): void {
+    this.#leading = false;
+    if (this.#stopping !== undefined) return;
+    // Another replica may already be reconciling: stop at once, do not drain.
+    this.logger.warn("leadership lost: stopping all workers now");
+    for (const { controller } of this.#controllers) controller.stopNow();
+  }
+
+  #startController(controller: Controller, informer: ObjectInformer): void {
+    // Every cached object gets a look (the queue is fresh after a lost lease). Enqueue before starting the
+    // workers: keys already queued by informer events dedupe, instead of being re-added while in flight.
+    controller.prepare();
+    for (const object of informer.list()) {
+      const name = object.metadata?.name;
+      if (name) controller.enqueue(keyOf(object.metadata?.namespace, name));
+    }
+    controller.start();
+  }
+
+  readonly #badSyncPeriods = new Set<string>();
+
+  #syncPeriodOf(informer: ObjectInformer, request: ReconcileRequest, fallbackMs: number): number | undefined {
+    const object = informer.get(request.namespace, request.name);
+    if (object === undefined) return undefined; // deleted: no more polling
+    const annotation = object.metadata?.annotations?.[SYNC_PERIOD_ANNOTATION];
+    if (annotation === undefined) return fallbackMs;
+    try {
+      const ms = parseDuration(annotation);
+      if (ms > 0) return ms;
+      throw new DurationError(`sync period must be positive`);
+    } catch (error) {
+      const key = `${keyOf(request.namespace, request.name)}=${annotation}`;
+      if (!this.#badSyncPeriods.has(key)) {
+        this.#badSyncPeriods.add(key);
+        this.logger.warn(
+          { namespace: request.namespace, name: request.name, annotation, err: error },
+          `ignoring invalid ${SYNC_PERIOD_ANNOTATION}`,
+        );
+      }
+      return fallbackMs;
+    }
+  }
+
+  #installSignalHandlers(): void {
+    const exit = this.#options.exit ?? ((code: number) => process.exit(code));
+    let signals = 0;
+    this.#signalHandler = (signal) => {
+      signals++;
+      if (signals > 1) {
+        this.logger.warn({ signal }, "second signal: exiting without waiting");
+        exit(1);
+        return;
+      }
+      this.logger.info({ signal }, "signal received, shutting down gracefully");
+      void this.stop().then(() => exit(0));
+    };
+    process.on("SIGTERM", this.#signalHandler);
+    process.on("SIGINT", this.#signalHandler);
+  }
+
+  #removeSignalHandlers(): void {
+    if (this.#signalHandler === undefined) return;
+    // Stopped: a later signal should get Node's default behaviour again.
+    process.off("SIGTERM", this.#signalHandler);
+    process.off("SIGINT", this.#signalHandler);
+    this.#signalHandler = undefined;
+  }
+}

@@ -1,0 +1,194 @@
+// One prom-client registry per manager (no global registry: two managers in one test process must not
+// collide). Metric names follow controller-runtime and client-go so existing dashboards work unchanged.
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { WorkQueue, WorkQueueObserver } from "./workqueue.ts";
+
+/** The `result` label of controller_runtime_reconcile_total. */
+export type ReconcileResult = "success" | "error" | "requeue" | "requeue_after";
+
+export interface MetricsOptions {
+  /** Include prom-client's default process metrics (default true). */
+  defaultMetrics?: boolean;
+}
+
+export class Metrics {
+  readonly registry = new Registry();
+
+  readonly reconcileTotal: Counter<"controller" | "result">;
+  readonly reconcileErrorsTotal: Counter<"controller">;
+  readonly terminalReconcileErrorsTotal: Counter<"controller">;
+  readonly reconcileTimeSeconds: Histogram<"controller">;
+  readonly maxConcurrentReconciles: Gauge<"controller">;
+  readonly activeWorkers: Gauge<"controller">;
+
+  readonly workqueueDepth: Gauge<"name">;
+  readonly workqueueAddsTotal: Counter<"name">;
+  readonly workqueueRetriesTotal: Counter<"name">;
+  readonly workqueueQueueDurationSeconds: Histogram<"name">;
+  readonly workqueueWorkDurationSeconds: Histogram<"name">;
+  readonly workqueueUnfinishedWorkSeconds: Gauge<"name">;
+  readonly workqueueLongestRunningProcessorSeconds: Gauge<"name">;
+
+  readonly leaderElectionMasterStatus: Gauge<"name">;
+
+  /** Fed by the cloud client's observer (controllers wire it). */
+  readonly cloudApiRequestsTotal: Counter<"method" | "route" | "code">;
+  readonly cloudApiRequestDurationSeconds: Histogram<"method" | "route">;
+  readonly cloudOperationsInFlight: Gauge<"family">;
+  readonly cloudOperationDurationSeconds: Histogram<"family" | "operation" | "result">;
+
+  readonly #queues = new Map<string, WorkQueue>();
+
+  constructor(options: MetricsOptions = {}) {
+    const registers = [this.registry];
+    const queues = this.#queues;
+    const queueGauge = (name: string, help: string, read: (queue: WorkQueue) => number): Gauge<"name"> =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ["name"],
+        registers,
+        collect(this: Gauge<"name">) {
+          for (const [queueName, queue] of queues) this.set({ name: queueName }, read(queue));
+        },
+      });
+
+    this.reconcileTotal = new Counter({
+      name: "controller_runtime_reconcile_total",
+      help: "Total number of reconciliations per controller",
+      labelNames: ["controller", "result"],
+      registers,
+    });
+    this.reconcileErrorsTotal = new Counter({
+      name: "controller_runtime_reconcile_errors_total",
+      help: "Total number of reconciliation errors per controller",
+      labelNames: ["controller"],
+      registers,
+    });
+    this.terminalReconcileErrorsTotal = new Counter({
+      name: "controller_runtime_terminal_reconcile_errors_total",
+      help: "Total number of terminal reconciliation errors per controller",
+      labelNames: ["controller"],
+      registers,
+    });
+    this.reconcileTimeSeconds = new Histogram({
+      name: "controller_runtime_reconcile_time_seconds",
+      help: "Length of time per reconciliation per controller",
+      labelNames: ["controller"],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers,
+    });
+    this.maxConcurrentReconciles = new Gauge({
+      name: "controller_runtime_max_concurrent_reconciles",
+      help: "Maximum number of concurrent reconciles per controller",
+      labelNames: ["controller"],
+      registers,
+    });
+    this.activeWorkers = new Gauge({
+      name: "controller_runtime_active_workers",
+      help: "Number of currently used workers per controller",
+      labelNames: ["controller"],
+      registers,
+    });
+
+    this.workqueueDepth = queueGauge("workqueue_depth", "Current depth of workqueue", (q) => q.len());
+    this.workqueueAddsTotal = new Counter({
+      name: "workqueue_adds_total",
+      help: "Total number of adds handled by workqueue",
+      labelNames: ["name"],
+      registers,
+    });
+    this.workqueueRetriesTotal = new Counter({
+      name: "workqueue_retries_total",
+      help: "Total number of retries handled by workqueue",
+      labelNames: ["name"],
+      registers,
+    });
+    const queueBuckets = [1e-4, 1e-3, 0.01, 0.1, 1, 10, 60, 300, 1000];
+    this.workqueueQueueDurationSeconds = new Histogram({
+      name: "workqueue_queue_duration_seconds",
+      help: "How long in seconds an item stays in workqueue before being requested",
+      labelNames: ["name"],
+      buckets: queueBuckets,
+      registers,
+    });
+    this.workqueueWorkDurationSeconds = new Histogram({
+      name: "workqueue_work_duration_seconds",
+      help: "How long in seconds processing an item from workqueue takes",
+      labelNames: ["name"],
+      buckets: queueBuckets,
+      registers,
+    });
+    this.workqueueUnfinishedWorkSeconds = queueGauge(
+      "workqueue_unfinished_work_seconds",
+      "How many seconds of work has been done that is in progress and hasn't been observed by work_duration",
+      (q) => q.unfinishedWorkSeconds(),
+    );
+    this.workqueueLongestRunningProcessorSeconds = queueGauge(
+      "workqueue_longest_running_processor_seconds",
+      "How many seconds has the longest running processor for workqueue been running",
+      (q) => q.longestRunningProcessorSeconds(),
+    );
+
+    this.leaderElectionMasterStatus = new Gauge({
+      name: "leader_election_master_status",
+      help: "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master",
+      labelNames: ["name"],
+      registers,
+    });
+
+    this.cloudApiRequestsTotal = new Counter({
+      name: "gpucloud_api_requests_total",
+      help: "Requests sent to the GPU cloud API, by method, route template and HTTP status (or 'error')",
+      labelNames: ["method", "route", "code"],
+      registers,
+    });
+    this.cloudApiRequestDurationSeconds = new Histogram({
+      name: "gpucloud_api_request_duration_seconds",
+      help: "Latency of GPU cloud API requests",
+      labelNames: ["method", "route"],
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+    this.cloudOperationsInFlight = new Gauge({
+      name: "gpucloud_operations_in_flight",
+      help: "Cloud operations being tracked, by family (vm, disk, network, firewall-rule)",
+      labelNames: ["family"],
+      registers,
+    });
+    this.cloudOperationDurationSeconds = new Histogram({
+      name: "gpucloud_operation_duration_seconds",
+      help: "Time from submitting a cloud operation to its final state",
+      labelNames: ["family", "operation", "result"],
+      buckets: [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800],
+      registers,
+    });
+
+    if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Counter/histogram hooks for a queue name (usable before the queue exists). */
+  queueObserver(name: string): WorkQueueObserver {
+    const labels = { name };
+    return {
+      onAdd: () => this.workqueueAddsTotal.inc(labels),
+      onRetry: () => this.workqueueRetriesTotal.inc(labels),
+      onQueueLatency: (seconds) => this.workqueueQueueDurationSeconds.observe(labels, seconds),
+      onWorkDuration: (seconds) => this.workqueueWorkDurationSeconds.observe(labels, seconds),
+    };
+  }
+
+  /** Registers a queue for the sampled gauges (depth, unfinished work, longest running processor). */
+  trackQueue(queue: WorkQueue): void {
+    this.#queues.set(queue.name, queue);
+  }
+
+  /** The exposition text of every metric in this registry. */
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}

@@ -1,0 +1,93 @@
+// The operator's own HTTP endpoints: /metrics on the metrics address, /healthz and /readyz on the probe address
+// (both on one server when the addresses are equal). Plain node:http: three GET routes need no framework.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Logger } from "pino";
+import type { BindAddress } from "./config.ts";
+import type { Metrics } from "./metrics.ts";
+
+/** A named readiness or liveness check; returns an error message when failing, undefined when fine. */
+export type HealthCheck = () => string | undefined;
+
+export interface RunningServer {
+  /** http://host:port (the real port when 0 was asked). */
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+type Route = (request: IncomingMessage, response: ServerResponse) => Promise<void> | void;
+
+export function metricsRoute(metrics: Metrics): Route {
+  return async (_request, response) => {
+    const text = await metrics.text();
+    response.writeHead(200, { "content-type": metrics.contentType });
+    response.end(text);
+  };
+}
+
+function runCheck(check: HealthCheck): string | undefined {
+  try {
+    return check();
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error);
+  }
+}
+
+/** controller-runtime's probe format: 200 "ok", or 500 listing the failing checks. `?verbose` lists all. */
+export function healthRoute(checks: Record<string, HealthCheck>): Route {
+  return (request, response) => {
+    const verbose = new URL(request.url ?? "/", "http://localhost").searchParams.has("verbose");
+    const results = Object.entries(checks).map(([name, check]) => ({ name, failure: runCheck(check) }));
+    const healthy = results.every((result) => result.failure === undefined);
+    const lines = results
+      .filter((result) => verbose || result.failure !== undefined)
+      .map(({ name, failure }) => (failure === undefined ? `[+]${name} ok` : `[-]${name} failed: ${failure}`));
+    response.writeHead(healthy ? 200 : 500, { "content-type": "text/plain; charset=utf-8" });
+    if (healthy && !verbose) response.end("ok\n");
+    else response.end(`${lines.join("\n")}\n${healthy ? "check passed" : "check failed"}\n`);
+  };
+}
+
+export async function startHttpServer(
+  bind: BindAddress,
+  routes: Record<string, Route>,
+  logger: Logger,
+): Promise<RunningServer> {
+  const server: Server = createServer((request, response) => {
+    const path = new URL(request.url ?? "/", "http://localhost").pathname;
+    const route = routes[path];
+    if (route === undefined || (request.method !== "GET" && request.method !== "HEAD")) {
+      response.writeHead(404, { "content-type": "text/plain; charset=utf-8" });
+      response.end("not found\n");
+      return;
+    }
+    Promise.resolve(route(request, response)).catch((error: unknown) => {
+      logger.error({ err: error, path }, "endpoint failed");
+      if (!response.headersSent) response.writeHead(500);
+      response.end();
+    });
+  });
+  // Probes and scrapes are short; keep-alive sockets must not hold shutdown open.
+  server.keepAliveTimeout = 1000;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(bind.port, bind.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  const url = `http://${host === "0.0.0.0" ? "127.0.0.1" : host}:${address.port}`;
+  logger.info({ url, paths: Object.keys(routes) }, "serving");
+  return {
+    url,
+    port: address.port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

@@ -1,0 +1,309 @@
+// A work queue with client-go semantics (util/workqueue): keys, not objects, so reconciles are level-triggered.
+// - a dirty set and a processing set: a key is queued at most once and never handed to two workers at once;
+//   a key added while it is being processed is queued again when the worker calls `done`;
+// - per-key exponential backoff with jitter for failures (`addRateLimited`), reset by `forget`;
+// - delayed adds (`addAfter`) where the earliest pending deadline for a key wins;
+// - shutdown that stops intake and can wait for running work to drain.
+import { type Clock, systemClock, type TimerHandle } from "./time.ts";
+
+/** Hooks the metrics layer attaches to; every hook is optional so tests can run without metrics. */
+export interface WorkQueueObserver {
+  onAdd?(): void;
+  onRetry?(): void;
+  /** Seconds a key waited in the queue before a worker took it. */
+  onQueueLatency?(seconds: number): void;
+  /** Seconds a worker held a key (get → done). */
+  onWorkDuration?(seconds: number): void;
+}
+
+export interface WorkQueueOptions {
+  /** Queue name, used as the `name` label of the workqueue_* metrics (the controller name). */
+  name: string;
+  clock?: Clock;
+  /** First retry delay (default 1 s); doubles per consecutive failure. */
+  baseDelayMs?: number;
+  /** Upper bound of the retry delay (default 5 min). */
+  maxDelayMs?: number;
+  /** Relative jitter of retry delays, 0..1 (default 0.1: ±10 %). */
+  jitterFraction?: number;
+  /** Random source in [0, 1) for jitter (injectable for deterministic tests). */
+  random?: () => number;
+  observer?: WorkQueueObserver;
+}
+
+interface DelayedEntry {
+  key: string;
+  readyAt: number;
+}
+
+type Waiter = (key: string | undefined) => void;
+
+export class WorkQueue {
+  readonly name: string;
+  readonly #clock: Clock;
+  readonly #baseDelayMs: number;
+  readonly #maxDelayMs: number;
+  readonly #jitterFraction: number;
+  readonly #random: () => number;
+  readonly #observer: WorkQueueObserver;
+
+  /** Keys waiting for a worker, in FIFO order (a Set keeps insertion order and dedupes). */
+  readonly #queue = new Set<string>();
+  /** Keys that need processing: queued ones plus those re-added while being processed. */
+  readonly #dirty = new Set<string>();
+  /** Keys held by a worker, with the time the worker took them. */
+  readonly #processing = new Map<string, number>();
+  /** When each dirty key was added, for the queue-latency metric. */
+  readonly #addedAt = new Map<string, number>();
+  readonly #failures = new Map<string, number>();
+  readonly #waiters: Waiter[] = [];
+
+  /** Min-heap of delayed adds; stale entries (superseded by an earlier deadline) are skipped lazily. */
+  readonly #delayed: DelayedEntry[] = [];
+  /** The earliest pending deadline of each delayed key. */
+  readonly #deadlines = new Map<string, number>();
+  #delayTimer: TimerHandle | undefined;
+  #delayTimerAt = Number.POSITIVE_INFINITY;
+
+  #shuttingDown = false;
+  #drainWaiters: Array<() => void> = [];
+
+  constructor(options: WorkQueueOptions) {
+    this.name = options.name;
+    this.#clock = options.clock ?? systemClock;
+    this.#baseDelayMs = options.baseDelayMs ?? 1000;
+    this.#maxDelayMs = options.maxDelayMs ?? 300_000;
+    this.#jitterFraction = options.jitterFraction ?? 0.1;
+    this.#random = options.random ?? Math.random;
+    this.#observer = options.observer ?? {};
+    if (this.#baseDelayMs <= 0 || this.#maxDelayMs < this.#baseDelayMs) {
+      throw new RangeError(`work queue ${this.name}: need 0 < baseDelayMs <= maxDelayMs`);
+    }
+  }
+
+  /** Queues a key now. No-op if it is already queued or after shutdown. */
+  add(key: string): void {
+    if (this.#shuttingDown || this.#dirty.has(key)) return;
+    this.#observer.onAdd?.();
+    this.#dirty.add(key);
+    this.#addedAt.set(key, this.#clock.now());
+    if (this.#processing.has(key)) return; // queued again by done()
+    this.#enqueue(key);
+  }
+
+  /** Queues a key after `delayMs`; if the key already has an earlier pending deadline, that one wins. */
+  addAfter(key: string, delayMs: number): void {
+    if (this.#shuttingDown) return;
+    if (delayMs <= 0) {
+      this.add(key);
+      return;
+    }
+    const readyAt = this.#clock.now() + delayMs;
+    const existing = this.#deadlines.get(key);
+    if (existing !== undefined && existing <= readyAt) return;
+    this.#deadlines.set(key, readyAt);
+    this.#heapPush({ key, readyAt });
+    this.#armDelayTimer();
+  }
+
+  /** Queues a key after its backoff delay and counts one more consecutive failure for it. */
+  addRateLimited(key: string): void {
+    if (this.#shuttingDown) return;
+    const failures = this.#failures.get(key) ?? 0;
+    this.#failures.set(key, failures + 1);
+    this.#observer.onRetry?.();
+    this.addAfter(key, this.backoffDelay(failures));
+  }
+
+  /** The retry delay after `failures` consecutive failures: base·2^failures with jitter, within [base, max]. */
+  backoffDelay(failures: number): number {
+    const exponential = this.#baseDelayMs * 2 ** Math.min(failures, 30);
+    const jittered = exponential * (1 - this.#jitterFraction + 2 * this.#jitterFraction * this.#random());
+    return Math.round(Math.min(this.#maxDelayMs, Math.max(this.#baseDelayMs, jittered)));
+  }
+
+  /** Resets the backoff of a key (after a success). */
+  forget(key: string): void {
+    this.#failures.delete(key);
+  }
+
+  /** Consecutive failures recorded for a key. */
+  numRequeues(key: string): number {
+    return this.#failures.get(key) ?? 0;
+  }
+
+  /**
+   * Waits for the next key and marks it as processing. Resolves `undefined` once the queue is shut down, which
+   * is the worker's signal to exit. Every key returned must be passed to `done` exactly once.
+   */
+  get(): Promise<string | undefined> {
+    if (this.#shuttingDown) return Promise.resolve(undefined);
+    const key = this.#take();
+    if (key !== undefined) return Promise.resolve(key);
+    return new Promise((resolve) => this.#waiters.push(resolve));
+  }
+
+  /** Marks a key as no longer processing; re-queues it if it was added meanwhile. */
+  done(key: string): void {
+    const startedAt = this.#processing.get(key);
+    if (startedAt === undefined) return;
+    this.#processing.delete(key);
+    this.#observer.onWorkDuration?.((this.#clock.now() - startedAt) / 1000);
+    if (this.#dirty.has(key) && !this.#shuttingDown) this.#enqueue(key);
+    if (this.#processing.size === 0) this.#resolveDrain();
+  }
+
+  /** Keys waiting for a worker (the workqueue_depth metric). */
+  len(): number {
+    return this.#queue.size;
+  }
+
+  /** Keys with a pending delayed add. */
+  delayedLen(): number {
+    return this.#deadlines.size;
+  }
+
+  /** The pending delayed deadline of a key (epoch ms), if any. */
+  deadlineOf(key: string): number | undefined {
+    return this.#deadlines.get(key);
+  }
+
+  isProcessing(key: string): boolean {
+    return this.#processing.has(key);
+  }
+
+  processingCount(): number {
+    return this.#processing.size;
+  }
+
+  /** Sum of the seconds every in-flight key has been processing (workqueue_unfinished_work_seconds). */
+  unfinishedWorkSeconds(): number {
+    const now = this.#clock.now();
+    let total = 0;
+    for (const startedAt of this.#processing.values()) total += now - startedAt;
+    return total / 1000;
+  }
+
+  /** Seconds the oldest in-flight key has been processing (workqueue_longest_running_processor_seconds). */
+  longestRunningProcessorSeconds(): number {
+    const now = this.#clock.now();
+    let oldest = now;
+    for (const startedAt of this.#processing.values()) oldest = Math.min(oldest, startedAt);
+    return (now - oldest) / 1000;
+  }
+
+  get shuttingDown(): boolean {
+    return this.#shuttingDown;
+  }
+
+  /** Stops intake: adds are ignored, pending delays dropped, waiting and future `get` calls resolve undefined. */
+  shutDown(): void {
+    if (this.#shuttingDown) return;
+    this.#shuttingDown = true;
+    if (this.#delayTimer !== undefined) this.#clock.clearTimeout(this.#delayTimer);
+    this.#delayTimer = undefined;
+    this.#delayed.length = 0;
+    this.#deadlines.clear();
+    this.#queue.clear();
+    for (const waiter of this.#waiters.splice(0)) waiter(undefined);
+    if (this.#processing.size === 0) this.#resolveDrain();
+  }
+
+  /** Shuts down and resolves when every key being processed has been marked `done`. */
+  shutDownWithDrain(): Promise<void> {
+    const drained = new Promise<void>((resolve) => {
+      if (this.#processing.size === 0) resolve();
+      else this.#drainWaiters.push(resolve);
+    });
+    this.shutDown();
+    return drained;
+  }
+
+  #resolveDrain(): void {
+    for (const resolve of this.#drainWaiters.splice(0)) resolve();
+  }
+
+  #enqueue(key: string): void {
+    const waiter = this.#waiters.shift();
+    if (waiter === undefined) {
+      this.#queue.add(key);
+      return;
+    }
+    this.#queue.add(key);
+    waiter(this.#take());
+  }
+
+  #take(): string | undefined {
+    const next = this.#queue.values().next();
+    if (next.done === true) return undefined;
+    const key = next.value;
+    this.#queue.delete(key);
+    this.#dirty.delete(key);
+    const now = this.#clock.now();
+    const addedAt = this.#addedAt.get(key);
+    this.#addedAt.delete(key);
+    if (addedAt !== undefined) this.#observer.onQueueLatency?.((now - addedAt) / 1000);
+    this.#processing.set(key, now);
+    return key;
+  }
+
+  #armDelayTimer(): void {
+    const top = this.#delayed[0];
+    if (top === undefined || top.readyAt >= this.#delayTimerAt) return;
+    if (this.#delayTimer !== undefined) this.#clock.clearTimeout(this.#delayTimer);
+    this.#delayTimerAt = top.readyAt;
+    this.#delayTimer = this.#clock.setTimeout(() => this.#fireDelayed(), top.readyAt - this.#clock.now());
+  }
+
+  #fireDelayed(): void {
+    this.#delayTimer = undefined;
+    this.#delayTimerAt = Number.POSITIVE_INFINITY;
+    const now = this.#clock.now();
+    for (let top = this.#delayed[0]; top !== undefined && top.readyAt <= now; top = this.#delayed[0]) {
+      this.#heapPop();
+      // Skip entries superseded by an earlier deadline for the same key.
+      if (this.#deadlines.get(top.key) !== top.readyAt) continue;
+      this.#deadlines.delete(top.key);
+      this.add(top.key);
+    }
+    this.#armDelayTimer();
+  }
+
+  #heapPush(entry: DelayedEntry): void {
+    const heap = this.#delayed;
+    heap.push(entry);
+    let index = heap.length - 1;
+    while (index > 0) {
+      const parent = (index - 1) >> 1;
+      const parentEntry = heap[parent] as DelayedEntry;
+      if (parentEntry.readyAt <= entry.readyAt) break;
+      heap[index] = parentEntry;
+      index = parent;
+    }
+    heap[index] = entry;
+  }
+
+  #heapPop(): void {
+    const heap = this.#delayed;
+    const last = heap.pop();
+    if (last === undefined || heap.length === 0) return;
+    let index = 0;
+    for (;;) {
+      const left = 2 * index + 1;
+      const right = left + 1;
+      let smallest = index;
+      let smallestAt = last.readyAt;
+      const leftEntry = heap[left];
+      const rightEntry = heap[right];
+      if (leftEntry !== undefined && leftEntry.readyAt < smallestAt) {
+        smallest = left;
+        smallestAt = leftEntry.readyAt;
+      }
+      if (rightEntry !== undefined && rightEntry.readyAt < smallestAt) smallest = right;
+      if (smallest === index) break;
+      heap[index] = heap[smallest] as DelayedEntry;
+      index = smallest;
+    }
+    heap[index] = last;
+  }
+}

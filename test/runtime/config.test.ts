@@ -1,0 +1,134 @@
+import { describe, expect, it } from "vitest";
+import { type ConfigResult, helpText, type OperatorConfig, parseConfig } from "../../src/runtime/config.ts";
+import { formatMicroTime, jitter, parseDuration } from "../../src/runtime/time.ts";
+
+function configOf(result: ConfigResult): OperatorConfig {
+  if (result.kind !== "config") throw new Error(`expected a config, got ${JSON.stringify(result)}`);
+  return result.config;
+}
+
+function errorOf(result: ConfigResult): string {
+  if (result.kind !== "error") throw new Error(`expected an error, got ${result.kind}`);
+  return result.message;
+}
+
+describe("parseConfig", () => {
+  it("has controller-runtime's defaults", () => {
+    const config = configOf(parseConfig([], {}));
+    expect(config).toMatchObject({
+      kubeconfig: undefined,
+      watchNamespaces: [],
+      leaderElect: false,
+      leaderElectionNamespace: "default",
+      metricsBindAddress: { host: "0.0.0.0", port: 8080 },
+      healthProbeBindAddress: { host: "0.0.0.0", port: 8081 },
+      maxConcurrentReconciles: 4,
+      syncPeriodMs: 600_000,
+      leaseDurationMs: 15_000,
+      renewDeadlineMs: 10_000,
+      retryPeriodMs: 2000,
+      gracefulShutdownTimeoutMs: 30_000,
+      apiRateLimit: 10,
+      logLevel: "info",
+      operationPollIntervalMs: 2000,
+    });
+  });
+
+  it("reads flags in both spellings, repeated and comma-separated namespaces", () => {
+    const config = configOf(
+      parseConfig(
+        [
+          "--watch-namespace",
+          "team-a,team-b",
+          "--watch-namespace=team-c",
+          "--leader-elect",
+          "--sync-period=5m",
+          "--credentials-secret",
+          "gpuvm-system/creds",
+          "--metrics-bind-address=127.0.0.1:9090",
+          "--health-probe-bind-address",
+          "0",
+          "--api-url=https://api.example.com/v0.1",
+        ],
+        {},
+      ),
+    );
+    expect(config.watchNamespaces).toEqual(["team-a", "team-b", "team-c"]);
+    expect(config.leaderElect).toBe(true);
+    expect(config.syncPeriodMs).toBe(300_000);
+    expect(config.credentialsSecret).toEqual({ namespace: "gpuvm-system", name: "creds" });
+    expect(config.metricsBindAddress).toEqual({ host: "127.0.0.1", port: 9090 });
+    expect(config.healthProbeBindAddress).toBeUndefined();
+    expect(config.apiUrl).toBe("https://api.example.com/v0.1");
+  });
+
+  it("reads GPUVM_ environment variables, and flags win over them", () => {
+    const env = {
+      GPUVM_WATCH_NAMESPACE: "env-ns",
+      GPUVM_MAX_CONCURRENT_RECONCILES: "8",
+      GPUVM_LEADER_ELECT: "true",
+      POD_NAMESPACE: "gpuvm-system",
+    };
+    const config = configOf(parseConfig(["--max-concurrent-reconciles", "2"], env));
+    expect(config.watchNamespaces).toEqual(["env-ns"]);
+    expect(config.maxConcurrentReconciles).toBe(2);
+    expect(config.leaderElect).toBe(true);
+    expect(config.leaderElectionNamespace).toBe("gpuvm-system");
+  });
+
+  it.each([
+    [["--bogus"], /unknown flag --bogus/],
+    [["--sync-period", "10"], /--sync-period: invalid duration "10"/],
+    [["--max-concurrent-reconciles=0"], /positive integer/],
+    [["--credentials-secret=only-name"], /<namespace>\/<name>/],
+    [["--watch-namespace=Bad_NS"], /not a valid namespace/],
+    [["--metrics-bind-address=localhost"], /host:port/],
+    [["--log-level=loud"], /not one of/],
+    [["--api-rate-limit=-1"], /positive number/],
+    [["--leader-election-renew-deadline=20s"], /lease duration .* > renew deadline/],
+    [["--kubeconfig"], /needs a value/],
+    [["positional"], /unexpected argument/],
+  ])("rejects %j with a clear message", (argv, message) => {
+    expect(errorOf(parseConfig(argv, {}))).toMatch(message);
+  });
+
+  it("reports bad environment values under the flag name", () => {
+    expect(errorOf(parseConfig([], { GPUVM_LEADER_ELECT: "maybe" }))).toMatch(/--leader-elect: expected true or false/);
+  });
+
+  it("recognises --help, and the help text documents every flag with its env var", () => {
+    expect(parseConfig(["--sync-period=1m", "--help"], {})).toEqual({ kind: "help" });
+    const help = helpText();
+    for (const flag of [
+      "--kubeconfig",
+      "--watch-namespace",
+      "--leader-elect",
+      "--api-rate-limit",
+      "--operation-poll-interval",
+    ]) {
+      expect(help).toContain(flag);
+    }
+    expect(help).toContain("GPUVM_WATCH_NAMESPACE");
+  });
+});
+
+describe("time helpers", () => {
+  it("parses Go-style durations", () => {
+    expect(parseDuration("30s")).toBe(30_000);
+    expect(parseDuration("5m")).toBe(300_000);
+    expect(parseDuration("1h30m")).toBe(5_400_000);
+    expect(parseDuration("250ms")).toBe(250);
+    expect(parseDuration("1.5s")).toBe(1500);
+    for (const bad of ["", "30", "5x", "-1s", "s"]) expect(() => parseDuration(bad)).toThrow(/invalid duration/);
+  });
+
+  it("formats MicroTime with exactly six fractional digits", () => {
+    expect(formatMicroTime(new Date(Date.UTC(2026, 10, 21, 23, 0, 0, 123)))).toBe("2026-11-21T23:00:00.123000Z");
+  });
+
+  it("jitters within the fraction", () => {
+    expect(jitter(1000, 0.1, () => 0)).toBe(900);
+    expect(jitter(1000, 0.1, () => 0.5)).toBe(1000);
+    expect(jitter(1000, 0.1, () => 1)).toBe(1100);
+  });
+});

@@ -1,0 +1,244 @@
+import { pino } from "pino";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import {
+  Controller,
+  type Outcome,
+  outcome,
+  parseKey,
+  type ReconcileContext,
+  type ReconcileRequest,
+} from "../../src/runtime/controller.ts";
+import { Metrics } from "../../src/runtime/metrics.ts";
+
+const logger = pino({ level: "silent" });
+
+/** A reconciler whose outcomes are scripted per call; records every request and context. */
+function scripted(outcomes: Array<Outcome | Error>) {
+  const calls: Array<{ request: ReconcileRequest; ctx: ReconcileContext }> = [];
+  return {
+    calls,
+    reconciler: {
+      async reconcile(request: ReconcileRequest, ctx: ReconcileContext): Promise<Outcome> {
+        calls.push({ request, ctx });
+        const next = outcomes.shift() ?? outcome.done();
+        if (next instanceof Error) throw next;
+        return next;
+      },
+    },
+  };
+}
+
+async function metricValue(metrics: Metrics, name: string, labels: Record<string, string>): Promise<number> {
+  const metric = (await metrics.registry.getMetricsAsJSON()).find((entry) => entry.name === name);
+  const value = metric?.values.find((entry) =>
+    Object.entries(labels).every(([key, wanted]) => entry.labels[key] === wanted),
+  );
+  return value?.value ?? 0;
+}
+
+describe("Controller", () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("maps done/requeueAfter/retry/terminal/throw to queue actions and counts them", async () => {
+    const metrics = new Metrics({ defaultMetrics: false });
+    const { calls, reconciler } = scripted([
+      outcome.retry(new Error("cloud 503")),
+      new Error("thrown"),
+      outcome.requeueAfter(5000),
+      outcome.terminal(new Error("bad spec")),
+    ]);
+    const controller = new Controller({ name: "demo", reconciler, logger, metrics, queue: { random: () => 0.5 } });
+    controller.start();
+    controller.enqueue("ns/a");
+    await vi.advanceTimersByTimeAsync(0);
+    expect(calls).toHaveLength(1); // retry → 1 s backoff
+    await vi.advanceTimersByTimeAsync(999);
+    expect(calls).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(calls).toHaveLength(2); // thrown → retry with 2 s backoff
+    await vi.advanceTimersByTimeAsync(2000);
+    expect(calls).toHaveLength(3); // requeueAfter 5 s, backoff forgotten
+    expect(controller.queue.numRequeues("ns/a")).toBe(0);
+    await vi.advanceTimersByTimeAsync(5000);
+    expect(calls).toHaveLength(4); // terminal: not retried
+    await vi.advanceTimersByTimeAsync(600_000);
+    expect(calls).toHaveLength(4);
+    expect(await metricValue(metrics, "controller_runtime_reconcile_total", { result: "error" })).toBe(3);
+    expect(await metricValue(metrics, "controller_runtime_reconcile_total", { result: "requeue_after" })).toBe(1);
+    expect(await metricValue(metrics, "controller_runtime_reconcile_errors_total", { controller: "demo" })).toBe(3);
+    expect(await metricValue(metrics, "controller_runtime_terminal_reconcile_errors_total", {})).toBe(1);
+    expect(await metricValue(metrics, "workqueue_retries_total", { name: "demo" })).toBe(2);
+    await controller.stop(1000);
+  });
+
+  it("gives each reconcile a request, an unaborted signal and a unique reconcileId", async () => {
+    const { calls, reconciler } = scripted([]);
+    const controller = new Controller({ name: "demo", reconciler, logger });
+    controller.start();
+    controller.enqueue("team-a/vm-1");
+    controller.enqueue("cluster-scoped");
+    await vi.advanceTimersByTimeAsync(0);
+    expect(calls.map((call) => call.request)).toEqual([
+      { namespace: "team-a", name: "vm-1" },
+      { namespace: "", name: "cluster-scoped" },
+    ]);
+    expect(calls[0]?.ctx.signal.aborted).toBe(false);
+    expect(calls[0]?.ctx.reconcileId).not.toBe(calls[1]?.ctx.reconcileId);
+    expect(calls[0]?.ctx.logger.bindings()).toMatchObject({
+      controller: "demo",
+      namespace: "team-a",
+      name: "vm-1",
+      reconcileId: calls[0]?.ctx.reconcileId,
+    });
+    await controller.stop(1000);
+  });
+
+  it("never reconciles one key concurrently, even with many workers", async () => {
+    let running = 0;
+    let maxRunning = 0;
+    let calls = 0;
+    const controller = new Controller({
+      name: "demo",
+      workers: 4,
+      logger,
+      reconciler: {
+        async reconcile() {
+          calls++;
+          running++;
+          maxRunning = Math.max(maxRunning, running);
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          running--;
+          return outcome.done();
+        },
+      },
+    });
+    controller.start();
+    controller.enqueue("ns/a");
+    await vi.advanceTimersByTimeAsync(10);
+    controller.enqueue("ns/a"); // while processing: queued once more
+    controller.enqueue("ns/a");
+    await vi.advanceTimersByTimeAsync(500);
+    expect(maxRunning).toBe(1);
+    expect(calls).toBe(2);
+    await controller.stop(1000);
+  });
+
+  it("runs different keys in parallel up to the worker count", async () => {
+    let running = 0;
+    let maxRunning = 0;
+    const controller = new Controller({
+      name: "demo",
+      workers: 3,
+      logger,
+      reconciler: {
+        async reconcile() {
+          running++;
+          maxRunning = Math.max(maxRunning, running);
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          running--;
+          return outcome.done();
+        },
+      },
+    });
+    controller.start();
+    for (const name of ["a", "b", "c", "d", "e"]) controller.enqueue(`ns/${name}`);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(maxRunning).toBe(3);
+    await controller.stop(1000);
+  });
+
+  it("resyncs successful objects after their jittered period and stops when the object is gone", async () => {
+    const periods = new Map<string, number | undefined>([["ns/a", 60_000]]);
+    const { calls, reconciler } = scripted([]);
+    const controller = new Controller({
+      name: "demo",
+      reconciler,
+      logger,
+      random: () => 1, // +10 %: 66 s
+      resyncPeriodFor: (request) => periods.get(`${request.namespace}/${request.name}`),
+    });
+    controller.start();
+    controller.enqueue("ns/a");
+    await vi.advanceTimersByTimeAsync(0);
+    expect(calls).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(65_999);
+    expect(calls).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(calls).toHaveLength(2);
+    periods.delete("ns/a"); // deleted: no further polling
+    await vi.advanceTimersByTimeAsync(600_000);
+    expect(calls).toHaveLength(3);
+    await vi.advanceTimersByTimeAsync(600_000);
+    expect(calls).toHaveLength(3);
+    await controller.stop(1000);
+  });
+
+  it("stop waits for a running reconcile within the bound, then aborts its signal", async () => {
+    let seenSignal: AbortSignal | undefined;
+    const controller = new Controller({
+      name: "demo",
+      logger,
+      reconciler: {
+        reconcile(_request, ctx) {
+          seenSignal = ctx.signal;
+          return new Promise<Outcome>((resolve) => {
+            ctx.signal.addEventListener("abort", () => resolve(outcome.retry(new Error("aborted"))));
+          });
+        },
+      },
+    });
+    controller.start();
+    controller.enqueue("ns/a");
+    await vi.advanceTimersByTimeAsync(0);
+    const stopping = controller.stop(3000);
+    await vi.advanceTimersByTimeAsync(2999);
+    expect(seenSignal?.aborted).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(await stopping).toBe(false);
+    expect(seenSignal?.aborted).toBe(true);
+  });
+
+  it("drops malformed keys instead of failing", async () => {
+    const { calls, reconciler } = scripted([]);
+    const controller = new Controller({ name: "demo", reconciler, logger });
+    controller.start();
+    controller.enqueue("a/b/c");
+    controller.enqueue("/b");
+    await vi.advanceTimersByTimeAsync(0);
+    expect(calls).toHaveLength(0);
+    expect(() => parseKey("a/")).toThrow(/invalid object key/);
+    await controller.stop(1000);
+  });
+
+  it("treats a malformed outcome as a retry", async () => {
+    const controller = new Controller({
+      name: "demo",
+      logger,
+      queue: { random: () => 0.5 },
+      reconciler: { reconcile: async () => ({ type: "requeueAfter", ms: Number.NaN }) },
+    });
+    controller.start();
+    controller.enqueue("ns/a");
+    await vi.advanceTimersByTimeAsync(0);
+    expect(controller.queue.numRequeues("ns/a")).toBe(1);
+    await controller.stop(1000);
+  });
+
+  it("can start again after stopNow (lost and regained leadership)", async () => {
+    const { calls, reconciler } = scripted([]);
+    const controller = new Controller({ name: "demo", reconciler, logger });
+    controller.start();
+    controller.stopNow();
+    controller.enqueue("ns/a"); // ignored: intake stopped
+    controller.start();
+    controller.enqueue("ns/b");
+    await vi.advanceTimersByTimeAsync(0);
+    expect(calls.map((call) => call.request.name)).toEqual(["b"]);
+    await controller.stop(1000);
+  });
+});

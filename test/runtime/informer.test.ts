@@ -1,0 +1,165 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { type InformerEvent, ResilientInformer } from "../../src/runtime/informer.ts";
+import { makeListFunction } from "../../src/runtime/resource.ts";
+import { eventually, silentLogger, startTestCluster, type TestCluster, WIDGETS } from "./helpers.ts";
+
+describe("ResilientInformer against the Kubernetes API test double", () => {
+  let cluster: TestCluster;
+  let informer: ResilientInformer | undefined;
+  const events: string[] = [];
+  const lifecycle: string[] = [];
+
+  function startInformer(
+    overrides: Partial<ConstructorParameters<typeof ResilientInformer>[0]> = {},
+  ): ResilientInformer {
+    informer = new ResilientInformer({
+      kubeConfig: cluster.kubeConfig,
+      resource: WIDGETS,
+      logger: silentLogger,
+      restartBaseDelayMs: 50,
+      restartMaxDelayMs: 200,
+      onLifecycle: (event) => lifecycle.push(event.type),
+      ...overrides,
+    });
+    informer.on((event: InformerEvent<{ metadata?: { name?: string } }>) =>
+      events.push(`${event.type}:${event.object.metadata?.name}`),
+    );
+    informer.start();
+    return informer;
+  }
+
+  beforeEach(async () => {
+    events.length = 0;
+    lifecycle.length = 0;
+    cluster = await startTestCluster();
+  });
+  afterEach(async () => {
+    await informer?.stop();
+    informer = undefined;
+    await cluster.double.close();
+  });
+
+  it("lists, then follows adds, updates and deletes into its cache", async () => {
+    await cluster.createWidget("default", "before");
+    const cache = startInformer();
+    await cache.waitForSync();
+    expect(cache.hasSynced()).toBe(true);
+    expect(cache.get("default", "before")?.metadata?.name).toBe("before");
+    await cluster.createWidget("default", "after");
+    await eventually(() => expect(cache.get("default", "after")).toBeDefined());
+    await cluster.deleteWidget("default", "before");
+    await eventually(() => expect(cache.get("default", "before")).toBeUndefined());
+    expect(cache.list("default").map((object) => object.metadata?.name)).toEqual(["after"]);
+    expect(events).toEqual(["add:before", "add:after", "delete:before"]);
+  });
+
+  it("restarts after a failed list (which would stop a bare ListWatch for good)", async () => {
+    cluster.double.faults.failNext(2, 500, { path: "v1/widgets" });
+    const cache = startInformer();
+    await cache.waitForSync();
+    expect(lifecycle.filter((type) => type === "error").length).toBe(2);
+    await cluster.createWidget("default", "later");
+    await eventually(() => expect(cache.get("default", "later")).toBeDefined());
+  });
+
+  it("keeps following after its watch connection is dropped", async () => {
+    const cache = startInformer();
+    await cache.waitForSync();
+    cluster.double.faults.dropWatches();
+    await cluster.createWidget("default", "after-drop");
+    await eventually(() => expect(cache.get("default", "after-drop")).toBeDefined());
+    cluster.double.faults.dropWatches();
+    await cluster.deleteWidget("default", "after-drop");
+    await eventually(() => expect(cache.get("default", "after-drop")).toBeUndefined());
+  });
+
+  it("restarts after a dropped watch and reports objects deleted while it was away", async () => {
+    await cluster.createWidget("default", "doomed");
+    const cache = startInformer();
+    await cache.waitForSync();
+    // Keep it away for a few attempts: only its all-namespaces list/watch path matches "v1/widgets".
+    cluster.double.faults.failNext(3, 503, { path: "v1/widgets" });
+    cluster.double.faults.dropWatches();
+    await cluster.deleteWidget("default", "doomed");
+    await cluster.createWidget("default", "newcomer");
+    await eventually(() => {
+      expect(cache.get("default", "doomed")).toBeUndefined();
+      expect(cache.get("default", "newcomer")).toBeDefined();
+    });
+    expect(events).toEqual(["add:doomed", "delete:doomed", "add:newcomer"]);
+    expect(lifecycle).toContain("restart");
+  });
+
+  it("relists after 410 Gone without a restart, deleting what vanished meanwhile", async () => {
+    await cluster.createWidget("default", "doomed");
+    const realList = makeListFunction(cluster.kubeConfig, WIDGETS);
+    let lists = 0;
+    const cache = startInformer({
+      // After the first list, change the world and compact history: the watch from the listed
+      // resourceVersion is now expired and the server answers 410 Gone.
+      listFunction: async () => {
+        const list = await realList();
+        if (++lists === 1) {
+          await cluster.deleteWidget("default", "doomed");
+          cluster.double.faults.compact();
+        }
+        return list;
+      },
+    });
+    await eventually(() => expect(lists).toBe(2));
+    await eventually(() => expect(cache.get("default", "doomed")).toBeUndefined());
+    expect(events).toEqual(["add:doomed", "delete:doomed"]);
+    expect(lifecycle).not.toContain("restart");
+    expect(lifecycle).not.toContain("error");
+  });
+
+  it("restarts a stale watch that stopped delivering anything", async () => {
+    const cache = startInformer({ staleAfterMs: 300, staleCheckIntervalMs: 50, watchTimeoutSeconds: 3600 });
+    await cache.waitForSync();
+    // Nothing happens on a quiet resource without bookmarks: the watchdog must relist.
+    await eventually(() => expect(lifecycle).toContain("restart"), 3000);
+    await cluster.createWidget("default", "after-restart");
+    await eventually(() => expect(cache.get("default", "after-restart")).toBeDefined());
+  });
+
+  it("asks for bookmarks, which keep a quiet watch from looking stale", async () => {
+    await cluster.double.close();
+    cluster = await startTestCluster({ bookmarkIntervalMs: 50 });
+    const cache = startInformer({ staleAfterMs: 400, staleCheckIntervalMs: 50, watchTimeoutSeconds: 3600 });
+    await cache.waitForSync();
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect(lifecycle).not.toContain("restart");
+  });
+
+  it("does not restart after its own stop", async () => {
+    const cache = startInformer();
+    await cache.waitForSync();
+    await cache.stop();
+    informer = undefined;
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(lifecycle).not.toContain("restart");
+    await cluster.createWidget("default", "unseen");
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(cache.get("default", "unseen")).toBeUndefined();
+  });
+
+  it("survives a handler that throws", async () => {
+    const cache = startInformer();
+    cache.on(() => {
+      throw new Error("bad handler");
+    });
+    await cache.waitForSync();
+    await cluster.createWidget("default", "x");
+    await cluster.createWidget("default", "y");
+    await eventually(() => expect(events).toEqual(["add:x", "add:y"]));
+  });
+
+  it("watches only its namespace", async () => {
+    await cluster.createNamespace("team-a");
+    await cluster.createWidget("team-a", "mine");
+    await cluster.createWidget("default", "not-mine");
+    const cache = startInformer({ namespace: "team-a" });
+    await cache.waitForSync();
+    expect(cache.list().map((object) => object.metadata?.name)).toEqual(["mine"]);
+  });
+});

@@ -1,0 +1,316 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { z } from "zod";
+import type { OperatorConfig } from "../../src/runtime/config.ts";
+import { outcome, type ReconcileRequest } from "../../src/runtime/controller.ts";
+import { defaultConfig, Manager } from "../../src/runtime/manager.ts";
+import {
+  type CountingProxy,
+  eventually,
+  kubeConfigFor,
+  silentLogger,
+  startCountingProxy,
+  startTestCluster,
+  type TestCluster,
+  WIDGETS,
+  type WidgetObject,
+} from "./helpers.ts";
+
+const localServers: Partial<OperatorConfig> = {
+  metricsBindAddress: { host: "127.0.0.1", port: 0 },
+  healthProbeBindAddress: { host: "127.0.0.1", port: 0 },
+};
+
+const LeaseAnswer = z.object({
+  spec: z.object({ holderIdentity: z.string().optional(), renewTime: z.string(), leaseDurationSeconds: z.number() }),
+});
+
+async function readLease(url: string): Promise<z.infer<typeof LeaseAnswer>> {
+  const path = "/apis/coordination.k8s.io/v1/namespaces/default/leases/gpuvm-operator.gpucloud.dev";
+  return LeaseAnswer.parse(await (await fetch(`${url}${path}`)).json());
+}
+
+describe("Manager against the Kubernetes API test double", () => {
+  let cluster: TestCluster;
+  let proxy: CountingProxy;
+  const managers: Manager[] = [];
+
+  function newManager(overrides: Partial<OperatorConfig> = {}, identity?: string): Manager {
+    const manager = new Manager({
+      kubeConfig: kubeConfigFor(proxy.url),
+      config: defaultConfig({ ...localServers, ...overrides }),
+      logger: silentLogger,
+      ...(identity ? { identity } : {}),
+    });
+    managers.push(manager);
+    return manager;
+  }
+
+  /** A reconciler that mirrors spec.size into status.size through the status subresource. */
+  function mirrorController(manager: Manager, reconciled: ReconcileRequest[]): void {
+    const widgets = manager.informerFor<WidgetObject>(WIDGETS);
+    manager.addController({
+      name: "widget",
+      resource: WIDGETS,
+      reconciler: {
+        async reconcile(request) {
+          reconciled.push(request);
+          const widget = widgets.get(request.namespace, request.name);
+          if (widget === undefined) return outcome.done();
+          const written = await manager.kube.patchStatus(WIDGETS, widget, { size: widget.spec?.size, phase: "Ready" });
+          return written.type === "conflict" ? outcome.requeue() : outcome.done();
+        },
+      },
+    });
+  }
+
+  beforeEach(async () => {
+    cluster = await startTestCluster();
+    proxy = await startCountingProxy(cluster.double.url);
+  });
+  afterEach(async () => {
+    await Promise.all(managers.splice(0).map((manager) => manager.stop()));
+    await proxy.close();
+    await cluster.double.close();
+  });
+
+  it("writes status once and a reconcile that changes nothing writes nothing", async () => {
+    const manager = newManager();
+    const reconciled: ReconcileRequest[] = [];
+    mirrorController(manager, reconciled);
+    await cluster.createWidget("default", "w1", { size: 3 });
+    await manager.start();
+    await eventually(async () =>
+      expect((await cluster.getWidget("default", "w1")).status).toEqual({ size: 3, phase: "Ready" }),
+    );
+    // The status write comes back as an update event: a second reconcile that must not write again.
+    await eventually(() => expect(reconciled.length).toBeGreaterThanOrEqual(2));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(proxy.writes("/widgets/w1/status")).toBe(1);
+    // Key order of the desired status does not matter either.
+    const widget = await cluster.getWidget("default", "w1");
+    expect(await manager.kube.patchStatus(WIDGETS, widget, { phase: "Ready", size: 3 })).toEqual({ type: "unchanged" });
+    expect(proxy.writes("/widgets/w1/status")).toBe(1);
+  });
+
+  it("answers a stale resourceVersion with conflict, never an overwrite", async () => {
+    const manager = newManager();
+    const created = await cluster.createWidget("default", "w2", { size: 1 });
+    const first = await manager.kube.patchStatus(WIDGETS, created, { size: 1 });
+    expect(first.type).toBe("written");
+    const stale = await manager.kube.patchStatus(WIDGETS, created, { size: 99 });
+    expect(stale).toEqual({ type: "conflict" });
+    expect((await cluster.getWidget("default", "w2")).status).toEqual({ size: 1 });
+    // Fields left out of the desired status are removed (null in the merge patch), not kept.
+    const current = await cluster.getWidget("default", "w2");
+    expect((await manager.kube.patchStatus(WIDGETS, current, { phase: "Ready" })).type).toBe("written");
+    expect((await cluster.getWidget("default", "w2")).status).toEqual({ phase: "Ready" });
+  });
+
+  it("adds and removes finalizers with a resourceVersion precondition", async () => {
+    const manager = newManager();
+    const created = await cluster.createWidget("default", "w3");
+    const added = await manager.kube.addFinalizer(WIDGETS, created, "gpucloud.dev/finalizer");
+    expect(added.type).toBe("written");
+    expect((await cluster.getWidget("default", "w3")).metadata.finalizers).toEqual(["gpucloud.dev/finalizer"]);
+    expect(await manager.kube.removeFinalizer(WIDGETS, created, "gpucloud.dev/finalizer")).toEqual({
+      type: "unchanged",
+    });
+    const fresh = await cluster.getWidget("default", "w3");
+    expect(await manager.kube.removeFinalizer(WIDGETS, created, "other")).toEqual({ type: "unchanged" });
+    expect(
+      await manager.kube.addFinalizer(WIDGETS, { ...created, metadata: { ...created.metadata, finalizers: [] } }, "x"),
+    ).toEqual({
+      type: "conflict",
+    });
+    const removed = await manager.kube.removeFinalizer(WIDGETS, fresh, "gpucloud.dev/finalizer");
+    expect(removed.type).toBe("written");
+    expect((await cluster.getWidget("default", "w3")).metadata.finalizers ?? []).toEqual([]);
+  });
+
+  it("serves /metrics, /healthz and /readyz once caches are synced", async () => {
+    const manager = newManager();
+    mirrorController(manager, []);
+    await cluster.createWidget("default", "w4", { size: 2 });
+    await manager.start();
+    const { metrics, probes } = manager.serverUrls;
+    expect((await fetch(`${probes}/healthz`)).status).toBe(200);
+    expect((await fetch(`${probes}/readyz`)).status).toBe(200);
+    await eventually(async () => {
+      const text = await (await fetch(`${metrics}/metrics`)).text();
+      expect(text).toContain('controller_runtime_reconcile_total{controller="widget",result="success"}');
+      expect(text).toContain('workqueue_depth{name="widget"}');
+      expect(text).toContain("controller_runtime_max_concurrent_reconciles");
+      expect(text).toContain("process_cpu_seconds_total");
+    });
+    expect((await fetch(`${probes}/nothing`)).status).toBe(404);
+  });
+
+  it("enqueues the controller's keys when a watched Secret changes", async () => {
+    const manager = newManager();
+    const reconciled: ReconcileRequest[] = [];
+    manager.addController({
+      name: "widget",
+      resource: WIDGETS,
+      reconciler: {
+        async reconcile(request) {
+          reconciled.push(request);
+          return outcome.done();
+        },
+      },
+      watches: [
+        {
+          resource: { group: "", version: "v1", plural: "secrets", kind: "Secret", namespaced: true },
+          mapToKeys: (secret) => [`default/uses-${secret.metadata?.name}`],
+        },
+      ],
+    });
+    await manager.start();
+    await manager.kube.createSecret("default", { metadata: { name: "creds" }, stringData: { apiKey: "k" } });
+    await eventually(() => expect(reconciled).toContainEqual({ namespace: "default", name: "uses-creds" }));
+  });
+
+  it("hands leadership over: only the leader reconciles, and a stopped leader releases the Lease", async () => {
+    const election: Partial<OperatorConfig> = {
+      leaderElect: true,
+      leaseDurationMs: 4000,
+      renewDeadlineMs: 3000,
+      retryPeriodMs: 200,
+    };
+    const first = newManager(election, "first");
+    const second = newManager(election, "second");
+    const firstReconciled: ReconcileRequest[] = [];
+    const secondReconciled: ReconcileRequest[] = [];
+    mirrorController(first, firstReconciled);
+    mirrorController(second, secondReconciled);
+    await cluster.createWidget("default", "shared", { size: 1 });
+    await first.start();
+    await eventually(() => expect(first.isLeader()).toBe(true));
+    await second.start();
+    await eventually(() => expect(firstReconciled.length).toBeGreaterThan(0));
+    await new Promise((resolve) => setTimeout(resolve, 600)); // several retry periods
+    expect(second.isLeader()).toBe(false);
+    expect(secondReconciled).toEqual([]);
+    expect(second.informerFor(WIDGETS).get("default", "shared")).toBeDefined(); // standby cache is warm
+
+    const stoppedAt = Date.now();
+    await first.stop();
+    await eventually(() => expect(second.isLeader()).toBe(true), 3000);
+    // Released (not expired): the standby took over well before the 4 s lease duration.
+    expect(Date.now() - stoppedAt).toBeLessThan(2500);
+    await eventually(() => expect(secondReconciled).toContainEqual({ namespace: "default", name: "shared" }));
+    const lease = await readLease(cluster.double.url);
+    expect(lease.spec.holderIdentity).toBe("second");
+    expect(lease.spec.renewTime).toMatch(/\.\d{6}Z$/);
+  });
+
+  it("stops workers at once when the Lease cannot be renewed, and resumes after regaining it", async () => {
+    const manager = newManager({
+      leaderElect: true,
+      leaseDurationMs: 2000,
+      renewDeadlineMs: 800,
+      retryPeriodMs: 100,
+      gracefulShutdownTimeoutMs: 200, // the second reconcile hangs until aborted
+    });
+    const aborted: string[] = [];
+    let started = 0;
+    manager.addController({
+      name: "widget",
+      resource: WIDGETS,
+      reconciler: {
+        reconcile(request, ctx) {
+          started++;
+          return new Promise((resolve) => {
+            ctx.signal.addEventListener("abort", () => {
+              aborted.push(request.name);
+              resolve(outcome.retry(new Error("aborted")));
+            });
+          });
+        },
+      },
+    });
+    await cluster.createWidget("default", "hanging");
+    await manager.start();
+    await eventually(() => expect(started).toBe(1));
+    cluster.double.faults.failNext(12, 500, { path: "/leases/" });
+    await eventually(() => expect(manager.isLeader()).toBe(false), 3000);
+    expect(aborted).toEqual(["hanging"]);
+    // The failures run out; the Lease still names this replica, which takes it back and starts over.
+    await eventually(() => expect(manager.isLeader()).toBe(true), 5000);
+    await eventually(() => expect(started).toBe(2));
+  });
+
+  it("watches only the given namespaces, one informer per namespace read as one cache", async () => {
+    await cluster.createNamespace("team-a");
+    await cluster.createNamespace("team-b");
+    await cluster.createNamespace("team-c");
+    for (const namespace of ["team-a", "team-b", "team-c"]) await cluster.createWidget(namespace, `w-${namespace}`);
+    const manager = newManager({ watchNamespaces: ["team-a", "team-b"] });
+    const reconciled: ReconcileRequest[] = [];
+    manager.addController({
+      name: "widget",
+      resource: WIDGETS,
+      reconciler: {
+        async reconcile(request) {
+          reconciled.push(request);
+          return outcome.done();
+        },
+      },
+    });
+    await manager.start();
+    const widgets = manager.informerFor(WIDGETS);
+    expect(
+      widgets
+        .list()
+        .map((object) => object.metadata?.name)
+        .sort(),
+    ).toEqual(["w-team-a", "w-team-b"]);
+    expect(widgets.get("team-c", "w-team-c")).toBeUndefined();
+    await eventually(() => expect(reconciled).toHaveLength(2));
+    expect(proxy.requests.some((entry) => entry.includes("/namespaces/team-c/"))).toBe(false);
+  });
+
+  it("resyncs an object after the period of its gpucloud.dev/sync-period annotation", async () => {
+    await cluster.createWidget("default", "fast", {}, { "gpucloud.dev/sync-period": "200ms" });
+    await cluster.createWidget("default", "slow");
+    await cluster.createWidget("default", "broken", {}, { "gpucloud.dev/sync-period": "soon" });
+    const manager = newManager();
+    const counts = new Map<string, number>();
+    manager.addController({
+      name: "widget",
+      resource: WIDGETS,
+      reconciler: {
+        async reconcile(request) {
+          counts.set(request.name, (counts.get(request.name) ?? 0) + 1);
+          return outcome.done();
+        },
+      },
+    });
+    await manager.start();
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect(counts.get("fast")).toBeGreaterThanOrEqual(4);
+    expect(counts.get("slow")).toBe(1); // default 10 minutes
+    expect(counts.get("broken")).toBe(1); // invalid annotation: logged, default used
+  });
+
+  it("is not ready until its caches have synced", async () => {
+    cluster.double.faults.failNext(2, 500, { path: "v1/widgets" });
+    const manager = new Manager({
+      kubeConfig: kubeConfigFor(proxy.url),
+      config: defaultConfig(localServers),
+      logger: silentLogger,
+      informer: { restartBaseDelayMs: 300 },
+    });
+    managers.push(manager);
+    manager.informerFor(WIDGETS);
+    const starting = manager.start();
+    const probes = await eventually(() => {
+      const url = manager.serverUrls.probes;
+      if (url === undefined) throw new Error("probe server not up yet");
+      return url;
+    });
+    expect((await fetch(`${probes}/readyz`)).status).toBe(500);
+    expect((await fetch(`${probes}/healthz`)).status).toBe(200);
+    await starting;
+    expect((await fetch(`${probes}/readyz`)).status).toBe(200);
+  });
+});
