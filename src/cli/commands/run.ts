@@ -1,0 +1,59 @@
+// `gpuvm-operator run`: parse flags and environment, build the Manager, register the four controllers, start,
+// and resolve with 0 after SIGTERM/SIGINT once the graceful drain has finished.
+import { KubeConfig } from "@kubernetes/client-node";
+import pino from "pino";
+import { registerControllers } from "../../controllers/index.ts";
+import { helpText, Manager, parseConfig } from "../../runtime/index.ts";
+
+export async function main(argv: string[]): Promise<number> {
+  const parsed = parseConfig(argv, process.env);
+  if (parsed.kind === "help") {
+    process.stdout.write(helpText());
+    return 0;
+  }
+  if (parsed.kind === "error") {
+    process.stderr.write(`gpuvm-operator run: ${parsed.message}\n\nRun 'gpuvm-operator run --help' for the flags.\n`);
+    return 2;
+  }
+  const config = parsed.config;
+  const logger = pino({
+    level: config.logLevel,
+    redact: { paths: ["*.apiKey", "*.password", "*.token", "*.authorization"], censor: "[redacted]" },
+  });
+  const kubeConfig = new KubeConfig();
+  try {
+    if (config.kubeconfig !== undefined) kubeConfig.loadFromFile(config.kubeconfig);
+    else kubeConfig.loadFromDefault();
+  } catch (error) {
+    process.stderr.write(`gpuvm-operator run: cannot load the kubeconfig: ${(error as Error).message}\n`);
+    return 2;
+  }
+  let exitCode = 0;
+  const manager = new Manager({
+    kubeConfig,
+    config,
+    logger,
+    handleSignals: true,
+    // The first signal drains and resolves main(); a second one means "now".
+    exit: (code) => {
+      exitCode = code;
+      if (code !== 0) process.exit(code);
+    },
+  });
+  const controllers = registerControllers(manager);
+  logger.info(
+    { watchNamespaces: config.watchNamespaces, apiUrl: config.apiUrl, credentialsSecret: config.credentialsSecret },
+    "starting gpuvm-operator",
+  );
+  try {
+    await manager.start();
+  } catch (error) {
+    logger.error({ err: error }, "operator failed to start");
+    await manager.stop();
+    controllers.stop();
+    return 1;
+  }
+  await manager.wait();
+  controllers.stop();
+  return exitCode;
+}

@@ -1,0 +1,108 @@
+// Errors → verdicts, in one place. A verdict is what one reconcile concluded: the conditions to write and the
+// outcome to hand back to the work queue. Terminal problems stall without a hot loop; retryable ones back off;
+// a rate limit or an unavailable API with Retry-After waits exactly that long.
+import { REASONS, type Reason } from "../api/common.ts";
+import { CloudError } from "../cloud/errors.ts";
+import type { Outcome } from "./external.ts";
+
+export const REASON = REASONS;
+export type { Reason };
+
+/** Reasons after which nothing changes until the spec does (or a long backoff passes). */
+export const TERMINAL_REASONS: ReadonlySet<string> = new Set<string>([
+  REASON.InvalidSpec,
+  REASON.ImmutableFieldChanged,
+  REASON.NotSupported,
+  REASON.OperationFailed,
+  REASON.NameConflict,
+]);
+
+/** How long a terminal stall waits before trying again without a spec change. */
+export const TERMINAL_RETRY_MS = 10 * 60_000;
+
+export interface Verdict {
+  /** Ready condition; undefined keeps the previous value (pause). */
+  ready: boolean | undefined;
+  reason: Reason;
+  message: string;
+  /** Reconciling=True: work is under way. */
+  progressing: boolean;
+  /** Stalled=True: no progress without outside help. */
+  stalled: boolean;
+  outcome: Outcome;
+  /** An Event to record (reason = verdict reason); only emitted when the condition changes. */
+  event?: "Normal" | "Warning";
+  /** Nothing to write (a Kubernetes 409 on our own write): requeue quietly and re-read. */
+  silent?: boolean;
+}
+
+export class ReconcileError extends Error {
+  readonly reason: Reason;
+  constructor(reason: Reason, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "ReconcileError";
+    this.reason = reason;
+  }
+}
+
+export function isCloudError(error: unknown): error is CloudError {
+  return error instanceof CloudError;
+}
+
+export function cloudStatus(error: unknown): number | undefined {
+  return isCloudError(error) ? error.status : undefined;
+}
+
+/** A 404 that means "this resource is gone", not "this server lacks the endpoint" (kind unsupported). */
+export const isCloudNotFound = (error: unknown): boolean =>
+  isCloudError(error) && error.status === 404 && error.kind !== "unsupported";
+export const isCloudConflict = (error: unknown): boolean => cloudStatus(error) === 409;
+
+const DEFAULT_RETRY_AFTER_MS = 5_000;
+
+function asError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
+}
+
+function stalled(reason: Reason, message: string, outcome: Outcome): Verdict {
+  return { ready: false, reason, message, progressing: false, stalled: true, outcome, event: "Warning" };
+}
+
+function backingOff(reason: Reason, message: string, outcome: Outcome): Verdict {
+  return { ready: false, reason, message, progressing: true, stalled: false, outcome, event: "Warning" };
+}
+
+/** The one mapping from a thrown error to conditions and a queue action. */
+export function classify(error: unknown): Verdict {
+  const err = asError(error);
+  if (err instanceof ReconcileError) {
+    const terminal = TERMINAL_REASONS.has(err.reason);
+    return terminal
+      ? stalled(err.reason, err.message, { type: "requeueAfter", ms: TERMINAL_RETRY_MS })
+      : backingOff(err.reason, err.message, { type: "retry", error: err });
+  }
+  if (!isCloudError(err)) {
+    return backingOff(REASON.ApiUnavailable, `unexpected error: ${err.message}`, { type: "retry", error: err });
+  }
+  const status = err.status;
+  if (err.kind === "unsupported") {
+    return stalled(REASON.NotSupported, err.message, { type: "requeueAfter", ms: TERMINAL_RETRY_MS });
+  }
+  if (status === 401 || status === 403) {
+    return stalled(REASON.CredentialsInvalid, err.message, { type: "retry", error: err });
+  }
+  if (status === 429) {
+    return backingOff(REASON.RateLimited, err.message, {
+      type: "requeueAfter",
+      ms: err.retryAfterMs ?? DEFAULT_RETRY_AFTER_MS,
+    });
+  }
+  if (status === 503 && err.retryAfterMs !== undefined) {
+    return backingOff(REASON.ApiUnavailable, err.message, { type: "requeueAfter", ms: err.retryAfterMs });
+  }
+  if (status === 400 || status === 422) {
+    return stalled(REASON.InvalidSpec, err.message, { type: "requeueAfter", ms: TERMINAL_RETRY_MS });
+  }
+  // 5xx, 409 busy, network, timeout, parse: transient → backoff through the queue.
+  return backingOff(REASON.ApiUnavailable, err.message, { type: "retry", error: err });
+}

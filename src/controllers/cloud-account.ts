@@ -1,0 +1,240 @@
+// Everything the operator keeps per credential: the client, one list snapshot and one OperationTracker per
+// family, and short caches of the project read (payment method) and of availability. Operations settle through
+// the trackers' one list call per interval; each settlement invalidates its family's snapshot and wakes the
+// keys that own the operation.
+import type { Logger } from "pino";
+import type { CloudClient } from "../cloud/client.ts";
+import { isCloudError, OperationTracker, TrackerStoppedError } from "../cloud/index.ts";
+import type { Disk, FirewallRule, OperationFamily, Vm, VpcNetwork } from "../cloud/wire.ts";
+import type { OperationProgress } from "./managed-reconciler.ts";
+import { FamilySnapshot } from "./snapshots.ts";
+
+export interface CloudAccountOptions {
+  client: CloudClient;
+  projectId: string;
+  /** Non-secret identity of the credential (credentialKeyOf), for logs and metrics. */
+  credentialKey: string;
+  snapshotMaxAgeMs: number;
+  operationPollMs: number;
+  /** Wake a key (enqueue it in the family's controller) when an operation it owns settles. */
+  wake(family: OperationFamily, ownerKey: string): void;
+  logger: Logger;
+  now?: () => number;
+  onListCall?(family: OperationFamily): void;
+  onOperationSettled?(family: OperationFamily, name: string, result: string, durationMs: number): void;
+}
+
+const VM_PAGE_LIMIT = 500;
+const PAYMENT_CACHE_MS = 5 * 60_000;
+const AVAILABILITY_CACHE_MS = 15_000;
+/** Settled operations are remembered this long so that a slow reconcile still finds the result. */
+const SETTLED_MEMORY_MS = 30 * 60_000;
+
+interface Tracked {
+  family: OperationFamily;
+  owners: Set<string>;
+  startedAt: number;
+  progress: OperationProgress;
+}
+
+export class CloudAccount {
+  readonly client: CloudClient;
+  readonly projectId: string;
+  readonly credentialKey: string;
+  readonly vms: FamilySnapshot<Vm>;
+  readonly disks: FamilySnapshot<Disk>;
+  readonly networks: FamilySnapshot<VpcNetwork>;
+  readonly firewallRules: FamilySnapshot<FirewallRule>;
+  readonly #options: CloudAccountOptions;
+  readonly #now: () => number;
+  readonly #trackers = new Map<OperationFamily, OperationTracker>();
+  readonly #operations = new Map<string, Tracked>();
+  #payment: { at: number; problem: string | undefined } | undefined;
+  readonly #availability = new Map<string, { at: number; available: boolean }>();
+  readonly #availabilityReads = new Map<string, Promise<boolean>>();
+  #paymentRead: Promise<string | undefined> | undefined;
+
+  constructor(options: CloudAccountOptions) {
+    this.#options = options;
+    this.#now = options.now ?? Date.now;
+    this.client = options.client;
+    this.projectId = options.projectId;
+    this.credentialKey = options.credentialKey;
+    const { client, projectId } = options;
+    const common = { maxAgeMs: options.snapshotMaxAgeMs, now: this.#now };
+    this.vms = new FamilySnapshot<Vm>({
+      ...common,
+      list: async (signal) => {
+        const items: Vm[] = [];
+        for await (const vm of client.vms.listAll(projectId, { limit: VM_PAGE_LIMIT }, { signal })) items.push(vm);
+        return items;
+      },
+      idOf: (vm) => vm.id,
+      nameOf: (vm) => vm.name,
+      onRefresh: () => options.onListCall?.("vm"),
+    });
+    this.disks = new FamilySnapshot<Disk>({
+      ...common,
+      list: (signal) => client.disks.list(projectId, { signal }),
+      idOf: (disk) => disk.id,
+      nameOf: (disk) => disk.name,
+      onRefresh: () => options.onListCall?.("disk"),
+    });
+    this.networks = new FamilySnapshot<VpcNetwork>({
+      ...common,
+      list: (signal) => client.networks.list(projectId, { signal }),
+      idOf: (network) => network.id,
+      nameOf: (network) => network.name,
+      onRefresh: () => options.onListCall?.("network"),
+    });
+    this.firewallRules = new FamilySnapshot<FirewallRule>({
+      ...common,
+      list: (signal) => client.firewallRules.list(projectId, { signal }),
+      idOf: (rule) => rule.id,
+      nameOf: (rule) => rule.name,
+      onRefresh: () => options.onListCall?.("firewall-rule"),
+    });
+  }
+
+  snapshotOf(family: OperationFamily): { invalidate(at?: number): void } {
+    switch (family) {
+      case "vm":
+        return this.vms;
+      case "disk":
+        return this.disks;
+      case "network":
+        return this.networks;
+      case "firewall-rule":
+        return this.firewallRules;
+    }
+  }
+
+  /** Where an operation stands; tracks it (one batched poll per family) and remembers who to wake. */
+  operation(family: OperationFamily, operationId: string, ownerKey: string): OperationProgress {
+    const known = this.#operations.get(operationId);
+    if (known !== undefined) {
+      known.owners.add(ownerKey);
+      return known.progress;
+    }
+    const tracked: Tracked = {
+      family,
+      owners: new Set([ownerKey]),
+      startedAt: this.#now(),
+      progress: { state: "pending" },
+    };
+    this.#operations.set(operationId, tracked);
+    this.#trackerFor(family)
+      .track(operationId)
+      .then(
+        (outcome) => {
+          const settledAt = this.#now();
+          tracked.progress = outcome.vanished
+            ? { state: "vanished", settledAt }
+            : { state: "settled", operation: outcome.operation, settledAt };
+          const name = outcome.vanished ? "UNKNOWN" : outcome.operation.metadata.operation_name;
+          const result = outcome.vanished ? "vanished" : outcome.operation.state;
+          this.#options.onOperationSettled?.(family, name, result, settledAt - tracked.startedAt);
+          this.snapshotOf(family).invalidate(settledAt);
+          for (const owner of tracked.owners) this.#options.wake(family, owner);
+          this.#forgetOldOperations();
+        },
+        (error: unknown) => {
+          // Stopped tracker (credentials rotated, shutdown): forget it; the next reconcile tracks it again.
+          this.#operations.delete(operationId);
+          if (!(error instanceof TrackerStoppedError))
+            this.#options.logger.warn({ err: error, operationId }, "tracking failed");
+        },
+      );
+    return tracked.progress;
+  }
+
+  inFlight(family: OperationFamily): number {
+    return this.#trackers.get(family)?.inFlight() ?? 0;
+  }
+
+  /** A message with the billing link when the organization has no valid payment method; cached a while. */
+  async paymentProblem(signal: AbortSignal): Promise<string | undefined> {
+    if (this.#payment !== undefined && this.#now() - this.#payment.at < PAYMENT_CACHE_MS) return this.#payment.problem;
+    // Many keys asking at once share one project read.
+    this.#paymentRead ??= this.#readPayment(signal).finally(() => {
+      this.#paymentRead = undefined;
+    });
+    return this.#paymentRead;
+  }
+
+  async #readPayment(signal: AbortSignal): Promise<string | undefined> {
+    const project = await this.client.projects.get(this.projectId, { signal });
+    let problem: string | undefined;
+    if (project.organization.hasValidPaymentMethod === false) {
+      const organization = project.organization;
+      let link = "";
+      try {
+        link = (await this.client.organizations.billingLink(organization.id, { signal })).url;
+      } catch (error) {
+        if (!isCloudError(error)) throw error;
+        this.#options.logger.debug({ err: error }, "billing link unavailable");
+      }
+      problem = `organization ${organization.name} has no valid payment method${link ? `: add one at ${link}` : ""}`;
+    }
+    this.#payment = { at: this.#now(), problem };
+    return problem;
+  }
+
+  /** Whether the location can take a VM of this type now (cached briefly; concurrent askers share one read). */
+  async isAvailable(type: string, location: string, signal: AbortSignal): Promise<boolean> {
+    const key = `${type}@${location}`;
+    const cached = this.#availability.get(key);
+    if (cached !== undefined && this.#now() - cached.at < AVAILABILITY_CACHE_MS) return cached.available;
+    let read = this.#availabilityReads.get(key);
+    if (read === undefined) {
+      read = this.#readAvailability(type, location, signal).finally(() => this.#availabilityReads.delete(key));
+      this.#availabilityReads.set(key, read);
+    }
+    return read;
+  }
+
+  async #readAvailability(type: string, location: string, signal: AbortSignal): Promise<boolean> {
+    const items = await this.client.catalogue.availabilities(
+      this.projectId,
+      { product_name: type, location },
+      { signal },
+    );
+    const matching = items.filter((item) => item.type === type && item.location === location);
+    // A server that answers nothing for the pair is not trusted to mean "unavailable": try the create.
+    const available = matching.length === 0 || matching.some((item) => item.available);
+    this.#availability.set(`${type}@${location}`, { at: this.#now(), available });
+    return available;
+  }
+
+  /** Forget a cached "available" after a create failed out_of_stock there. */
+  forgetAvailability(type: string, location: string): void {
+    this.#availability.delete(`${type}@${location}`);
+  }
+
+  stop(): void {
+    for (const tracker of this.#trackers.values()) tracker.stop();
+    this.#trackers.clear();
+  }
+
+  #trackerFor(family: OperationFamily): OperationTracker {
+    let tracker = this.#trackers.get(family);
+    if (tracker === undefined) {
+      tracker = new OperationTracker({
+        client: this.client,
+        projectId: this.projectId,
+        family,
+        intervalMs: this.#options.operationPollMs,
+        logger: this.#options.logger,
+      });
+      this.#trackers.set(family, tracker);
+    }
+    return tracker;
+  }
+
+  #forgetOldOperations(): void {
+    const cutoff = this.#now() - SETTLED_MEMORY_MS;
+    for (const [id, tracked] of this.#operations) {
+      if (tracked.progress.state !== "pending" && tracked.progress.settledAt < cutoff) this.#operations.delete(id);
+    }
+  }
+}

@@ -1,0 +1,165 @@
+// Credentials: spec.credentialsRef.name (default `gpucloud-credentials`) in the object's namespace, else the
+// operator's default Secret (--credentials-secret ns/name, the one documented cross-namespace exception).
+// A changed Secret (new resourceVersion) builds a new client without a restart. The last good credentials of
+// each Secret are kept in memory, so that an unreadable or deleted Secret never strands deletions; status says
+// when they are in use. Secret values never reach a log line.
+import type { Logger } from "pino";
+import { DEFAULT_CREDENTIALS_SECRET } from "../api/common.ts";
+import type { Credentials } from "../cloud/auth.ts";
+import { type CloudClient, createCloudClient } from "../cloud/client.ts";
+import { credentialKeyOf, sharedBucketFor } from "../cloud/rate-limit.ts";
+import type { RequestObserver } from "../cloud/transport.ts";
+
+/** The fields of a core/v1 Secret the operator reads. */
+export interface SecretLike {
+  metadata?: { namespace?: string; name?: string; resourceVersion?: string };
+  data?: Record<string, string>;
+  stringData?: Record<string, string>;
+}
+
+export interface SecretReader {
+  getSecret(namespace: string, name: string): SecretLike | undefined;
+}
+
+export interface ParsedCredentials {
+  credentials: Credentials;
+  projectId: string;
+  apiUrl: string;
+}
+
+export interface AccountHandle<A> {
+  account: A;
+  secret: { namespace: string; name: string };
+  usingCached: boolean;
+}
+
+export type CredentialsResult<A> = { type: "ok"; handle: AccountHandle<A> } | { type: "missing"; message: string };
+
+export interface CredentialStoreOptions<A> {
+  secrets: SecretReader;
+  /** --credentials-secret <namespace>/<name> */
+  defaultSecret?: { namespace: string; name: string };
+  /** --api-url, used when the Secret has no apiUrl. */
+  defaultApiUrl?: string;
+  /** Build the per-credential state (client, snapshots, trackers) for fresh credentials. */
+  build(parsed: ParsedCredentials, credentialKey: string): A;
+  /** Release what build() made (stop trackers) when the Secret changed. */
+  dispose?(account: A): void;
+  logger: Logger;
+}
+
+function decode(secret: SecretLike, key: string): string | undefined {
+  const plain = secret.stringData?.[key];
+  if (plain !== undefined && plain.trim() !== "") return plain.trim();
+  const encoded = secret.data?.[key];
+  if (encoded === undefined) return undefined;
+  const value = Buffer.from(encoded, "base64").toString("utf8").trim();
+  return value === "" ? undefined : value;
+}
+
+/** Read the credential keys of a Secret; a message naming the missing key (never a value) when incomplete. */
+export function parseCredentialsSecret(
+  secret: SecretLike,
+  defaultApiUrl: string | undefined,
+): { ok: true; parsed: ParsedCredentials } | { ok: false; message: string } {
+  const where = `Secret ${secret.metadata?.namespace ?? "?"}/${secret.metadata?.name ?? "?"}`;
+  const apiKey = decode(secret, "apiKey");
+  const email = decode(secret, "email");
+  const password = decode(secret, "password");
+  const projectId = decode(secret, "projectId");
+  const apiUrl = decode(secret, "apiUrl") ?? defaultApiUrl;
+  let credentials: Credentials;
+  if (apiKey !== undefined) credentials = { apiKey };
+  else if (email !== undefined && password !== undefined) credentials = { email, password };
+  else return { ok: false, message: `${where} has neither key apiKey nor both keys email and password` };
+  if (projectId === undefined) return { ok: false, message: `${where} has no key projectId` };
+  if (apiUrl === undefined)
+    return { ok: false, message: `${where} has no key apiUrl and the operator has no --api-url` };
+  if (!/^https?:\/\//.test(apiUrl)) return { ok: false, message: `${where}: apiUrl must be an http(s) URL` };
+  return { ok: true, parsed: { credentials, projectId, apiUrl } };
+}
+
+interface CacheEntry<A> {
+  resourceVersion: string;
+  account: A;
+}
+
+export class CredentialStore<A> {
+  readonly #options: CredentialStoreOptions<A>;
+  readonly #accounts = new Map<string, CacheEntry<A>>();
+
+  constructor(options: CredentialStoreOptions<A>) {
+    this.#options = options;
+  }
+
+  /** The Secret an object uses: its own namespace first, then the operator default. */
+  secretFor(namespace: string, refName: string | undefined): { namespace: string; name: string } | undefined {
+    const name = refName ?? DEFAULT_CREDENTIALS_SECRET;
+    if (this.#options.secrets.getSecret(namespace, name) !== undefined || this.#accounts.has(`${namespace}/${name}`)) {
+      return { namespace, name };
+    }
+    if (name === DEFAULT_CREDENTIALS_SECRET && this.#options.defaultSecret !== undefined)
+      return this.#options.defaultSecret;
+    return { namespace, name };
+  }
+
+  resolve(namespace: string, refName: string | undefined): CredentialsResult<A> {
+    const secretRef = this.secretFor(namespace, refName);
+    if (secretRef === undefined) return { type: "missing", message: "no credentials Secret" };
+    const cacheKey = `${secretRef.namespace}/${secretRef.name}`;
+    const cached = this.#accounts.get(cacheKey);
+    const secret = this.#options.secrets.getSecret(secretRef.namespace, secretRef.name);
+    if (secret === undefined) {
+      if (cached !== undefined)
+        return { type: "ok", handle: { account: cached.account, secret: secretRef, usingCached: true } };
+      return { type: "missing", message: `Secret ${cacheKey} with the cloud credentials not found` };
+    }
+    const resourceVersion = secret.metadata?.resourceVersion ?? "";
+    if (cached !== undefined && cached.resourceVersion === resourceVersion) {
+      return { type: "ok", handle: { account: cached.account, secret: secretRef, usingCached: false } };
+    }
+    const parsed = parseCredentialsSecret(secret, this.#options.defaultApiUrl);
+    if (!parsed.ok) {
+      if (cached !== undefined)
+        return { type: "ok", handle: { account: cached.account, secret: secretRef, usingCached: true } };
+      return { type: "missing", message: parsed.message };
+    }
+    const credentialKey = credentialKeyOf(parsed.parsed.credentials, parsed.parsed.apiUrl);
+    const account = this.#options.build(parsed.parsed, credentialKey);
+    if (cached !== undefined) this.#options.dispose?.(cached.account);
+    this.#accounts.set(cacheKey, { resourceVersion, account });
+    this.#options.logger.info({ secret: cacheKey, credentialKey, resourceVersion }, "cloud credentials loaded");
+    return { type: "ok", handle: { account, secret: secretRef, usingCached: false } };
+  }
+
+  accounts(): A[] {
+    return [...this.#accounts.values()].map((entry) => entry.account);
+  }
+
+  stop(): void {
+    for (const entry of this.#accounts.values()) this.#options.dispose?.(entry.account);
+    this.#accounts.clear();
+  }
+}
+
+export interface ClientFactoryOptions {
+  ratePerSec: number;
+  observer?: RequestObserver;
+  logger?: Logger;
+}
+
+/** A cloud client for parsed credentials, sharing the credential's token bucket. */
+export function clientFor(
+  parsed: ParsedCredentials,
+  credentialKey: string,
+  options: ClientFactoryOptions,
+): CloudClient {
+  const ratePerSec = options.ratePerSec;
+  return createCloudClient({
+    baseUrl: parsed.apiUrl,
+    credentials: parsed.credentials,
+    rateLimiter: sharedBucketFor(credentialKey, { ratePerSec, burst: Math.max(1, Math.ceil(ratePerSec * 2)) }),
+    ...(options.observer ? { observer: options.observer } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
+  });
+}

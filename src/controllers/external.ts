@@ -1,0 +1,157 @@
+// The per-kind seam. A kind file (gpu-vm.ts, gpu-disk.ts, …) talks to the cloud and maps data; the generic
+// managed reconciler (managed-reconciler.ts) alone decides what happens next (create, update, delete, wait).
+// Every method is idempotent and returns without waiting for a long operation: a mutation answers with the
+// cloud operation it started, which the reconciler records in status and polls through the trackers.
+import type { Operation } from "../cloud/wire.ts";
+
+export type ConditionStatus = "True" | "False" | "Unknown";
+
+export interface Condition {
+  type: string;
+  status: ConditionStatus;
+  reason: string;
+  message: string;
+  lastTransitionTime: string;
+  observedGeneration?: number;
+}
+
+/** Status shape of an operation as kept in `status.operation` and `status.operations[]`. */
+export interface OperationRecord {
+  id: string;
+  name: string;
+  state: string;
+  startedAt?: string;
+  completedAt?: string;
+}
+
+export interface CreatePending {
+  cloudName: string;
+  location?: string;
+  requestedAt: string;
+}
+
+/** Fields every kind's spec shares (src/api/common.ts is the schema; this is the view the reconciler needs). */
+export interface ManagedSpecBase {
+  cloudName?: string;
+  credentialsRef?: { name: string };
+  deletionPolicy?: "Delete" | "Orphan";
+  managementPolicy?: "Manage" | "Observe";
+  id?: string;
+}
+
+/** Fields every kind's status shares. Kind-specific fields ride along in the same record. */
+export interface ManagedStatusBase {
+  observedGeneration?: number;
+  conditions?: Condition[];
+  id?: string;
+  operation?: OperationRecord;
+  operations?: OperationRecord[];
+  lastError?: string;
+  createPending?: CreatePending;
+  projectId?: string;
+  locationIndex?: number;
+  [field: string]: unknown;
+}
+
+export interface ObjectMeta {
+  namespace: string;
+  name: string;
+  uid: string;
+  generation: number;
+  resourceVersion: string;
+  finalizers: string[];
+  annotations: Record<string, string>;
+  deletionTimestamp?: string;
+  creationTimestamp?: string;
+}
+
+export interface ManagedObject<Spec extends ManagedSpecBase = ManagedSpecBase> {
+  apiVersion: string;
+  kind: string;
+  metadata: ObjectMeta;
+  spec: Spec;
+  status: ManagedStatusBase;
+}
+
+/** What the cloud looks like for one object, as data. The reconciler picks the branch from it. */
+export type Observation =
+  | { exists: false }
+  | {
+      exists: true;
+      id: string;
+      /** The resource is usable (VM running or stopped as asked, disk present, …). */
+      ready: boolean;
+      /** The cloud matches the spec; false → update(). */
+      upToDate: boolean;
+      /** In a transitional state that an operation we do not track is moving (wait, do not act). */
+      busy?: boolean;
+      /** Observed fields copied into status (kind-specific: state, IPs, size, …). */
+      atProvider: Record<string, unknown>;
+      /** Human-readable difference, for debug logs only. */
+      diff?: string;
+      /** A terminal problem seen while comparing (e.g. an immutable field changed). */
+      terminal?: { reason: string; message: string };
+    };
+
+/** An accepted change: the operation it started, plus status fields to record with it. */
+export interface Mutation {
+  operation?: Operation;
+  statusFields?: Record<string, unknown>;
+  /** Short note for the event stream ("STOP to change type"). */
+  note?: string;
+  /** Nothing was sent: the location cannot take the resource now (availability); try the next one. */
+  capacityUnavailable?: string;
+  /** Nothing was sent: the change cannot be made (a shrink, a type outside its family). */
+  refused?: { reason: string; message: string };
+}
+
+/** Outcome of resolving references and preconditions before touching the cloud. */
+export type Resolution =
+  | { type: "ready" }
+  | { type: "waiting"; message: string }
+  | { type: "invalid"; message: string };
+
+export interface ObserveOptions {
+  /** Do not trust a snapshot taken before this time (ms since epoch): an operation settled after it. */
+  notBefore?: number;
+  /** Cloud name to look up when status has no id yet (create pending, adopt, observe-only). */
+  cloudName: string;
+}
+
+/** The seam every kind implements for one object (bound to one credential's cloud connection). */
+export interface ExternalClient<Spec extends ManagedSpecBase> {
+  /** Resolve references (other objects, Secrets, ConfigMaps). Never calls the cloud mutating endpoints. */
+  resolve(mr: ManagedObject<Spec>, signal: AbortSignal): Promise<Resolution>;
+  observe(mr: ManagedObject<Spec>, options: ObserveOptions, signal: AbortSignal): Promise<Observation>;
+  /** Look a resource up by its exact cloud name (adoption after a conflict or a lost answer). */
+  findByName(cloudName: string, signal: AbortSignal): Promise<string | undefined>;
+  create(mr: ManagedObject<Spec>, target: CreateTarget, signal: AbortSignal): Promise<Mutation>;
+  /** One step towards the spec (a VM type change is STOP, then UPDATE, then START across reconciles). */
+  update(
+    mr: ManagedObject<Spec>,
+    observed: Extract<Observation, { exists: true }>,
+    signal: AbortSignal,
+  ): Promise<Mutation>;
+  delete(mr: ManagedObject<Spec>, id: string, signal: AbortSignal): Promise<Mutation>;
+  /** Publish what users need to connect (VM connection details) once the resource is ready. */
+  publish?(
+    mr: ManagedObject<Spec>,
+    observed: Extract<Observation, { exists: true }>,
+    signal: AbortSignal,
+  ): Promise<void>;
+  /** Why deletion must wait (a disk still attached, a network still used), or undefined. */
+  deleteBlocker?(mr: ManagedObject<Spec>, observed: Extract<Observation, { exists: true }>): string | undefined;
+}
+
+export interface CreateTarget {
+  cloudName: string;
+  /** Location chosen from the kind's candidate locations (status.locationIndex), when the kind has one. */
+  location?: string;
+}
+
+/** The outcome a reconcile hands back to the worker loop (same union as src/runtime/controller.ts). */
+export type Outcome =
+  | { type: "done" }
+  | { type: "requeueAfter"; ms: number }
+  | { type: "retry"; error: Error }
+  | { type: "terminal"; error: Error };

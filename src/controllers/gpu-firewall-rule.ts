@@ -1,0 +1,199 @@
+// GpuFirewallRule: resolves networkRef and vmRef to cloud ids (waiting for them), creates the rule, PATCHes
+// the changeable fields when they drift, deletes. Compared after normalising (ports `*` = `1-65535` = all,
+// list order, duplicates), or drift never settles. A server without the contract's extra endpoints answers
+// CloudError kind "unsupported", which stalls the object as NotSupported.
+import {
+  type FirewallEndpoint,
+  type GpuFirewallRuleSpec,
+  GpuFirewallRuleSpec as GpuFirewallRuleSpecSchema,
+  GpuFirewallRuleStatus,
+} from "../api/gpu-firewall-rule.ts";
+import type { EndpointRequest, FirewallRule, PatchFirewallRuleRequest } from "../cloud/wire.ts";
+import type { ExternalClient, Observation } from "./external.ts";
+import { findResource, type KindDefinition, type KindDeps, knownId, readyTarget } from "./kind-support.ts";
+
+const ALL_PORTS = new Set(["*", "1-65535", "0-65535"]);
+
+/** Ports as a sorted set; anything meaning "all ports" (or nothing) becomes the empty list. */
+export function normalizePorts(ports: readonly (string | number)[] | undefined): string[] {
+  const list = (ports ?? []).map((port) => String(port).trim());
+  if (list.length === 0 || list.some((port) => ALL_PORTS.has(port))) return [];
+  const single = list.map((port) => {
+    const [low, high] = port.split("-");
+    return high !== undefined && low === high ? low : port;
+  });
+  return [...new Set(single)].sort();
+}
+
+interface EndpointLike {
+  cidr?: string;
+  resource_id?: string;
+}
+
+/** Endpoints as sorted `cidr:` / `id:` keys. */
+export function normalizeEndpoints(endpoints: readonly EndpointLike[]): string[] {
+  const keys = endpoints.map((endpoint) =>
+    endpoint.resource_id ? `id:${endpoint.resource_id}` : `cidr:${endpoint.cidr ?? ""}`,
+  );
+  return [...new Set(keys)].sort();
+}
+
+export function normalizeProtocols(protocols: readonly string[]): string[] {
+  return [...new Set(protocols.map((protocol) => protocol.toLowerCase()))].sort();
+}
+
+/** The desired changeable fields, with references already resolved to ids. */
+export interface DesiredRule {
+  name: string;
+  protocols: ("tcp" | "udp" | "icmp")[];
+  sources: EndpointRequest[];
+  destinations: EndpointRequest[];
+  source_ports: string[];
+  destination_ports: string[];
+}
+
+/** Fields whose normalised forms differ (empty: up to date). */
+export function ruleDrift(desired: DesiredRule, observed: FirewallRule): (keyof PatchFirewallRuleRequest)[] {
+  const drift: (keyof PatchFirewallRuleRequest)[] = [];
+  const same = (a: string[], b: string[]): boolean => a.join(",") === b.join(",");
+  if (desired.name !== observed.name) drift.push("name");
+  if (!same(normalizeProtocols(desired.protocols), normalizeProtocols(observed.protocols))) drift.push("protocols");
+  if (!same(normalizeEndpoints(desired.sources), normalizeEndpoints(observed.sources))) drift.push("sources");
+  if (!same(normalizeEndpoints(desired.destinations), normalizeEndpoints(observed.destinations)))
+    drift.push("destinations");
+  if (!same(normalizePorts(desired.source_ports), normalizePorts(observed.source_ports))) drift.push("source_ports");
+  if (!same(normalizePorts(desired.destination_ports), normalizePorts(observed.destination_ports))) {
+    drift.push("destination_ports");
+  }
+  return drift;
+}
+
+export function observeRule(
+  desired: DesiredRule | undefined,
+  rule: FirewallRule,
+): Extract<Observation, { exists: true }> {
+  const drift = desired === undefined ? [] : ruleDrift(desired, rule);
+  return {
+    exists: true,
+    id: rule.id,
+    ready: true,
+    upToDate: drift.length === 0,
+    atProvider: { cloudName: rule.name, state: rule.state, networkId: rule.vpc_network_id },
+    ...(drift.length > 0 ? { diff: `changed: ${drift.join(", ")}` } : {}),
+  };
+}
+
+function resolveEndpoints(
+  deps: KindDeps,
+  namespace: string,
+  endpoints: readonly FirewallEndpoint[] | undefined,
+): { endpoints: EndpointRequest[] } | { waiting: string } {
+  const resolved: EndpointRequest[] = [];
+  for (const endpoint of endpoints ?? []) {
+    if (endpoint.cidr !== undefined) resolved.push({ cidr: endpoint.cidr, resource_id: "" });
+    else if (endpoint.resourceId !== undefined) resolved.push({ cidr: "", resource_id: endpoint.resourceId });
+    else if (endpoint.vmRef !== undefined) {
+      const vm = deps.managed("GpuVm", namespace, endpoint.vmRef.name);
+      if (vm?.status.id === undefined)
+        return { waiting: `GpuVm ${namespace}/${endpoint.vmRef.name} has no cloud id yet` };
+      resolved.push({ cidr: "", resource_id: vm.status.id });
+    }
+  }
+  return { endpoints: resolved };
+}
+
+export const gpuFirewallRule: KindDefinition<GpuFirewallRuleSpec> = {
+  kind: "GpuFirewallRule",
+  plural: "gpufirewallrules",
+  family: "firewall-rule",
+  specSchema: GpuFirewallRuleSpecSchema,
+  statusSchema: GpuFirewallRuleStatus,
+  locations: () => [],
+  references: (spec) => [
+    ...(spec.networkRef ? [`GpuNetwork/${spec.networkRef.name}`] : []),
+    ...[...(spec.sources ?? []), ...(spec.destinations ?? [])].flatMap((e) =>
+      e.vmRef ? [`GpuVm/${e.vmRef.name}`] : [],
+    ),
+  ],
+  external(account, deps): ExternalClient<GpuFirewallRuleSpec> {
+    const { client, projectId } = account;
+    let desired: DesiredRule | undefined;
+    let networkId: string | undefined;
+    return {
+      async resolve(mr) {
+        const namespace = mr.metadata.namespace;
+        if (mr.spec.networkRef !== undefined) {
+          const network = readyTarget(deps, "GpuNetwork", namespace, mr.spec.networkRef.name);
+          if ("waiting" in network) return { type: "waiting", message: network.waiting };
+          networkId = network.id;
+        } else {
+          networkId = mr.spec.networkId;
+        }
+        const sources = resolveEndpoints(deps, namespace, mr.spec.sources);
+        if ("waiting" in sources) return { type: "waiting", message: sources.waiting };
+        const destinations = resolveEndpoints(deps, namespace, mr.spec.destinations);
+        if ("waiting" in destinations) return { type: "waiting", message: destinations.waiting };
+        desired = {
+          name: mr.spec.cloudName ?? "",
+          protocols: [...mr.spec.protocols],
+          sources: sources.endpoints,
+          destinations: destinations.endpoints,
+          source_ports: [...(mr.spec.sourcePorts ?? [])],
+          destination_ports: [...(mr.spec.destinationPorts ?? [])],
+        };
+        return { type: "ready" };
+      },
+      async observe(mr, options, signal) {
+        const rule = await findResource(
+          account.firewallRules,
+          knownId(mr),
+          options.cloudName,
+          options.notBefore,
+          (id) => client.firewallRules.get(projectId, id, { signal }),
+        );
+        if (rule === undefined) return { exists: false };
+        if (desired !== undefined) desired.name = options.cloudName;
+        return observeRule(desired, rule);
+      },
+      async findByName(cloudName) {
+        const view = await account.firewallRules.read(Date.now());
+        return view.byName.get(cloudName)?.id;
+      },
+      async create(mr, target, signal) {
+        if (desired === undefined || networkId === undefined) throw new Error("firewall rule create before resolve");
+        const operation = await client.firewallRules.create(
+          projectId,
+          {
+            name: target.cloudName,
+            vpc_network_id: networkId,
+            direction: mr.spec.direction,
+            action: mr.spec.action,
+            protocols: desired.protocols,
+            sources: desired.sources,
+            destinations: desired.destinations,
+            source_ports: desired.source_ports,
+            destination_ports: desired.destination_ports,
+          },
+          { signal },
+        );
+        return { operation, statusFields: { cloudName: target.cloudName, networkId } };
+      },
+      async update(_mr, observed, signal) {
+        if (desired === undefined) return {};
+        const change: PatchFirewallRuleRequest = {
+          name: desired.name,
+          protocols: desired.protocols,
+          sources: desired.sources,
+          destinations: desired.destinations,
+          source_ports: desired.source_ports,
+          destination_ports: desired.destination_ports,
+        };
+        const operation = await client.firewallRules.patch(projectId, observed.id, change, { signal });
+        return { operation, note: `PATCH rule (${observed.diff ?? "drift"})` };
+      },
+      async delete(_mr, id, signal) {
+        return { operation: await client.firewallRules.delete(projectId, id, { signal }) };
+      },
+    };
+  },
+};

@@ -1,0 +1,75 @@
+// GpuNetwork: create, read, delete (the contract's endpoint) once no firewall rule or VM uses it.
+import { type GpuNetworkSpec, GpuNetworkSpec as GpuNetworkSpecSchema, GpuNetworkStatus } from "../api/gpu-network.ts";
+import type { VpcNetwork } from "../cloud/wire.ts";
+import { REASON } from "./classify.ts";
+import type { ExternalClient, Observation } from "./external.ts";
+import { findResource, type KindDefinition, knownId } from "./kind-support.ts";
+
+export function networkAtProvider(network: VpcNetwork): Record<string, unknown> {
+  return { cloudName: network.name, cidr: network.cidr, gateway: network.gateway, subnets: [...network.subnets] };
+}
+
+export function observeNetwork(spec: GpuNetworkSpec, network: VpcNetwork): Extract<Observation, { exists: true }> {
+  const cidrChanged = network.cidr !== "" && network.cidr !== spec.cidr;
+  return {
+    exists: true,
+    id: network.id,
+    ready: true,
+    upToDate: true,
+    atProvider: networkAtProvider(network),
+    ...(cidrChanged
+      ? {
+          terminal: {
+            reason: REASON.ImmutableFieldChanged,
+            message: `spec.cidr ${spec.cidr} differs from the network's ${network.cidr}; a network's range cannot change`,
+          },
+        }
+      : {}),
+  };
+}
+
+export const gpuNetwork: KindDefinition<GpuNetworkSpec> = {
+  kind: "GpuNetwork",
+  plural: "gpunetworks",
+  family: "network",
+  specSchema: GpuNetworkSpecSchema,
+  statusSchema: GpuNetworkStatus,
+  locations: () => [],
+  references: () => [],
+  external(account, deps): ExternalClient<GpuNetworkSpec> {
+    const { client, projectId } = account;
+    return {
+      resolve: async () => ({ type: "ready" }),
+      async observe(mr, options, signal) {
+        const network = await findResource(account.networks, knownId(mr), options.cloudName, options.notBefore, (id) =>
+          client.networks.get(projectId, id, { signal }),
+        );
+        return network === undefined ? { exists: false } : observeNetwork(mr.spec, network);
+      },
+      async findByName(cloudName) {
+        const view = await account.networks.read(Date.now());
+        return view.byName.get(cloudName)?.id;
+      },
+      async create(mr, target, signal) {
+        const operation = await client.networks.create(
+          projectId,
+          { name: target.cloudName, cidr: mr.spec.cidr },
+          { signal },
+        );
+        return { operation, statusFields: { cloudName: target.cloudName } };
+      },
+      update: async () => ({}),
+      async delete(_mr, id, signal) {
+        return { operation: await client.networks.delete(projectId, id, { signal }) };
+      },
+      deleteBlocker(mr) {
+        // Rules of this namespace that still point at the network go first (the cloud would answer 409).
+        const users = deps
+          .listManaged("GpuFirewallRule", mr.metadata.namespace)
+          .filter((rule) => (rule.spec as { networkRef?: { name?: string } }).networkRef?.name === mr.metadata.name)
+          .map((rule) => rule.metadata.name);
+        return users.length > 0 ? `firewall rules ${users.join(", ")} still use this network` : undefined;
+      },
+    };
+  },
+};

@@ -1,0 +1,183 @@
+// GpuVm: create (image, SSH key inline or from a Secret, scripts inline or from a ConfigMap/Secret, data disks
+// as GpuDisk references or ids), power state through START/STOP, RESET on a new reset annotation, a type change
+// within its family through STOP → UPDATE type → START (one step per reconcile), data disks through UPDATE
+// disks, connection details published to a Secret or ConfigMap owned by the GpuVm.
+import { ANNOTATIONS } from "../api/common.ts";
+import { type GpuVmSpec, GpuVmSpec as GpuVmSpecSchema, GpuVmStatus } from "../api/gpu-vm.ts";
+import type { DiskRef } from "../cloud/wire.ts";
+import type { ExternalClient, ManagedObject } from "./external.ts";
+import { connectionDetails, type DesiredVm, nextVmStepFromObservation, observeVm } from "./gpu-vm-mappers.ts";
+import { findResource, type KindDefinition, type KindDeps, knownId, readyTarget } from "./kind-support.ts";
+
+/** Inline value or a key of a Secret/ConfigMap; `waiting` names what is missing. */
+function valueOrRef(
+  deps: KindDeps,
+  namespace: string,
+  inline: string | undefined,
+  ref: { kind: "Secret" | "ConfigMap"; name: string; key: string } | undefined,
+): { value?: string } | { waiting: string } {
+  if (inline !== undefined) return { value: inline };
+  if (ref === undefined) return {};
+  const value = deps.dataKey(ref.kind, namespace, ref.name, ref.key);
+  return value === undefined ? { waiting: `${ref.kind} ${namespace}/${ref.name} key ${ref.key} not found` } : { value };
+}
+
+interface CreateInputs {
+  sshPublicKey: string;
+  startupScript?: string;
+  shutdownScript?: string;
+}
+
+function resolveCreateInputs(deps: KindDeps, mr: ManagedObject<GpuVmSpec>): CreateInputs | { waiting: string } {
+  const ns = mr.metadata.namespace;
+  const secretRef = mr.spec.sshPublicKeySecretRef;
+  const ssh = valueOrRef(deps, ns, mr.spec.sshPublicKey, secretRef ? { kind: "Secret", ...secretRef } : undefined);
+  if ("waiting" in ssh) return ssh;
+  if (ssh.value === undefined) return { waiting: "no SSH public key (spec.sshPublicKey or sshPublicKeySecretRef)" };
+  const startup = valueOrRef(deps, ns, mr.spec.startupScript, mr.spec.startupScriptRef);
+  if ("waiting" in startup) return startup;
+  const shutdown = valueOrRef(deps, ns, mr.spec.shutdownScript, mr.spec.shutdownScriptRef);
+  if ("waiting" in shutdown) return shutdown;
+  return {
+    sshPublicKey: ssh.value,
+    ...(startup.value !== undefined ? { startupScript: startup.value } : {}),
+    ...(shutdown.value !== undefined ? { shutdownScript: shutdown.value } : {}),
+  };
+}
+
+function resolveDisks(deps: KindDeps, mr: ManagedObject<GpuVmSpec>): DiskRef[] | { waiting: string } {
+  const disks: DiskRef[] = [];
+  for (const disk of mr.spec.disks ?? []) {
+    if (disk.id !== undefined) disks.push({ id: disk.id, mode: disk.mode });
+    else if (disk.diskRef !== undefined) {
+      const target = readyTarget(deps, "GpuDisk", mr.metadata.namespace, disk.diskRef.name);
+      if ("waiting" in target) return target;
+      disks.push({ id: target.id, mode: disk.mode });
+    }
+  }
+  return disks;
+}
+
+function pendingReset(mr: ManagedObject<GpuVmSpec>): string | undefined {
+  const requested = mr.metadata.annotations[ANNOTATIONS.resetRequestedAt];
+  return requested !== undefined && requested !== mr.status.lastResetRequestedAt ? requested : undefined;
+}
+
+export const gpuVm: KindDefinition<GpuVmSpec> = {
+  kind: "GpuVm",
+  plural: "gpuvms",
+  family: "vm",
+  specSchema: GpuVmSpecSchema,
+  statusSchema: GpuVmStatus,
+  locations: (spec) => spec.locations ?? (spec.location !== undefined ? [spec.location] : []),
+  references: (spec) => [
+    ...(spec.disks ?? []).flatMap((d) => (d.diskRef ? [`GpuDisk/${d.diskRef.name}`] : [])),
+    ...(spec.sshPublicKeySecretRef ? [`Secret/${spec.sshPublicKeySecretRef.name}`] : []),
+    ...[spec.startupScriptRef, spec.shutdownScriptRef].flatMap((ref) => (ref ? [`${ref.kind}/${ref.name}`] : [])),
+  ],
+  external(account, deps): ExternalClient<GpuVmSpec> {
+    const { client, projectId } = account;
+    let desired: DesiredVm | undefined;
+    let inputs: CreateInputs | undefined;
+    return {
+      async resolve(mr) {
+        const disks = resolveDisks(deps, mr);
+        if ("waiting" in disks) return { type: "waiting", message: disks.waiting };
+        const reset = pendingReset(mr);
+        desired = {
+          type: mr.spec.type,
+          powerState: mr.spec.powerState,
+          disks,
+          ...(reset ? { resetRequestedAt: reset } : {}),
+        };
+        if (knownId(mr) !== undefined) return { type: "ready" };
+        const resolved = resolveCreateInputs(deps, mr);
+        if ("waiting" in resolved) return { type: "waiting", message: resolved.waiting };
+        inputs = resolved;
+        return { type: "ready" };
+      },
+      async observe(mr, options, signal) {
+        const vm = await findResource(account.vms, knownId(mr), options.cloudName, options.notBefore, (id) =>
+          client.vms.get(projectId, id, { signal }),
+        );
+        return vm === undefined ? { exists: false } : observeVm(desired, vm);
+      },
+      async findByName(cloudName, signal) {
+        const page = await client.vms.list(projectId, { names: [cloudName], limit: 10 }, { signal });
+        return page.items.find((vm) => vm.name === cloudName)?.id;
+      },
+      async create(mr, target, signal) {
+        if (inputs === undefined || desired === undefined) throw new Error("VM create before resolve");
+        const location = target.location;
+        if (location === undefined) throw new Error("VM create without a location");
+        if (!(await account.isAvailable(mr.spec.type, location, signal))) {
+          return { capacityUnavailable: `${mr.spec.type} is not available in ${location}` };
+        }
+        const operation = await client.vms.create(
+          projectId,
+          {
+            name: target.cloudName,
+            type: mr.spec.type,
+            location,
+            ssh_public_key: inputs.sshPublicKey,
+            ...(mr.spec.image ? { image: mr.spec.image } : {}),
+            ...(desired.disks.length > 0 ? { disks: desired.disks } : {}),
+            ...(inputs.startupScript !== undefined ? { startup_script: inputs.startupScript } : {}),
+            ...(inputs.shutdownScript !== undefined ? { shutdown_script: inputs.shutdownScript } : {}),
+          },
+          { signal },
+        );
+        return { operation, statusFields: { cloudName: target.cloudName, location } };
+      },
+      async update(mr, observed, signal) {
+        if (desired === undefined) return {};
+        const step = nextVmStepFromObservation(desired, observed);
+        const reset = desired.resetRequestedAt;
+        // A reset asked while the VM is meant to be stopped is acknowledged without a call.
+        const acknowledgeReset = reset !== undefined && (step.action === "RESET" || mr.spec.powerState === "Stopped");
+        const statusFields = acknowledgeReset ? { lastResetRequestedAt: reset } : {};
+        switch (step.action) {
+          case "none":
+          case "wait":
+            return { statusFields };
+          case "UPDATE": {
+            const change = { ...(step.type ? { type: step.type } : {}), ...(step.disks ? { disks: step.disks } : {}) };
+            return {
+              operation: await client.vms.update(projectId, observed.id, change, { signal }),
+              note: step.why,
+              statusFields,
+            };
+          }
+          case "START":
+            return {
+              operation: await client.vms.start(projectId, observed.id, { signal }),
+              note: step.why,
+              statusFields,
+            };
+          case "STOP":
+            return {
+              operation: await client.vms.stop(projectId, observed.id, { signal }),
+              note: step.why,
+              statusFields,
+            };
+          case "RESET":
+            return {
+              operation: await client.vms.reset(projectId, observed.id, { signal }),
+              note: step.why,
+              statusFields,
+            };
+        }
+      },
+      async delete(_mr, id, signal) {
+        return { operation: await client.vms.terminate(projectId, id, { signal }) };
+      },
+      async publish(mr, observed) {
+        const target = mr.spec.connectionDetails;
+        if (target === undefined || deps.publish === undefined) return;
+        const data = connectionDetails(observed.atProvider);
+        if (target.secretName !== undefined) await deps.publish("Secret", mr, target.secretName, data);
+        if (target.configMapName !== undefined) await deps.publish("ConfigMap", mr, target.configMapName, data);
+      },
+    };
+  },
+};

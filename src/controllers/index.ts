@@ -1,0 +1,313 @@
+// Wiring: the four managed controllers on the runtime's Manager, the credentials store and per-credential cloud
+// accounts, the dependency index (a change of a target wakes its dependents), the credentials-in-use finalizer
+// on Secrets, and the operator's own metrics.
+import type { KubernetesObject } from "@kubernetes/client-node";
+import { FINALIZER, GROUP, VERSION } from "../api/common.ts";
+import type { OperationFamily } from "../cloud/wire.ts";
+import type { Controller, KubeResource, Manager, Reconciler } from "../runtime/index.ts";
+import { CONFIG_MAPS, SECRETS } from "../runtime/index.ts";
+import { CloudAccount } from "./cloud-account.ts";
+import { CredentialStore, clientFor, type SecretLike } from "./credentials.ts";
+import { DependencyIndex } from "./dependency-index.ts";
+import type { ManagedObject, ManagedSpecBase } from "./external.ts";
+import { gpuDisk } from "./gpu-disk.ts";
+import { gpuFirewallRule } from "./gpu-firewall-rule.ts";
+import { gpuNetwork } from "./gpu-network.ts";
+import { gpuVm } from "./gpu-vm.ts";
+import type { KindDefinition, KindDeps } from "./kind-support.ts";
+import { parseManaged } from "./kind-support.ts";
+import { type KubeAccess, ManagedReconciler, type ReconcileTiming } from "./managed-reconciler.ts";
+import { registerOperatorMetrics } from "./metrics.ts";
+import { CREDENTIALS_FINALIZER, SecretUsageReconciler } from "./secret-usage.ts";
+
+export const MANAGED_KINDS: readonly KindDefinition<ManagedSpecBase>[] = [gpuVm, gpuDisk, gpuNetwork, gpuFirewallRule];
+
+export function resourceOf(kind: { kind: string; plural: string }): KubeResource {
+  return { group: GROUP, version: VERSION, plural: kind.plural, kind: kind.kind, namespaced: true };
+}
+
+export interface RegisterOptions {
+  /** Overrides of the reconciler's timing (tests use short fallbacks). */
+  timing?: Partial<ReconcileTiming>;
+  now?: () => number;
+}
+
+export interface OperatorControllers {
+  controllers: ReadonlyMap<string, Controller>;
+  credentials: CredentialStore<CloudAccount>;
+  /** Stop the trackers of every cloud account (after the manager stopped). */
+  stop(): void;
+}
+
+function decodeSecretValue(secret: SecretLike, key: string): string | undefined {
+  const plain = secret.stringData?.[key];
+  if (plain !== undefined) return plain;
+  const encoded = secret.data?.[key];
+  return encoded === undefined ? undefined : Buffer.from(encoded, "base64").toString("utf8");
+}
+
+/** Register the four managed controllers (and the Secret usage controller) on a Manager before start(). */
+export function registerControllers(manager: Manager, options: RegisterOptions = {}): OperatorControllers {
+  const config = manager.config;
+  const logger = manager.logger.child({ component: "controllers" });
+  const informers = new Map(MANAGED_KINDS.map((kind) => [kind.kind, manager.informerFor(resourceOf(kind))]));
+  const secrets = manager.informerFor<KubernetesObject & SecretLike>(SECRETS);
+  const configMaps = manager.informerFor<KubernetesObject & { data?: Record<string, string> }>(CONFIG_MAPS);
+  const kindByName = new Map(MANAGED_KINDS.map((kind) => [kind.kind, kind]));
+  const controllers = new Map<string, Controller>();
+  const kindOfFamily = new Map<OperationFamily, string>(MANAGED_KINDS.map((kind) => [kind.family, kind.kind]));
+  const dependencies = new DependencyIndex();
+
+  const parse = (kindName: string, raw: unknown): ManagedObject | undefined => {
+    const kind = kindByName.get(kindName);
+    if (kind === undefined || raw === undefined) return undefined;
+    const parsed = parseManaged(raw, kind.specSchema, kind.statusSchema);
+    return parsed.ok ? parsed.object : undefined;
+  };
+
+  const credentials = new CredentialStore<CloudAccount>({
+    secrets: { getSecret: (namespace, name) => secrets.get(namespace, name) },
+    ...(config.credentialsSecret ? { defaultSecret: config.credentialsSecret } : {}),
+    ...(config.apiUrl ? { defaultApiUrl: config.apiUrl } : {}),
+    logger,
+    build: (parsed, credentialKey) =>
+      new CloudAccount({
+        client: clientFor(parsed, credentialKey, {
+          ratePerSec: config.apiRateLimit,
+          observer: (event) => {
+            const code = String(event.status);
+            manager.metrics.cloudApiRequestsTotal.inc({ method: event.method, route: event.route, code });
+            manager.metrics.cloudApiRequestDurationSeconds.observe(
+              { method: event.method, route: event.route },
+              event.durationMs / 1000,
+            );
+          },
+          logger: logger.child({ component: "cloud", credentialKey }),
+        }),
+        projectId: parsed.projectId,
+        credentialKey,
+        snapshotMaxAgeMs: config.syncPeriodMs,
+        operationPollMs: config.operationPollIntervalMs,
+        logger: logger.child({ credentialKey }),
+        wake: (family, ownerKey) => {
+          const kindName = kindOfFamily.get(family);
+          if (kindName !== undefined) controllers.get(kindName)?.enqueue(ownerKey);
+        },
+        onOperationSettled: (family, operation, result, durationMs) =>
+          manager.metrics.cloudOperationDurationSeconds.observe({ family, operation, result }, durationMs / 1000),
+      }),
+    dispose: (account) => account.stop(),
+  });
+
+  const deps: KindDeps = {
+    managed: (kind, namespace, name) => parse(kind, informers.get(kind)?.get(namespace, name)),
+    listManaged: (kind, namespace) =>
+      (informers.get(kind)?.list(namespace) ?? []).flatMap((raw) => parse(kind, raw) ?? []),
+    dataKey: (kind, namespace, name, key) => {
+      if (kind === "Secret") {
+        const secret = secrets.get(namespace, name);
+        return secret === undefined ? undefined : decodeSecretValue(secret, key);
+      }
+      return configMaps.get(namespace, name)?.data?.[key];
+    },
+    publish: (kind, owner, name, data) => {
+      const cached =
+        kind === "Secret"
+          ? secrets.get(owner.metadata.namespace, name)
+          : configMaps.get(owner.metadata.namespace, name);
+      return publishConnectionDetails(manager, kind, owner, name, data, cached);
+    },
+  };
+
+  const secretUsage = new SecretUsageReconciler({
+    kube: manager.kube,
+    secrets,
+    usersOf: (namespace, name) =>
+      MANAGED_KINDS.flatMap((kind) =>
+        (informers.get(kind.kind)?.list() ?? []).filter((raw) => {
+          const object = parse(kind.kind, raw);
+          if (object === undefined || !object.metadata.finalizers.includes(FINALIZER)) return false;
+          const secret = credentials.secretFor(object.metadata.namespace, object.spec.credentialsRef?.name);
+          return secret?.namespace === namespace && secret.name === name;
+        }),
+      ).length,
+  });
+  // Any event of a managed object (delete included) re-checks the Secret it uses.
+  manager.addController({
+    name: "credentials-usage",
+    resource: SECRETS,
+    reconciler: secretUsage,
+    workers: 1,
+    watches: MANAGED_KINDS.map((kind) => ({
+      resource: resourceOf(kind),
+      mapToKeys: (raw: KubernetesObject) => {
+        const object = parse(kind.kind, raw);
+        const secret = object && credentials.secretFor(object.metadata.namespace, object.spec.credentialsRef?.name);
+        return secret ? [`${secret.namespace}/${secret.name}`] : [];
+      },
+    })),
+  });
+
+  for (const kind of MANAGED_KINDS) {
+    const resource = resourceOf(kind);
+    const informer = informers.get(kind.kind);
+    if (informer === undefined) continue;
+    const kube = kubeAccessFor(manager, resource, (namespace, name) => informer.get(namespace, name));
+    const reconciler: Reconciler = new ManagedReconciler<ManagedSpecBase>({
+      kind: kind.kind,
+      parse: (raw) => parseManaged(raw, kind.specSchema, kind.statusSchema),
+      locations: (spec) => kind.locations(spec),
+      kube,
+      ...(options.now ? { now: options.now } : {}),
+      timing: { ...options.timing },
+      connect: async (mr) => {
+        const resolved = credentials.resolve(mr.metadata.namespace, mr.spec.credentialsRef?.name);
+        if (resolved.type === "missing") return resolved;
+        const { account, usingCached } = resolved.handle;
+        return {
+          type: "connected",
+          connection: {
+            external: kind.external(account, deps),
+            projectId: account.projectId,
+            usingCachedCredentials: usingCached,
+            paymentProblem: (signal) => account.paymentProblem(signal),
+            operation: (operationId, ownerKey) => account.operation(kind.family, operationId, ownerKey),
+          },
+        };
+      },
+      onReconciled: (mr) => {
+        const secret = credentials.secretFor(mr.metadata.namespace, mr.spec.credentialsRef?.name);
+        const references = [...kind.references(mr.spec), ...(secret ? [`Secret/${secret.name}`] : [])];
+        dependencies.record(kind.kind, mr.metadata.namespace, mr.metadata.name, references);
+      },
+    });
+    const watched = new Set([
+      "Secret",
+      "ConfigMap",
+      ...MANAGED_KINDS.map((k) => k.kind).filter((k) => k !== kind.kind),
+    ]);
+    const controller = manager.addController({
+      name: kind.kind.toLowerCase(),
+      resource,
+      reconciler,
+      watches: [...watched].map((watchedKind) => ({
+        resource:
+          watchedKind === "Secret"
+            ? SECRETS
+            : watchedKind === "ConfigMap"
+              ? CONFIG_MAPS
+              : resourceOf(kindByName.get(watchedKind) ?? kind),
+        mapToKeys: (object: KubernetesObject) =>
+          dependencies.dependents(
+            kind.kind,
+            watchedKind,
+            object.metadata?.namespace ?? "",
+            object.metadata?.name ?? "",
+          ),
+      })),
+    });
+    controllers.set(kind.kind, controller);
+  }
+
+  registerOperatorMetrics(manager.metrics.registry, {
+    kinds: MANAGED_KINDS.map((kind) => ({ kind: kind.kind, list: () => informers.get(kind.kind)?.list() ?? [] })),
+    accounts: () => credentials.accounts(),
+    operationsInFlight: manager.metrics.cloudOperationsInFlight,
+    logger,
+  });
+
+  return { controllers, credentials, stop: () => credentials.stop() };
+}
+
+function kubeAccessFor(
+  manager: Manager,
+  resource: KubeResource,
+  get: (namespace: string, name: string) => unknown,
+): KubeAccess {
+  const envelope = (mr: ManagedObject) => ({
+    apiVersion: mr.apiVersion || `${GROUP}/${VERSION}`,
+    kind: mr.kind || resource.kind,
+    metadata: {
+      namespace: mr.metadata.namespace,
+      name: mr.metadata.name,
+      uid: mr.metadata.uid,
+      resourceVersion: mr.metadata.resourceVersion,
+      finalizers: mr.metadata.finalizers,
+    },
+    status: mr.status,
+  });
+  const mapResult = (
+    mr: ManagedObject,
+    result: Awaited<ReturnType<Manager["kube"]["patchStatus"]>>,
+  ): Awaited<ReturnType<KubeAccess["writeStatus"]>> => {
+    switch (result.type) {
+      case "written":
+        return {
+          type: "written",
+          resourceVersion: result.object.metadata?.resourceVersion ?? mr.metadata.resourceVersion,
+        };
+      case "unchanged":
+        return { type: "written", resourceVersion: mr.metadata.resourceVersion };
+      case "conflict":
+        return { type: "conflict" };
+      case "notFound":
+        return { type: "gone" };
+    }
+  };
+  return {
+    get,
+    writeStatus: async (mr, status) => mapResult(mr, await manager.kube.patchStatus(resource, envelope(mr), status)),
+    setFinalizer: async (mr, present) =>
+      mapResult(
+        mr,
+        present
+          ? await manager.kube.addFinalizer(resource, envelope(mr), FINALIZER)
+          : await manager.kube.removeFinalizer(resource, envelope(mr), FINALIZER),
+      ),
+    event: (mr, type, reason, note) =>
+      manager.events.record(envelope(mr), { type, reason, note, action: type === "Warning" ? "Reconcile" : reason }),
+  };
+}
+
+/** Create or update the Secret/ConfigMap holding a VM's connection details, owned by the GpuVm. */
+async function publishConnectionDetails(
+  manager: Manager,
+  kind: "Secret" | "ConfigMap",
+  owner: ManagedObject,
+  name: string,
+  data: Record<string, string>,
+  cached: { data?: Record<string, string> } | undefined,
+): Promise<void> {
+  const namespace = owner.metadata.namespace;
+  const ownerReferences = [
+    {
+      apiVersion: owner.apiVersion || `${GROUP}/${VERSION}`,
+      kind: owner.kind || "GpuVm",
+      name: owner.metadata.name,
+      uid: owner.metadata.uid,
+      controller: true,
+      blockOwnerDeletion: false,
+    },
+  ];
+  const metadata = { name, namespace, ownerReferences, labels: { "app.kubernetes.io/managed-by": "gpuvm-operator" } };
+  if (kind === "Secret") {
+    const encoded = Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString("base64")]));
+    // The informer cache answers "unchanged" without a request; a cache miss reads once before creating.
+    if (cached !== undefined && sameData(cached.data, encoded)) return;
+    const existing = cached ?? (await manager.kube.getSecret(namespace, name));
+    if (existing === undefined) await manager.kube.createSecret(namespace, { metadata, data: encoded, type: "Opaque" });
+    else if (!sameData(existing.data, encoded)) await manager.kube.patchSecret(namespace, name, { data: encoded });
+    return;
+  }
+  if (cached !== undefined && sameData(cached.data, data)) return;
+  const existing = cached ?? (await manager.kube.getConfigMap(namespace, name));
+  if (existing === undefined) await manager.kube.createConfigMap(namespace, { metadata, data });
+  else if (!sameData(existing.data, data)) await manager.kube.patchConfigMap(namespace, name, { data });
+}
+
+function sameData(a: Record<string, string> | undefined, b: Record<string, string>): boolean {
+  const left = a ?? {};
+  return Object.keys(b).length === Object.keys(left).length && Object.entries(b).every(([k, v]) => left[k] === v);
+}
+
+export { CREDENTIALS_FINALIZER };

@@ -1,0 +1,137 @@
+// Pieces every kind file shares: parsing an informer object into the reconciler's view, looking a resource up
+// in its family snapshot (a direct GET only to confirm an id that a fresh list no longer shows), and the
+// dependencies a kind reads from Kubernetes (other objects, Secrets, ConfigMaps).
+import { z } from "zod";
+import { ObjectMeta } from "../api/common.ts";
+import { isCloudError } from "../cloud/errors.ts";
+import type { OperationFamily } from "../cloud/wire.ts";
+import type { CloudAccount } from "./cloud-account.ts";
+import type { ExternalClient, ManagedObject, ManagedSpecBase, ManagedStatusBase } from "./external.ts";
+import type { SnapshotView } from "./snapshots.ts";
+
+const Envelope = z.looseObject({
+  apiVersion: z.string().default(""),
+  kind: z.string().default(""),
+  metadata: ObjectMeta,
+  spec: z.unknown(),
+  status: z.record(z.string(), z.unknown()).optional(),
+});
+
+export type Parsed<Spec extends ManagedSpecBase> =
+  | { ok: true; object: ManagedObject<Spec> }
+  | { ok: false; object?: ManagedObject; message: string };
+
+/** Informer object → reconciler view. An invalid spec still yields the object, so status can say why. */
+export function parseManaged<Spec extends ManagedSpecBase>(
+  raw: unknown,
+  specSchema: z.ZodType<Spec>,
+  statusSchema: z.ZodType,
+): Parsed<Spec> {
+  const envelope = Envelope.safeParse(raw);
+  if (!envelope.success) return { ok: false, message: `malformed object: ${z.prettifyError(envelope.error)}` };
+  const { metadata } = envelope.data;
+  const meta = {
+    namespace: metadata.namespace,
+    name: metadata.name,
+    uid: metadata.uid ?? "",
+    generation: metadata.generation ?? 0,
+    resourceVersion: metadata.resourceVersion ?? "",
+    finalizers: metadata.finalizers ?? [],
+    annotations: metadata.annotations ?? {},
+    ...(metadata.deletionTimestamp ? { deletionTimestamp: metadata.deletionTimestamp } : {}),
+    ...(metadata.creationTimestamp ? { creationTimestamp: metadata.creationTimestamp } : {}),
+  };
+  const rawStatus = envelope.data.status ?? {};
+  const status = statusSchema.safeParse(rawStatus);
+  const base = {
+    apiVersion: envelope.data.apiVersion,
+    kind: envelope.data.kind,
+    metadata: meta,
+    status: (status.success ? status.data : rawStatus) as ManagedStatusBase,
+  };
+  const spec = specSchema.safeParse(envelope.data.spec ?? {});
+  if (!spec.success) {
+    const issues = spec.error.issues.map((issue) => `spec.${issue.path.join(".")}: ${issue.message}`);
+    return { ok: false, object: { ...base, spec: {} }, message: `invalid spec: ${issues.join("; ")}` };
+  }
+  return { ok: true, object: { ...base, spec: spec.data } };
+}
+
+/** Read access to Kubernetes objects a kind depends on (informer caches; same namespace only). */
+export interface KindDeps {
+  /** Another managed object, parsed; undefined when absent or unparseable. */
+  managed(kind: string, namespace: string, name: string): ManagedObject | undefined;
+  /** Every managed object of a kind in a namespace (deletion order checks). */
+  listManaged(kind: string, namespace: string): ManagedObject[];
+  /** A key of a Secret or ConfigMap, decoded; undefined when the object or key is absent. */
+  dataKey(kind: "Secret" | "ConfigMap", namespace: string, name: string, key: string): string | undefined;
+  /** Create or update the Secret/ConfigMap with the connection details, owned by the object. */
+  publish?(
+    kind: "Secret" | "ConfigMap",
+    owner: ManagedObject,
+    name: string,
+    data: Record<string, string>,
+  ): Promise<void>;
+}
+
+/** A kind: its API info, where it lives and how to talk to the cloud about one object. */
+export interface KindDefinition<Spec extends ManagedSpecBase> {
+  kind: string;
+  plural: string;
+  family: OperationFamily;
+  specSchema: z.ZodType<Spec>;
+  statusSchema: z.ZodType;
+  locations(spec: Spec): string[];
+  /** Names of objects this one refers to, as `Kind/name` (same namespace): their changes wake it. */
+  references(spec: Spec): string[];
+  external(account: CloudAccount, deps: KindDeps): ExternalClient<Spec>;
+}
+
+export function isReady(object: ManagedObject | undefined): boolean {
+  return object?.status.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
+}
+
+/** The id to observe: status first (what we created or adopted), then spec.id (import). */
+export function knownId(mr: ManagedObject): string | undefined {
+  return mr.status.id ?? mr.spec.id;
+}
+
+/**
+ * Find an object's resource in the family snapshot. By id when known; an id missing from the snapshot is
+ * confirmed with one GET before it counts as gone (404 → gone; an endpoint this server lacks → trust the list).
+ * Without an id, by exact cloud name only: nothing else is ever adopted.
+ */
+export async function findResource<T>(
+  snapshot: { read(notBefore?: number): Promise<SnapshotView<T>>; remember(item: T): void },
+  id: string | undefined,
+  cloudName: string,
+  notBefore: number | undefined,
+  get: (id: string) => Promise<T>,
+): Promise<T | undefined> {
+  const view = await snapshot.read(notBefore);
+  if (id === undefined) return view.byName.get(cloudName);
+  const hit = view.byId.get(id);
+  if (hit !== undefined) return hit;
+  try {
+    const item = await get(id);
+    snapshot.remember(item);
+    return item;
+  } catch (error) {
+    if (isCloudError(error) && (error.status === 404 || error.kind === "unsupported")) return undefined;
+    throw error;
+  }
+}
+
+/** Resolve `Kind/name` references to Ready objects with an id; a waiting message otherwise. */
+export function readyTarget(
+  deps: KindDeps,
+  kind: string,
+  namespace: string,
+  name: string,
+): { id: string } | { waiting: string } {
+  const target = deps.managed(kind, namespace, name);
+  if (target === undefined) return { waiting: `${kind} ${namespace}/${name} not found` };
+  if (target.status.id === undefined || !isReady(target))
+    return { waiting: `${kind} ${namespace}/${name} is not Ready yet` };
+  return { id: target.status.id };
+}

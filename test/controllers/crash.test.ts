@@ -1,0 +1,181 @@
+// Crash safety: no sequence of crashes, lost answers or eventual consistency creates a second cloud VM.
+// The cloud side is real (simulator + client + GpuVm kind); the Kubernetes side is an in-memory object store
+// whose status write can "crash" the operator at a chosen moment, and a fresh reconciler plays the restart.
+import { pino } from "pino";
+import { afterEach, describe, expect, it } from "vitest";
+import type { GpuVmSpec } from "../../src/api/gpu-vm.ts";
+import type { Vm } from "../../src/cloud/wire.ts";
+import { CloudAccount } from "../../src/controllers/cloud-account.ts";
+import { clientFor } from "../../src/controllers/credentials.ts";
+import type { ManagedStatusBase } from "../../src/controllers/external.ts";
+import { gpuVm } from "../../src/controllers/gpu-vm.ts";
+import { parseManaged } from "../../src/controllers/kind-support.ts";
+import { type KubeAccess, ManagedReconciler } from "../../src/controllers/managed-reconciler.ts";
+import { type RunningSimulator, startSimulator } from "../../src/simulator/index.ts";
+import { condition, type Env, startEnv, vmSpec } from "./harness.ts";
+
+const logger = pino({ level: "silent" });
+let sim: RunningSimulator | undefined;
+let env: Env | undefined;
+afterEach(async () => {
+  await sim?.close();
+  await env?.close();
+  sim = undefined;
+  env = undefined;
+});
+
+class CrashError extends Error {
+  override name = "CrashError";
+}
+
+interface Crash {
+  /** The n-th status write is where the process dies… */
+  write: number;
+  /** …before it reaches the API server, or right after it was stored. */
+  when: "before" | "after";
+}
+
+/** One object in memory. After the crash every write fails: the dead process does nothing more. */
+function memoryKube(object: Record<string, unknown>, crash?: Crash): KubeAccess & { stored: Record<string, unknown> } {
+  let writes = 0;
+  let dead = false;
+  let version = 1;
+  const stored = structuredClone(object);
+  const meta = () => stored.metadata as { resourceVersion: string; finalizers?: string[] };
+  return {
+    stored,
+    get: () => structuredClone(stored),
+    async writeStatus(_mr, status: ManagedStatusBase) {
+      writes++;
+      if (dead) throw new CrashError("the process is dead");
+      const crashing = writes === crash?.write;
+      if (crashing && crash?.when === "before") dead = true;
+      if (dead) throw new CrashError(`crash before status write ${writes}`);
+      stored.status = structuredClone(status);
+      meta().resourceVersion = String(++version);
+      if (crashing) {
+        dead = true;
+        throw new CrashError(`crash after status write ${writes}`);
+      }
+      return { type: "written", resourceVersion: meta().resourceVersion };
+    },
+    async setFinalizer(_mr, present) {
+      const finalizers = new Set(meta().finalizers ?? []);
+      if (present) finalizers.add("gpucloud.dev/finalizer");
+      else finalizers.delete("gpucloud.dev/finalizer");
+      meta().finalizers = [...finalizers];
+      meta().resourceVersion = String(++version);
+      return { type: "written", resourceVersion: meta().resourceVersion };
+    },
+    event: () => undefined,
+  };
+}
+
+function operator(simulator: RunningSimulator, kube: KubeAccess) {
+  const parsed = { credentials: { apiKey: simulator.apiKey }, projectId: simulator.projectId, apiUrl: simulator.url };
+  const account = new CloudAccount({
+    client: clientFor(parsed, `test-${Math.random()}`, { ratePerSec: 1000 }),
+    projectId: simulator.projectId,
+    credentialKey: "test",
+    snapshotMaxAgeMs: 60_000,
+    operationPollMs: 20,
+    wake: () => undefined,
+    logger,
+  });
+  const deps = { managed: () => undefined, listManaged: () => [], dataKey: () => undefined };
+  const reconciler = new ManagedReconciler<GpuVmSpec>({
+    kind: "GpuVm",
+    parse: (raw) => parseManaged(raw, gpuVm.specSchema, gpuVm.statusSchema),
+    locations: (spec) => gpuVm.locations(spec),
+    kube,
+    connect: async () => ({
+      type: "connected",
+      connection: {
+        external: gpuVm.external(account, deps),
+        projectId: account.projectId,
+        usingCachedCredentials: false,
+        paymentProblem: (signal) => account.paymentProblem(signal),
+        operation: (id, key) => account.operation("vm", id, key),
+      },
+    }),
+    timing: { operationFallbackMs: 20, shortMs: 20, createGraceMs: 500 },
+  });
+  const pass = () =>
+    reconciler
+      .reconcile({ namespace: "default", name: "trainer" }, { signal: new AbortController().signal, logger })
+      .catch((error: unknown) => {
+        if (error instanceof CrashError) return { type: "crashed" as const };
+        throw error;
+      });
+  return { account, pass };
+}
+
+const object = {
+  apiVersion: "gpucloud.dev/v1alpha1",
+  kind: "GpuVm",
+  metadata: { namespace: "default", name: "trainer", uid: "u1", generation: 1, resourceVersion: "1" },
+  spec: vmSpec(),
+};
+
+async function vmsNamed(simulator: RunningSimulator, name: string): Promise<Vm[]> {
+  const response = await fetch(`${simulator.url}/projects/${simulator.projectId}/vms?names=${name}`, {
+    headers: { authorization: `Bearer ${simulator.apiKey}` },
+  });
+  return ((await response.json()) as { items: Vm[] }).items.filter((vm) => vm.name === name);
+}
+
+/** Reconcile until Ready (or give up), like a work queue would, sleeping a little between passes. */
+async function untilReady(pass: () => Promise<unknown>, kube: { stored: Record<string, unknown> }): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    await pass();
+    const status = kube.stored.status as ManagedStatusBase | undefined;
+    if (status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`never Ready: ${JSON.stringify(kube.stored.status)}`);
+}
+
+describe("crash safety", () => {
+  const rows: { reason: string; crash: Crash; faults: object }[] = [
+    { reason: "crash after the POST, before the status write", crash: { write: 2, when: "before" }, faults: {} },
+    {
+      reason: "crash after the POST while the new VM is not readable yet",
+      crash: { write: 2, when: "before" },
+      faults: { not_found_after_create_ms: 300 },
+    },
+    { reason: "crash after the intent was stored, before the POST", crash: { write: 1, when: "after" }, faults: {} },
+  ];
+  it.each(rows)("$reason: exactly one VM", async ({ crash, faults }) => {
+    sim = await startSimulator({ port: 0, latencyMs: 0, rateLimit: false, faults });
+    const first = memoryKube(object, crash);
+    const before = operator(sim, first);
+    expect(await before.pass()).toMatchObject({ type: "crashed" });
+    before.account.stop();
+    if (Object.keys(faults).length === 0) {
+      // Proof that the crash happened where intended: the POST went through (write 2) or not (write 1).
+      expect(await vmsNamed(sim, "default-trainer")).toHaveLength(crash.write === 2 ? 1 : 0);
+    }
+    // The restarted operator sees what was stored before the crash.
+    const stored = first.stored;
+    const second = memoryKube(stored);
+    const after = operator(sim, second);
+    await untilReady(after.pass, second);
+    after.account.stop();
+    expect(await vmsNamed(sim, "default-trainer")).toHaveLength(1);
+    const status = second.stored.status as ManagedStatusBase;
+    expect(status.createPending).toBeUndefined();
+    expect(status.id).toBe((await vmsNamed(sim, "default-trainer"))[0]?.id);
+  });
+
+  it("a lost answer to the create (applied, socket dropped) still ends with one VM, through the full operator", async () => {
+    env = await startEnv({
+      simulator: { faults: { lost_responses: [{ method: "POST", route: "/projects/:projectId/vms", count: 1 }] } },
+    });
+    await env.apply("GpuVm", "lost", vmSpec());
+    const ready = await env.waitReady("GpuVm", "lost", 15_000);
+    expect(condition(ready, "Ready")?.reason).toBe("Available");
+    const vms = await vmsNamed(env.sim, "default-lost");
+    expect(vms).toHaveLength(1);
+    expect(ready.status?.id).toBe(vms[0]?.id);
+  });
+});

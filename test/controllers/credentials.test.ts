@@ -1,0 +1,104 @@
+// Credentials and preconditions through the full operator: missing Secret, invalid key then rotation without a
+// restart, the credentials-in-use finalizer on the Secret, and an organization without a payment method.
+import { EventsV1Api } from "@kubernetes/client-node";
+import { afterEach, describe, expect, it } from "vitest";
+import { condition, type Env, NAMESPACE, startEnv, vmSpec } from "./harness.ts";
+
+let env: Env | undefined;
+afterEach(async () => {
+  await env?.close();
+  env = undefined;
+});
+
+const reasonOf = (o: Parameters<typeof condition>[0]) => condition(o, "Ready")?.reason;
+
+async function writeSecret(e: Env, data: Record<string, string>): Promise<void> {
+  const body = { metadata: { name: "gpucloud-credentials" }, stringData: data };
+  try {
+    await e.core.createNamespacedSecret({ namespace: NAMESPACE, body });
+  } catch {
+    await e.core.replaceNamespacedSecret({ namespace: NAMESPACE, name: "gpucloud-credentials", body });
+  }
+}
+
+describe("credentials", () => {
+  it("missing → CredentialsMissing without a finalizer; the Secret appearing makes it Ready", async () => {
+    env = await startEnv({ withoutCredentials: true });
+    await env.apply("GpuNetwork", "early", {});
+    const stalled = await env.waitFor("GpuNetwork", "early", (o) => reasonOf(o) === "CredentialsMissing");
+    expect(condition(stalled, "Stalled")?.status).toBe("True");
+    expect(stalled?.metadata.finalizers ?? []).toEqual([]);
+    await writeSecret(env, { apiKey: env.sim.apiKey, projectId: env.sim.projectId, apiUrl: env.sim.url });
+    await env.waitReady("GpuNetwork", "early");
+  });
+
+  it("a rejected key → CredentialsInvalid; rotating the Secret fixes it without a restart", async () => {
+    env = await startEnv({ withoutCredentials: true });
+    await writeSecret(env, { apiKey: "wrong-key-123456", projectId: env.sim.projectId, apiUrl: env.sim.url });
+    await env.apply("GpuNetwork", "rotated", {});
+    await env.waitFor("GpuNetwork", "rotated", (o) => reasonOf(o) === "CredentialsInvalid");
+    await writeSecret(env, { apiKey: env.sim.apiKey, projectId: env.sim.projectId, apiUrl: env.sim.url });
+    await env.waitReady("GpuNetwork", "rotated", 10_000);
+  });
+
+  it("the Secret carries credentials-in-use while objects use it, and loses it afterwards", async () => {
+    env = await startEnv();
+    await env.apply("GpuNetwork", "user", {});
+    await env.waitReady("GpuNetwork", "user");
+    const e = env;
+    const finalizersOf = async () =>
+      (await e.core.readNamespacedSecret({ namespace: NAMESPACE, name: "gpucloud-credentials" })).metadata
+        ?.finalizers ?? [];
+    await expect.poll(finalizersOf, { timeout: 5000 }).toContain("gpucloud.dev/credentials-in-use");
+    await env.remove("GpuNetwork", "user");
+    await env.waitFor("GpuNetwork", "user", (o) => o === undefined);
+    await expect.poll(finalizersOf, { timeout: 5000 }).not.toContain("gpucloud.dev/credentials-in-use");
+  });
+});
+
+describe("preconditions", () => {
+  it("an organization without a payment method stalls PaymentMethodRequired with the billing link, creating nothing", async () => {
+    env = await startEnv({ simulator: { paymentMethodValid: false } });
+    await env.apply("GpuVm", "unpaid", vmSpec());
+    const stalled = await env.waitFor("GpuVm", "unpaid", (o) => reasonOf(o) === "PaymentMethodRequired");
+    expect(condition(stalled, "Ready")?.message).toMatch(/payment method.*https?:\/\//);
+    const vms = await env.cloud<{ items: unknown[] }>("vms");
+    expect(vms.items).toHaveLength(0);
+    const events = env.kubeConfig.makeApiClient(EventsV1Api);
+    const warnings = async () =>
+      (await events.listNamespacedEvent({ namespace: NAMESPACE })).items
+        .filter((event) => event.type === "Warning" && event.reason === "PaymentMethodRequired")
+        .map((event) => event.regarding?.name);
+    await expect.poll(warnings, { timeout: 5000 }).toContain("unpaid");
+  });
+});
+
+describe("a server without the contract's extra endpoints", () => {
+  it("stalls NotSupported when the network delete endpoint is missing, keeps the finalizer, and does not loop", async () => {
+    env = await startEnv({
+      simulator: {
+        faults: { errors: [{ method: "DELETE", route: "/projects/:projectId/vpc/networks/:networkId", status: 405 }] },
+      },
+    });
+    await env.apply("GpuNetwork", "legacy", {});
+    await env.waitReady("GpuNetwork", "legacy");
+    await env.admin("DELETE", "/requests");
+    await env.remove("GpuNetwork", "legacy");
+    const stalled = await env.waitFor("GpuNetwork", "legacy", (o) => reasonOf(o) === "NotSupported");
+    expect(stalled?.metadata.finalizers).toContain("gpucloud.dev/finalizer");
+    expect(condition(stalled, "Ready")?.message).toMatch(/not supported/);
+    const e = env;
+    const deleteCalls = async (): Promise<number> => {
+      const counts = (await e.admin("GET", "/requests")) as { counts: Record<string, number> };
+      return Object.entries(counts.counts)
+        .filter(([route]) => route.startsWith("DELETE"))
+        .reduce((sum, [, n]) => sum + n, 0);
+    };
+    // A few calls while the stall settles, then silence until the long retry: no hot loop.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const settled = await deleteCalls();
+    expect(settled).toBeLessThanOrEqual(3);
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(await deleteCalls()).toBe(settled);
+  });
+});

@@ -1,0 +1,226 @@
+// The operator under test, for real: the API simulator (latency 0) and the Kubernetes API test double over HTTP,
+// a Manager with the four controllers, and helpers to apply objects, wait for conditions and read the cloud.
+import { fileURLToPath } from "node:url";
+import { CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import { pino } from "pino";
+import { GROUP, VERSION } from "../../src/api/common.ts";
+import { type OperatorControllers, registerControllers } from "../../src/controllers/index.ts";
+import { type RunningKubeDouble, startKubeDouble } from "../../src/kube-double/index.ts";
+import { defaultConfig, Manager, type OperatorConfig } from "../../src/runtime/index.ts";
+import { type RunningSimulator, type SimulatorOptions, startSimulator } from "../../src/simulator/index.ts";
+
+export const NAMESPACE = "default";
+const CRD_DIR = fileURLToPath(new URL("../../crds", import.meta.url));
+const PLURALS: Record<string, string> = {
+  GpuVm: "gpuvms",
+  GpuDisk: "gpudisks",
+  GpuNetwork: "gpunetworks",
+  GpuFirewallRule: "gpufirewallrules",
+};
+
+export interface Condition {
+  type: string;
+  status: string;
+  reason: string;
+  message?: string;
+}
+
+export interface ManagedView {
+  metadata: {
+    name: string;
+    generation?: number;
+    finalizers?: string[];
+    annotations?: Record<string, string>;
+    resourceVersion?: string;
+  };
+  spec: Record<string, unknown>;
+  status?: Record<string, unknown> & { conditions?: Condition[]; id?: string; observedGeneration?: number };
+}
+
+export function condition(object: ManagedView | undefined, type: string): Condition | undefined {
+  return object?.status?.conditions?.find((c) => c.type === type);
+}
+
+export interface Env {
+  sim: RunningSimulator;
+  double: RunningKubeDouble;
+  kubeConfig: KubeConfig;
+  custom: CustomObjectsApi;
+  core: CoreV1Api;
+  manager: Manager;
+  controllers: OperatorControllers;
+  apply(kind: string, name: string, spec: Record<string, unknown>, annotations?: Record<string, string>): Promise<void>;
+  patchSpec(kind: string, name: string, spec: Record<string, unknown>): Promise<void>;
+  annotate(kind: string, name: string, annotations: Record<string, string | null>): Promise<void>;
+  get(kind: string, name: string): Promise<ManagedView | undefined>;
+  remove(kind: string, name: string): Promise<void>;
+  waitFor(
+    kind: string,
+    name: string,
+    check: (o: ManagedView | undefined) => boolean,
+    timeoutMs?: number,
+  ): Promise<ManagedView | undefined>;
+  waitReady(kind: string, name: string, timeoutMs?: number): Promise<ManagedView>;
+  cloud<T>(path: string): Promise<T>;
+  admin(method: string, path: string, body?: unknown): Promise<unknown>;
+  startOperator(): Promise<void>;
+  stopOperator(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export const SSH_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGZ0ZXN0a2V5Zm9ydGhlb3BlcmF0b3J0ZXN0cw test@example";
+
+export interface EnvOptions {
+  simulator?: SimulatorOptions;
+  config?: Partial<OperatorConfig>;
+  /** Do not create the default credentials Secret. */
+  withoutCredentials?: boolean;
+  /** Start the operator at once (default true). */
+  start?: boolean;
+}
+
+export async function startEnv(options: EnvOptions = {}): Promise<Env> {
+  const sim = await startSimulator({ port: 0, latencyMs: 0, rateLimit: false, ...options.simulator });
+  const double = await startKubeDouble({ port: 0, crdDir: CRD_DIR });
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromString(double.kubeconfigYaml());
+  const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  await core.createNamespace({ body: { metadata: { name: NAMESPACE } } }).catch(() => undefined);
+  if (!options.withoutCredentials) {
+    await core.createNamespacedSecret({
+      namespace: NAMESPACE,
+      body: {
+        metadata: { name: "gpucloud-credentials" },
+        stringData: { apiKey: sim.apiKey, projectId: sim.projectId, apiUrl: sim.url },
+      },
+    });
+  }
+  const plural = (kind: string): string => PLURALS[kind] ?? kind.toLowerCase();
+  const ref = (kind: string, name: string) => ({
+    group: GROUP,
+    version: VERSION,
+    plural: plural(kind),
+    namespace: NAMESPACE,
+    name,
+  });
+  let manager: Manager | undefined;
+  let controllers: OperatorControllers | undefined;
+
+  const env: Env = {
+    sim,
+    double,
+    kubeConfig,
+    custom,
+    core,
+    get manager(): Manager {
+      if (manager === undefined) throw new Error("operator not started");
+      return manager;
+    },
+    get controllers(): OperatorControllers {
+      if (controllers === undefined) throw new Error("operator not started");
+      return controllers;
+    },
+    async apply(kind, name, spec, annotations) {
+      await custom.createNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        plural: plural(kind),
+        namespace: NAMESPACE,
+        body: {
+          apiVersion: `${GROUP}/${VERSION}`,
+          kind,
+          metadata: { name, namespace: NAMESPACE, ...(annotations ? { annotations } : {}) },
+          spec,
+        },
+      });
+    },
+    async patchSpec(kind, name, spec) {
+      await custom.patchNamespacedCustomObject({ ...ref(kind, name), body: { spec } }, MERGE);
+    },
+    async annotate(kind, name, annotations) {
+      await custom.patchNamespacedCustomObject({ ...ref(kind, name), body: { metadata: { annotations } } }, MERGE);
+    },
+    async get(kind, name) {
+      try {
+        return (await custom.getNamespacedCustomObject(ref(kind, name))) as ManagedView;
+      } catch {
+        return undefined;
+      }
+    },
+    async remove(kind, name) {
+      await custom.deleteNamespacedCustomObject(ref(kind, name));
+    },
+    async waitFor(kind, name, check, timeoutMs = 8000) {
+      const deadline = Date.now() + timeoutMs;
+      let last: ManagedView | undefined;
+      while (Date.now() < deadline) {
+        last = await env.get(kind, name);
+        if (check(last)) return last;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      throw new Error(`timed out waiting for ${kind} ${name}; last seen: ${JSON.stringify(last?.status ?? last)}`);
+    },
+    async waitReady(kind, name, timeoutMs) {
+      const object = await env.waitFor(kind, name, (o) => condition(o, "Ready")?.status === "True", timeoutMs);
+      if (object === undefined) throw new Error("unreachable");
+      return object;
+    },
+    async cloud<T>(path: string) {
+      const response = await fetch(`${sim.url}/projects/${sim.projectId}/${path}`, {
+        headers: { authorization: `Bearer ${sim.apiKey}` },
+      });
+      if (!response.ok) throw new Error(`cloud GET ${path}: ${response.status}`);
+      return (await response.json()) as T;
+    },
+    async admin(method, path, body) {
+      const response = await fetch(`${sim.adminUrl}${path}`, {
+        method,
+        ...(body !== undefined ? { body: JSON.stringify(body), headers: { "content-type": "application/json" } } : {}),
+      });
+      if (!response.ok) throw new Error(`admin ${method} ${path}: ${response.status} ${await response.text()}`);
+      const text = await response.text();
+      return text ? (JSON.parse(text) as unknown) : undefined;
+    },
+    async startOperator() {
+      const config = defaultConfig({
+        metricsBindAddress: undefined,
+        healthProbeBindAddress: undefined,
+        syncPeriodMs: 30_000,
+        operationPollIntervalMs: 50,
+        gracefulShutdownTimeoutMs: 2000,
+        ...options.config,
+      });
+      manager = new Manager({ kubeConfig, config, logger: pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" }) });
+      controllers = registerControllers(manager, {
+        timing: {
+          operationFallbackMs: 1000,
+          shortMs: 100,
+          dependencyMs: 300,
+          createGraceMs: 1000,
+          terminalRetryMs: 60_000,
+        },
+      });
+      await manager.start();
+    },
+    async stopOperator() {
+      await manager?.stop();
+      controllers?.stop();
+      manager = undefined;
+      controllers = undefined;
+    },
+    async close() {
+      await env.stopOperator();
+      await double.close();
+      await sim.close();
+    },
+  };
+  if (options.start !== false) await env.startOperator();
+  return env;
+}
+
+const MERGE = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+
+export function vmSpec(extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { type: "a100.1x", location: "us-east1-a", image: "ubuntu22.04", sshPublicKey: SSH_KEY, ...extra };
+}

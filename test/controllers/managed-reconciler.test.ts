@@ -1,0 +1,440 @@
+// Table tests of the generic lifecycle against plain fake ExternalClients (object literals that record calls).
+import pino from "pino";
+import { describe, expect, it } from "vitest";
+import { FINALIZER } from "../../src/api/common.ts";
+import { CloudError } from "../../src/cloud/errors.ts";
+import type { Operation } from "../../src/cloud/wire.ts";
+import type {
+  ExternalClient,
+  ManagedObject,
+  ManagedSpecBase,
+  ManagedStatusBase,
+  Mutation,
+  Observation,
+} from "../../src/controllers/external.ts";
+import {
+  type CloudConnection,
+  type KubeAccess,
+  ManagedReconciler,
+  type OperationProgress,
+} from "../../src/controllers/managed-reconciler.ts";
+
+interface TestSpec extends ManagedSpecBase {
+  locations?: string[];
+}
+
+const NOW = Date.parse("2026-11-21T12:00:00Z");
+
+function operation(name: string, state = "IN_PROGRESS", result: unknown = null): Operation {
+  return {
+    operation_id: `op-${name.toLowerCase()}`,
+    state,
+    metadata: { operation_name: name, id: "res-1", type: "vm" },
+    result,
+    started_at: "2026-11-21T12:00:00Z",
+    completed_at: state === "IN_PROGRESS" ? "" : "2026-11-21T12:00:01Z",
+  };
+}
+
+function object(overrides: {
+  spec?: Partial<TestSpec>;
+  status?: ManagedStatusBase;
+  finalizers?: string[];
+  deleting?: boolean;
+  annotations?: Record<string, string>;
+}): ManagedObject<TestSpec> {
+  return {
+    apiVersion: "gpucloud.dev/v1alpha1",
+    kind: "GpuThing",
+    metadata: {
+      namespace: "ns",
+      name: "thing",
+      uid: "uid-1",
+      generation: 1,
+      resourceVersion: "1",
+      finalizers: overrides.finalizers ?? [],
+      annotations: overrides.annotations ?? {},
+      ...(overrides.deleting ? { deletionTimestamp: "2026-11-21T11:00:00Z" } : {}),
+    },
+    spec: { deletionPolicy: "Delete", managementPolicy: "Manage", ...overrides.spec },
+    status: overrides.status ?? {},
+  };
+}
+
+interface Harness {
+  calls: string[];
+  statuses: ManagedStatusBase[];
+  finalizerWrites: boolean[];
+  events: string[];
+}
+
+interface Row {
+  reason: string;
+  given: ManagedObject<TestSpec>;
+  observe?: Observation;
+  create?: () => Promise<Mutation>;
+  update?: Mutation;
+  deleteResult?: () => Promise<Mutation>;
+  findByName?: string;
+  progress?: OperationProgress;
+  credentialsMissing?: boolean;
+  paymentProblem?: string;
+  want: {
+    outcome: string;
+    calls: string[];
+    ready?: string;
+    conditionReason?: string;
+    finalizerWrites?: boolean[];
+    firstStatus?: Partial<ManagedStatusBase>;
+    lastStatus?: Partial<ManagedStatusBase>;
+    eventIncludes?: string;
+  };
+}
+
+const available: Observation = { exists: true, id: "res-1", ready: true, upToDate: true, atProvider: { state: "ok" } };
+
+function run(row: Row): Promise<{ outcome: string; harness: Harness }> {
+  const harness: Harness = { calls: [], statuses: [], finalizerWrites: [], events: [] };
+  const stored = structuredClone(row.given);
+  const kube: KubeAccess = {
+    get: () => stored,
+    writeStatus: async (_mr, status) => {
+      harness.statuses.push(structuredClone(status));
+      return { type: "written", resourceVersion: String(harness.statuses.length + 1) };
+    },
+    setFinalizer: async (_mr, present) => {
+      harness.finalizerWrites.push(present);
+      return { type: "written", resourceVersion: "9" };
+    },
+    event: (_mr, type, reason, note) => harness.events.push(`${type} ${reason} ${note}`),
+  };
+  const external: ExternalClient<TestSpec> = {
+    resolve: async () => ({ type: "ready" }),
+    observe: async () => {
+      harness.calls.push("observe");
+      return row.observe ?? { exists: false };
+    },
+    findByName: async () => {
+      harness.calls.push("findByName");
+      return row.findByName;
+    },
+    create: async () => {
+      harness.calls.push("create");
+      return row.create ? row.create() : { operation: operation("CREATE") };
+    },
+    update: async () => {
+      harness.calls.push("update");
+      return row.update ?? {};
+    },
+    delete: async () => {
+      harness.calls.push("delete");
+      return row.deleteResult ? row.deleteResult() : { operation: operation("DELETE") };
+    },
+  };
+  const connection: CloudConnection<TestSpec> = {
+    external,
+    projectId: "project-1",
+    usingCachedCredentials: false,
+    paymentProblem: async () => row.paymentProblem,
+    operation: () => row.progress ?? { state: "pending" },
+  };
+  const reconciler = new ManagedReconciler<TestSpec>({
+    kind: "GpuThing",
+    parse: (raw) => ({ ok: true, object: structuredClone(raw as ManagedObject<TestSpec>) }),
+    locations: (spec) => spec.locations ?? [],
+    kube,
+    connect: async () =>
+      row.credentialsMissing
+        ? { type: "missing", message: "Secret ns/gpucloud-credentials not found" }
+        : { type: "connected", connection },
+    now: () => NOW,
+  });
+  const logger = pino({ level: "silent" });
+  return reconciler
+    .reconcile({ namespace: "ns", name: "thing" }, { signal: new AbortController().signal, logger })
+    .then((outcome) => ({ outcome: outcome.type, harness }));
+}
+
+const conflict = () =>
+  Promise.reject(new CloudError({ kind: "http", status: 409, message: "name used", method: "POST", route: "/x" }));
+const notFound = () =>
+  Promise.reject(new CloudError({ kind: "http", status: 404, message: "gone", method: "DELETE", route: "/x" }));
+
+const rows: Row[] = [
+  {
+    reason: "first reconcile adds the finalizer, records the intent before the POST, then records the operation",
+    given: object({}),
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe", "create"],
+      ready: "False",
+      conditionReason: "Creating",
+      finalizerWrites: [true],
+      firstStatus: { createPending: { cloudName: "ns-thing", requestedAt: "2026-11-21T12:00:00.000Z" } },
+      lastStatus: {
+        id: "res-1",
+        operation: { id: "op-create", name: "CREATE", state: "IN_PROGRESS", startedAt: "2026-11-21T12:00:00Z" },
+      },
+    },
+  },
+  {
+    reason: "missing credentials stall before any finalizer is added",
+    given: object({}),
+    credentialsMissing: true,
+    want: {
+      outcome: "requeueAfter",
+      calls: [],
+      ready: "False",
+      conditionReason: "CredentialsMissing",
+      finalizerWrites: [],
+    },
+  },
+  {
+    reason: "an operation in flight ends the pass without touching the cloud",
+    given: object({
+      finalizers: [FINALIZER],
+      status: { id: "res-1", operation: { id: "op-create", name: "CREATE", state: "IN_PROGRESS" } },
+    }),
+    want: { outcome: "requeueAfter", calls: [], conditionReason: "WaitingForOperation" },
+  },
+  {
+    reason: "an existing, matching resource is Ready",
+    given: object({ finalizers: [FINALIZER], status: { id: "res-1" } }),
+    observe: available,
+    want: {
+      outcome: "done",
+      calls: ["observe"],
+      ready: "True",
+      conditionReason: "Available",
+      lastStatus: { state: "ok" },
+    },
+  },
+  {
+    reason: "drift is corrected through update",
+    given: object({ finalizers: [FINALIZER], status: { id: "res-1" } }),
+    observe: { ...available, upToDate: false },
+    update: { operation: operation("START"), note: "START to match powerState" },
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe", "update"],
+      conditionReason: "Updating",
+      eventIncludes: "START to match",
+    },
+  },
+  {
+    reason: "a create conflict adopts the resource with our name",
+    given: object({ finalizers: [FINALIZER] }),
+    create: conflict,
+    findByName: "res-9",
+    want: { outcome: "requeueAfter", calls: ["observe", "create", "findByName"], lastStatus: { id: "res-9" } },
+  },
+  {
+    reason: "an intent without id looks the name up first and adopts (crash after the POST)",
+    given: object({
+      finalizers: [FINALIZER],
+      status: { createPending: { cloudName: "ns-thing", requestedAt: "2026-11-21T11:59:00Z" } },
+    }),
+    findByName: "res-7",
+    want: { outcome: "requeueAfter", calls: ["observe", "findByName"], lastStatus: { id: "res-7" } },
+  },
+  {
+    reason: "out_of_stock moves to the next location",
+    given: object({
+      spec: { locations: ["a", "b"] },
+      finalizers: [FINALIZER],
+      status: { id: "res-1", operation: { id: "op-create", name: "CREATE", state: "IN_PROGRESS" } },
+    }),
+    progress: {
+      state: "settled",
+      operation: operation("CREATE", "FAILED", { code: "out_of_stock", message: "no a100" }),
+      settledAt: NOW,
+    },
+    want: {
+      outcome: "requeueAfter",
+      calls: [],
+      conditionReason: "CapacityUnavailable",
+      lastStatus: { locationIndex: 1 },
+    },
+  },
+  {
+    reason: "out_of_stock in the last location stalls and retries on a timer",
+    given: object({
+      spec: { locations: ["a", "b"] },
+      finalizers: [FINALIZER],
+      status: { locationIndex: 1, id: "res-1", operation: { id: "op-create", name: "CREATE", state: "IN_PROGRESS" } },
+    }),
+    progress: {
+      state: "settled",
+      operation: operation("CREATE", "FAILED", { code: "out_of_stock", message: "no a100" }),
+      settledAt: NOW,
+    },
+    want: {
+      outcome: "requeueAfter",
+      calls: [],
+      conditionReason: "CapacityUnavailable",
+      lastStatus: { locationIndex: 0 },
+    },
+  },
+  {
+    reason: "already_exists adopts by name",
+    given: object({
+      finalizers: [FINALIZER],
+      status: { operation: { id: "op-create", name: "CREATE", state: "IN_PROGRESS" } },
+    }),
+    progress: {
+      state: "settled",
+      operation: operation("CREATE", "FAILED", { code: "already_exists", message: "dup" }),
+      settledAt: NOW,
+    },
+    findByName: "res-5",
+    want: { outcome: "requeueAfter", calls: ["findByName"], lastStatus: { id: "res-5" } },
+  },
+  {
+    reason: "other operation failures stall with the API's message",
+    given: object({
+      finalizers: [FINALIZER],
+      status: { operation: { id: "op-create", name: "CREATE", state: "IN_PROGRESS" } },
+    }),
+    progress: {
+      state: "settled",
+      operation: operation("CREATE", "FAILED", { code: "quota_exceeded", message: "too many GPUs" }),
+      settledAt: NOW,
+    },
+    want: { outcome: "done", calls: [], conditionReason: "OperationFailed", eventIncludes: "too many GPUs" },
+  },
+  {
+    reason: "no payment method stalls before create",
+    given: object({ finalizers: [FINALIZER] }),
+    paymentProblem: "add a payment method at https://billing.example/x",
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe"],
+      conditionReason: "PaymentMethodRequired",
+      eventIncludes: "https://billing",
+    },
+  },
+  {
+    reason: "delete requests the deletion and keeps the finalizer",
+    given: object({ finalizers: [FINALIZER], deleting: true, status: { id: "res-1" } }),
+    observe: available,
+    want: { outcome: "requeueAfter", calls: ["observe", "delete"], conditionReason: "Deleting", finalizerWrites: [] },
+  },
+  {
+    reason: "delete answered 404 means gone: the finalizer goes",
+    given: object({ finalizers: [FINALIZER], deleting: true, status: { id: "res-1" } }),
+    observe: available,
+    deleteResult: notFound,
+    want: { outcome: "done", calls: ["observe", "delete"], finalizerWrites: [false] },
+  },
+  {
+    reason: "a resource that reads as gone releases the object",
+    given: object({ finalizers: [FINALIZER], deleting: true, status: { id: "res-1" } }),
+    want: { outcome: "done", calls: ["observe"], finalizerWrites: [false] },
+  },
+  {
+    reason: "orphan removes the finalizer without a cloud call",
+    given: object({
+      spec: { deletionPolicy: "Orphan" },
+      finalizers: [FINALIZER],
+      deleting: true,
+      status: { id: "res-1" },
+    }),
+    want: { outcome: "done", calls: [], finalizerWrites: [false] },
+  },
+  {
+    reason: "paused makes no cloud call",
+    given: object({ finalizers: [FINALIZER], annotations: { "gpucloud.dev/paused": "true" }, status: { id: "res-1" } }),
+    want: { outcome: "done", calls: [], ready: "False", conditionReason: "Paused" },
+  },
+  {
+    reason: "deleting a paused object releases it and warns that the resource was left behind",
+    given: object({
+      finalizers: [FINALIZER],
+      deleting: true,
+      annotations: { "gpucloud.dev/paused": "true" },
+      status: { id: "res-1" },
+    }),
+    want: { outcome: "done", calls: [], finalizerWrites: [false], eventIncludes: "left behind" },
+  },
+  {
+    reason: "observe policy mirrors and never creates or adds a finalizer",
+    given: object({ spec: { managementPolicy: "Observe" } }),
+    observe: available,
+    want: {
+      outcome: "done",
+      calls: ["observe"],
+      ready: "True",
+      conditionReason: "Observed",
+      finalizerWrites: [],
+    },
+  },
+  {
+    reason: "an import whose id does not exist stalls",
+    given: object({ spec: { id: "missing" }, finalizers: [FINALIZER] }),
+    want: { outcome: "done", calls: ["observe"], conditionReason: "InvalidSpec" },
+  },
+  {
+    reason: "a refused update (shrink) stalls without sending anything",
+    given: object({ finalizers: [FINALIZER], status: { id: "res-1" } }),
+    observe: { ...available, upToDate: false },
+    update: { refused: { reason: "InvalidSpec", message: "disks can only grow" } },
+    want: { outcome: "done", calls: ["observe", "update"], conditionReason: "InvalidSpec" },
+  },
+  {
+    reason: "a terminal stall of the current generation does not call anything again",
+    given: object({
+      finalizers: [FINALIZER],
+      status: {
+        observedGeneration: 1,
+        conditions: [
+          {
+            type: "Stalled",
+            status: "True",
+            reason: "InvalidSpec",
+            message: "bad",
+            lastTransitionTime: "2026-11-21T11:59:00Z",
+          },
+        ],
+      },
+    }),
+    want: { outcome: "requeueAfter", calls: [], conditionReason: "InvalidSpec" },
+  },
+];
+
+describe("ManagedReconciler", () => {
+  it.each(rows)("$reason", async (row) => {
+    const { outcome, harness } = await run(row);
+    expect(outcome).toBe(row.want.outcome);
+    expect(harness.calls).toEqual(row.want.calls);
+    if (row.want.finalizerWrites) expect(harness.finalizerWrites).toEqual(row.want.finalizerWrites);
+    const last = harness.statuses.at(-1);
+    if (row.want.ready !== undefined) {
+      expect(last?.conditions?.find((c) => c.type === "Ready")?.status).toBe(row.want.ready);
+    }
+    if (row.want.conditionReason !== undefined) {
+      expect(last?.conditions?.find((c) => c.type === "Ready")?.reason).toBe(row.want.conditionReason);
+      expect(last?.observedGeneration).toBe(1);
+    }
+    if (row.want.firstStatus) expect(harness.statuses[0]).toMatchObject(row.want.firstStatus);
+    if (row.want.lastStatus) expect(last).toMatchObject(row.want.lastStatus);
+    if (row.want.eventIncludes) expect(harness.events.join("\n")).toContain(row.want.eventIncludes);
+  });
+
+  it("writes nothing when a second pass finds the same state", async () => {
+    const first = await run({
+      reason: "",
+      given: object({ finalizers: [FINALIZER], status: { id: "res-1" } }),
+      observe: available,
+      want: { outcome: "", calls: [] },
+    });
+    const settled = first.harness.statuses.at(-1) ?? {};
+    const second = await run({
+      reason: "",
+      given: object({ finalizers: [FINALIZER], status: settled }),
+      observe: available,
+      want: { outcome: "", calls: [] },
+    });
+    expect(second.harness.statuses).toEqual([]);
+    expect(second.harness.events).toEqual([]);
+  });
+});

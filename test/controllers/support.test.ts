@@ -1,0 +1,174 @@
+// Table tests of the small pieces: error classification, snapshot coalescing, credential parsing, the index of
+// dependents.
+import { describe, expect, it } from "vitest";
+import { CloudError } from "../../src/cloud/errors.ts";
+import { classify, ReconcileError } from "../../src/controllers/classify.ts";
+import { parseCredentialsSecret, type SecretLike } from "../../src/controllers/credentials.ts";
+import { DependencyIndex } from "../../src/controllers/dependency-index.ts";
+import { FamilySnapshot } from "../../src/controllers/snapshots.ts";
+
+const http = (status: number, extra: Partial<ConstructorParameters<typeof CloudError>[0]> = {}) =>
+  new CloudError({ kind: "http", status, message: `status ${status}`, method: "GET", route: "/x", ...extra });
+
+describe("classify", () => {
+  it.each([
+    {
+      reason: "401 → CredentialsInvalid, retried with backoff",
+      error: http(401),
+      want: { reason: "CredentialsInvalid", outcome: "retry", stalled: true },
+    },
+    {
+      reason: "429 with Retry-After waits exactly that",
+      error: http(429, { retryAfterMs: 7000 }),
+      want: { reason: "RateLimited", outcome: "requeueAfter", ms: 7000 },
+    },
+    {
+      reason: "503 with Retry-After waits exactly that",
+      error: http(503, { retryAfterMs: 3000 }),
+      want: { reason: "ApiUnavailable", outcome: "requeueAfter", ms: 3000 },
+    },
+    { reason: "500 backs off", error: http(500), want: { reason: "ApiUnavailable", outcome: "retry", stalled: false } },
+    { reason: "cloud 409 (busy) backs off", error: http(409), want: { reason: "ApiUnavailable", outcome: "retry" } },
+    {
+      reason: "400 is terminal: stalled, no hot loop",
+      error: http(400),
+      want: { reason: "InvalidSpec", outcome: "requeueAfter", stalled: true },
+    },
+    {
+      reason: "an endpoint the server lacks is NotSupported",
+      error: new CloudError({
+        kind: "unsupported",
+        status: 405,
+        message: "not supported by this server",
+        method: "PATCH",
+        route: "/x",
+      }),
+      want: { reason: "NotSupported", outcome: "requeueAfter", stalled: true },
+    },
+    {
+      reason: "network errors back off",
+      error: new CloudError({ kind: "network", message: "ECONNRESET", method: "GET", route: "/x" }),
+      want: { reason: "ApiUnavailable", outcome: "retry" },
+    },
+    {
+      reason: "an immutable change is terminal",
+      error: new ReconcileError("ImmutableFieldChanged", "type family"),
+      want: { reason: "ImmutableFieldChanged", outcome: "requeueAfter", stalled: true },
+    },
+    {
+      reason: "a plain Error backs off",
+      error: new Error("boom"),
+      want: { reason: "ApiUnavailable", outcome: "retry" },
+    },
+  ])("$reason", ({ error, want }) => {
+    const verdict = classify(error);
+    expect(verdict.reason).toBe(want.reason);
+    expect(verdict.outcome.type).toBe(want.outcome);
+    if (want.stalled !== undefined) expect(verdict.stalled).toBe(want.stalled);
+    if (want.ms !== undefined) expect(verdict.outcome).toEqual({ type: "requeueAfter", ms: want.ms });
+  });
+});
+
+describe("FamilySnapshot", () => {
+  function counting(items: { id: string; name: string }[] = [{ id: "1", name: "a" }]) {
+    let calls = 0;
+    let clock = 1000;
+    const snapshot = new FamilySnapshot({
+      list: async () => {
+        calls++;
+        return items;
+      },
+      idOf: (item) => item.id,
+      nameOf: (item) => item.name,
+      maxAgeMs: 10_000,
+      minIntervalMs: 20,
+      now: () => clock,
+    });
+    return { snapshot, calls: () => calls, advance: (ms: number) => (clock += ms) };
+  }
+
+  it("many readers at once share one list", async () => {
+    const { snapshot, calls } = counting();
+    const views = await Promise.all(Array.from({ length: 50 }, () => snapshot.read()));
+    expect(calls()).toBe(1);
+    expect(views[49]?.byName.get("a")?.id).toBe("1");
+  });
+
+  it("a fresh view is reused until it is too old or invalidated", async () => {
+    const { snapshot, calls, advance } = counting();
+    await snapshot.read();
+    advance(5000);
+    await snapshot.read();
+    expect(calls()).toBe(1);
+    advance(6000);
+    await snapshot.read();
+    expect(calls()).toBe(2);
+    snapshot.invalidate();
+    await snapshot.read();
+    expect(calls()).toBe(3);
+  });
+
+  it("notBefore after the last list forces a new one", async () => {
+    const { snapshot, calls, advance } = counting();
+    await snapshot.read();
+    advance(1);
+    await snapshot.read(1001);
+    expect(calls()).toBe(2);
+  });
+});
+
+describe("parseCredentialsSecret", () => {
+  const b64 = (s: string) => Buffer.from(s).toString("base64");
+  const meta = { namespace: "ns", name: "creds" };
+  const rows: { reason: string; secret: SecretLike; ok: boolean; message?: RegExp }[] = [
+    {
+      reason: "apiKey + projectId + apiUrl",
+      secret: { metadata: meta, data: { apiKey: b64("k"), projectId: b64("p"), apiUrl: b64("http://x/v0.1") } },
+      ok: true,
+    },
+    {
+      reason: "email + password with the default URL",
+      secret: { metadata: meta, stringData: { email: "a@b", password: "pw", projectId: "p" } },
+      ok: true,
+    },
+    {
+      reason: "no key at all",
+      secret: { metadata: meta, data: { projectId: b64("p") } },
+      ok: false,
+      message: /neither key apiKey/,
+    },
+    {
+      reason: "no projectId",
+      secret: { metadata: meta, stringData: { apiKey: "k" } },
+      ok: false,
+      message: /no key projectId/,
+    },
+    {
+      reason: "a bad apiUrl",
+      secret: { metadata: meta, stringData: { apiKey: "k", projectId: "p", apiUrl: "ftp://x" } },
+      ok: false,
+      message: /http/,
+    },
+  ];
+  it.each(rows)("$reason", ({ secret, ok, message }) => {
+    const parsed = parseCredentialsSecret(secret, "http://default/v0.1");
+    expect(parsed.ok).toBe(ok);
+    if (!parsed.ok && message) {
+      expect(parsed.message).toMatch(message);
+      expect(parsed.message).not.toContain("pw");
+    }
+  });
+});
+
+describe("DependencyIndex", () => {
+  it("wakes exactly the dependents, and forgets references that were removed", () => {
+    const index = new DependencyIndex();
+    index.record("GpuVm", "ns", "trainer", ["GpuDisk/data", "Secret/creds"]);
+    index.record("GpuVm", "ns", "other", ["Secret/creds"]);
+    expect(index.dependents("GpuVm", "GpuDisk", "ns", "data")).toEqual(["ns/trainer"]);
+    expect(index.dependents("GpuVm", "Secret", "ns", "creds").sort()).toEqual(["ns/other", "ns/trainer"]);
+    expect(index.dependents("GpuVm", "GpuDisk", "elsewhere", "data")).toEqual([]);
+    index.record("GpuVm", "ns", "trainer", ["Secret/creds"]);
+    expect(index.dependents("GpuVm", "GpuDisk", "ns", "data")).toEqual([]);
+  });
+});
