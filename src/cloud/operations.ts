@@ -1,14 +1,18 @@
-// Follows cloud operations to their end with ONE list call per interval, whatever the number tracked.
+// Follows cloud operations to their end with a fixed number of list calls per interval, whatever the number
+// tracked.
 //
-// Each tick lists `state=IN_PROGRESS` for the (project, family). A tracked operation absent from that list
-// has finished (or vanished): it is read once by id. SUCCEEDED/FAILED settle it; 403/404 (old or unknown id,
-// as real servers answer) or an unsupported endpoint settle it as `{ vanished: true }`, and the caller reads
-// the resource itself. Transient failures leave everything tracked for the next tick.
-// Chosen over `lower_time_bound` because finished operations may drop out of lists on a real server.
+// Each tick lists `state=IN_PROGRESS` for the (project, family). Tracked operations absent from that list have
+// finished (or vanished). They are settled together by ONE more list call, filtered by `lower_time_bound` = the
+// earliest `started_at` among them (minus a margin) and by no state. Only those missing from that list too (a
+// real server may drop finished operations from lists) are read once by id. SUCCEEDED/FAILED settle an
+// operation; 403/404 on the read (old or unknown id, as real servers answer) or an unsupported endpoint settle
+// it as `{ vanished: true }`, and the caller reads the resource itself. A server that refuses
+// `lower_time_bound` (400 or unsupported) gets single reads from then on. Transient failures leave everything
+// tracked for the next tick.
 import pino, { type Logger } from "pino";
 import type { CallOptions } from "./client.ts";
-import { isOperationGone, isUnsupported } from "./errors.ts";
-import type { ListOperationsQuery, Operation, OperationFamily } from "./wire.ts";
+import { isCloudError, isOperationGone, isUnsupported } from "./errors.ts";
+import { formatTimestamp, type ListOperationsQuery, type Operation, type OperationFamily } from "./wire.ts";
 
 /** The part of the client the tracker needs (keeps tests and fakes small). */
 export interface OperationsApi {
@@ -50,7 +54,17 @@ export function isFinalOperation(operation: Operation): boolean {
   return FINAL_STATES.has(operation.state.trim().toUpperCase());
 }
 
+/** Subtracted from the earliest `started_at` for `lower_time_bound`: seconds precision and clock skew. */
+const LOWER_TIME_BOUND_MARGIN_MS = 60_000;
+
+function parseStartedAt(operation: Operation): number | undefined {
+  const ms = Date.parse(operation.started_at);
+  return Number.isNaN(ms) ? undefined : ms;
+}
+
 interface Pending {
+  /** `started_at` of the operation when seen (ms), else the local time it was tracked (an upper bound). */
+  startedAtMs: number;
   promise: Promise<OperationOutcome>;
   resolve: (outcome: OperationOutcome) => void;
   reject: (error: Error) => void;
@@ -73,6 +87,8 @@ export class OperationTracker {
   #timer: unknown;
   #ticking = false;
   #stopped = false;
+  /** Set for good once the server refuses `lower_time_bound` (400 or unsupported): single reads only. */
+  #lowerTimeBoundRefused = false;
 
   constructor(options: OperationTrackerOptions) {
     const intervalMs = options.intervalMs ?? 2000;
@@ -108,7 +124,8 @@ export class OperationTracker {
       reject = rej;
     });
     promise.catch(() => {});
-    this.#pending.set(operationId, { promise, resolve, reject });
+    const startedAtMs = (typeof operation === "string" ? undefined : parseStartedAt(operation)) ?? Date.now();
+    this.#pending.set(operationId, { startedAtMs, promise, resolve, reject });
     if (typeof operation !== "string" && isFinalOperation(operation)) {
       this.#settle({ operationId, vanished: false, operation });
     } else {
@@ -169,7 +186,15 @@ export class OperationTracker {
     let inProgress: Set<string> | undefined;
     try {
       const listed = await this.#operations.list(this.projectId, this.family, { state: "IN_PROGRESS" });
-      inProgress = new Set(listed.filter((op) => !isFinalOperation(op)).map((op) => op.operation_id));
+      inProgress = new Set();
+      for (const op of listed) {
+        if (isFinalOperation(op)) continue;
+        inProgress.add(op.operation_id);
+        // Learn the real start of operations tracked by id: it is the bound of the settling list.
+        const pending = this.#pending.get(op.operation_id);
+        const startedAtMs = parseStartedAt(op);
+        if (pending !== undefined && startedAtMs !== undefined) pending.startedAtMs = startedAtMs;
+      }
     } catch (error) {
       if (!isUnsupported(error)) {
         this.#logger.warn({ err: error }, "listing operations in progress failed; retrying next interval");
@@ -177,11 +202,54 @@ export class OperationTracker {
       }
       // No list endpoint on this server: read each tracked operation instead.
     }
-    const finishedOrGone = [...this.#pending.keys()].filter((operationId) => !inProgress?.has(operationId));
+    let finishedOrGone = [...this.#pending.keys()].filter((operationId) => !inProgress?.has(operationId));
+    if (finishedOrGone.length === 0) return;
+    if (inProgress !== undefined && !this.#lowerTimeBoundRefused) {
+      const missing = await this.#settleFromList(finishedOrGone);
+      if (missing === undefined) return;
+      finishedOrGone = missing;
+    }
     for (const operationId of finishedOrGone) {
       if (this.#stopped) return;
       await this.#readOnce(operationId);
     }
+  }
+
+  /**
+   * One list call filtered by `lower_time_bound` (no state) settles every finished operation found there.
+   * Returns the ids still tracked that the list did not show (to be read one by one), or undefined when the
+   * call failed transiently (next round).
+   */
+  async #settleFromList(operationIds: string[]): Promise<string[] | undefined> {
+    let earliestMs = Number.POSITIVE_INFINITY;
+    for (const operationId of operationIds) {
+      const startedAtMs = this.#pending.get(operationId)?.startedAtMs;
+      if (startedAtMs !== undefined && startedAtMs < earliestMs) earliestMs = startedAtMs;
+    }
+    if (!Number.isFinite(earliestMs)) return operationIds;
+    const lowerTimeBound = formatTimestamp(new Date(earliestMs - LOWER_TIME_BOUND_MARGIN_MS));
+    let listed: Operation[];
+    try {
+      listed = await this.#operations.list(this.projectId, this.family, { lower_time_bound: lowerTimeBound });
+    } catch (error) {
+      if (isUnsupported(error) || (isCloudError(error) && error.kind === "http" && error.status === 400)) {
+        this.#lowerTimeBoundRefused = true;
+        this.#logger.info({ err: error }, "server refuses lower_time_bound; reading finished operations one by one");
+        return operationIds;
+      }
+      this.#logger.warn({ err: error }, "listing finished operations failed; retrying next interval");
+      return undefined;
+    }
+    const byId = new Map(listed.map((op) => [op.operation_id, op]));
+    const missing: string[] = [];
+    for (const operationId of operationIds) {
+      if (this.#stopped) return [];
+      const operation = byId.get(operationId);
+      if (operation === undefined) missing.push(operationId);
+      // Listed but not final: the in-progress list lagged. Next round.
+      else if (isFinalOperation(operation)) this.#settle({ operationId, vanished: false, operation });
+    }
+    return missing;
   }
 
   async #readOnce(operationId: string): Promise<void> {

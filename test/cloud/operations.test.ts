@@ -8,30 +8,79 @@ import {
   TrackerStoppedError,
   type TrackerTimers,
 } from "../../src/cloud/operations.ts";
-import type { Operation } from "../../src/cloud/wire.ts";
+import { formatTimestamp, type Operation } from "../../src/cloud/wire.ts";
 import { operationFixture, PROJECT_ID } from "./fixtures.ts";
 import { type StubServer, sendJson, sleep, startStub } from "./stub-server.ts";
 
-/** In-memory operations of one project; `hidden` ones answer 403 on read (expired), `listLag` ones are left out of lists. */
+/**
+ * In-memory operations of one project; `hidden` ones answer 403 on read (expired), `listLag` ones are left out
+ * of lists, `droppedWhenFinished` ones are left out of lists once finished (as a real server may do).
+ * Lists honour `state` and `lower_time_bound` (on `started_at`, seconds precision).
+ */
 class OperationStore {
   readonly states = new Map<string, string>();
+  readonly startedAt = new Map<string, string>();
   readonly hidden = new Set<string>();
   readonly listLag = new Set<string>();
+  readonly droppedWhenFinished = new Set<string>();
   listCalls = 0;
+  /** List calls filtered by `state=IN_PROGRESS`, and those filtered by `lower_time_bound`. */
+  inProgressListCalls = 0;
+  boundListCalls = 0;
   readCalls = 0;
   failLists = 0;
+  /** Answer 500 to this many lists carrying `lower_time_bound`. */
+  failBoundLists = 0;
+  /** Answer 400 to any list carrying `lower_time_bound` (a server that does not take it). */
+  refuseLowerTimeBound = false;
+  readonly lowerTimeBounds: string[] = [];
 
   add(...ids: string[]): void {
-    for (const id of ids) this.states.set(id, "IN_PROGRESS");
+    for (const id of ids) {
+      this.states.set(id, "IN_PROGRESS");
+      this.startedAt.set(id, formatTimestamp(new Date()));
+    }
   }
   operation(id: string): Record<string, unknown> {
     const state = this.states.get(id) ?? "IN_PROGRESS";
     return operationFixture({
       operation_id: id,
       state,
+      started_at: this.startedAt.get(id) ?? "2026-11-21T00:00:00Z",
       completed_at: state === "IN_PROGRESS" ? "" : "2026-11-21T00:01:00Z",
       result: state === "FAILED" ? { code: "out_of_stock", message: "no a100 left" } : null,
     });
+  }
+  /** Answer of a list call: counts it, applies the configured failures, then the filters. */
+  list(query: URLSearchParams): [number, Record<string, unknown>] {
+    this.listCalls++;
+    const state = query.get("state");
+    const bound = query.get("lower_time_bound");
+    if (state === "IN_PROGRESS") this.inProgressListCalls++;
+    if (bound !== null) {
+      this.boundListCalls++;
+      this.lowerTimeBounds.push(bound);
+    }
+    if (this.failLists > 0) {
+      this.failLists--;
+      return [500, { code: "internal_error", message: "db down" }];
+    }
+    if (bound !== null && this.refuseLowerTimeBound) {
+      return [400, { code: "bad_request", message: "unknown query parameter lower_time_bound" }];
+    }
+    if (bound !== null && this.failBoundLists > 0) {
+      this.failBoundLists--;
+      return [500, { code: "internal_error", message: "db down" }];
+    }
+    const boundMs = bound === null ? undefined : Date.parse(bound);
+    const ids = [...this.states].filter(
+      ([id, s]) =>
+        (!state || s === state) &&
+        !this.listLag.has(id) &&
+        !(s !== "IN_PROGRESS" && this.droppedWhenFinished.has(id)) &&
+        (boundMs === undefined || Date.parse(this.startedAt.get(id) ?? "") >= boundMs),
+    );
+    return [200, { items: ids.map(([id]) => this.operation(id)) }];
   }
 }
 
@@ -47,15 +96,8 @@ beforeEach(async () => {
     }
     const operationId = match[1];
     if (!operationId) {
-      store.listCalls++;
-      if (store.failLists > 0) {
-        store.failLists--;
-        sendJson(res, 500, { code: "internal_error", message: "db down" });
-        return;
-      }
-      const state = req.query.get("state");
-      const ids = [...store.states].filter(([id, s]) => (!state || s === state) && !store.listLag.has(id));
-      sendJson(res, 200, { items: ids.map(([id]) => store.operation(id)) });
+      const [status, body] = store.list(req.query);
+      sendJson(res, status, body);
       return;
     }
     store.readCalls++;
@@ -112,7 +154,9 @@ describe("OperationTracker", () => {
     const [a, b] = await Promise.all([promises[0], promises[1]]);
     expect(a).toMatchObject({ vanished: false, operation: { operation_id: "a", state: "SUCCEEDED" } });
     expect(b).toMatchObject({ vanished: false, operation: { state: "FAILED", result: { code: "out_of_stock" } } });
-    expect(store.readCalls).toBe(2);
+    // Settled by the one lower_time_bound list, not by reads.
+    expect(store.readCalls).toBe(0);
+    expect(store.boundListCalls).toBeGreaterThanOrEqual(1);
     expect(settled.map((o) => o.operationId).sort()).toEqual(["a", "b"]);
     expect(tracker.inFlight()).toBe(3);
     tracker.stop();
@@ -158,7 +202,146 @@ describe("OperationTracker", () => {
     expect(tracker.inFlight()).toBe(1);
     await tracker.poll();
     await expect(outcome).resolves.toMatchObject({ vanished: false, operation: { state: "SUCCEEDED" } });
-    expect(store.listCalls).toBe(2);
+    expect(store.inProgressListCalls).toBe(2);
+    expect(store.boundListCalls).toBe(1);
+    expect(store.readCalls).toBe(0);
+  });
+
+  it("settles N operations finishing in one interval with one in-progress list and one lower_time_bound list", async () => {
+    const timers = new ManualTimers();
+    const tracker = new OperationTracker({ client: cloud(), projectId: PROJECT_ID, family: "vm", timers });
+    const ids = Array.from({ length: 25 }, (_, i) => `op-${i}`);
+    store.add(...ids);
+    const earliestMs = Date.parse("2026-11-21T10:00:00Z");
+    store.startedAt.set("op-7", formatTimestamp(new Date(earliestMs)));
+    const outcomes = ids.map((id) => tracker.track(id));
+    await tracker.poll();
+    expect([store.inProgressListCalls, store.boundListCalls, store.readCalls]).toEqual([1, 0, 0]);
+
+    for (const [i, id] of ids.entries()) store.states.set(id, i % 5 === 0 ? "FAILED" : "SUCCEEDED");
+    await tracker.poll();
+    expect([store.inProgressListCalls, store.boundListCalls, store.readCalls]).toEqual([2, 1, 0]);
+    // Earliest started_at (learned from the in-progress list) minus the margin, seconds precision with Z.
+    expect(store.lowerTimeBounds).toEqual(["2026-11-21T09:59:00Z"]);
+    const settled = await Promise.all(outcomes);
+    expect(settled.filter((o) => !o.vanished && o.operation.state === "FAILED")).toHaveLength(5);
+    expect(settled.filter((o) => !o.vanished && o.operation.state === "SUCCEEDED")).toHaveLength(20);
+    expect(tracker.inFlight()).toBe(0);
+    expect(timers.scheduled.size).toBe(0);
+  });
+
+  it("settles operations that finished before any in-progress list saw them from the lower_time_bound list", async () => {
+    const timers = new ManualTimers();
+    const tracker = new OperationTracker({ client: cloud(), projectId: PROJECT_ID, family: "vm", timers });
+    store.add("quick-1", "quick-2");
+    store.states.set("quick-1", "SUCCEEDED");
+    store.states.set("quick-2", "FAILED");
+    const outcomes = Promise.all([tracker.track("quick-1"), tracker.track("quick-2")]);
+    await tracker.poll();
+    await expect(outcomes).resolves.toMatchObject([
+      { vanished: false, operation: { state: "SUCCEEDED" } },
+      { vanished: false, operation: { state: "FAILED" } },
+    ]);
+    expect([store.inProgressListCalls, store.boundListCalls, store.readCalls]).toEqual([1, 1, 0]);
+    expect(store.lowerTimeBounds[0]).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/);
+  });
+
+  it("reads only the operation missing from both lists, and reports it vanished on 403", async () => {
+    const timers = new ManualTimers();
+    const tracker = new OperationTracker({ client: cloud(), projectId: PROJECT_ID, family: "vm", timers });
+    store.add("listed", "dropped", "expired");
+    store.droppedWhenFinished.add("dropped");
+    store.droppedWhenFinished.add("expired");
+    store.hidden.add("expired");
+    const listed = tracker.track("listed");
+    const dropped = tracker.track("dropped");
+    await tracker.poll();
+
+    store.states.set("listed", "SUCCEEDED");
+    store.states.set("dropped", "SUCCEEDED");
+    await tracker.poll();
+    await expect(listed).resolves.toMatchObject({ vanished: false, operation: { state: "SUCCEEDED" } });
+    await expect(dropped).resolves.toMatchObject({ vanished: false, operation: { operation_id: "dropped" } });
+    expect([store.inProgressListCalls, store.boundListCalls, store.readCalls]).toEqual([2, 1, 1]);
+    expect(stub.requests.at(-1)?.path).toBe(`/projects/${PROJECT_ID}/vms/operations/dropped`);
+
+    const expired = tracker.track("expired");
+    await tracker.poll();
+    store.states.set("expired", "SUCCEEDED");
+    await tracker.poll();
+    await expect(expired).resolves.toEqual({ operationId: "expired", vanished: true });
+    expect([store.inProgressListCalls, store.boundListCalls, store.readCalls]).toEqual([4, 2, 2]);
+    expect(tracker.inFlight()).toBe(0);
+  });
+
+  it("keeps an operation the lower_time_bound list still shows in progress, without reading it", async () => {
+    const timers = new ManualTimers();
+    const client = cloud();
+    // The in-progress list lags once: a stale answer without the operation, while it is in fact still running.
+    let lagOnce = true;
+    const tracker = new OperationTracker({
+      client: {
+        operations: {
+          get: client.operations.get,
+          list: async (projectId, family, query, opts) => {
+            const items = await client.operations.list(projectId, family, query, opts);
+            if (query?.state !== "IN_PROGRESS" || !lagOnce) return items;
+            lagOnce = false;
+            return [];
+          },
+        },
+      },
+      projectId: PROJECT_ID,
+      family: "vm",
+      timers,
+    });
+    store.add("slow");
+    const slow = tracker.track("slow");
+    await tracker.poll();
+    expect(tracker.inFlight()).toBe(1);
+    expect([store.inProgressListCalls, store.boundListCalls, store.readCalls]).toEqual([1, 1, 0]);
+    store.states.set("slow", "SUCCEEDED");
+    await tracker.poll();
+    await expect(slow).resolves.toMatchObject({ vanished: false, operation: { state: "SUCCEEDED" } });
+    expect([store.inProgressListCalls, store.boundListCalls, store.readCalls]).toEqual([2, 2, 0]);
+  });
+
+  it("falls back to single reads for good when the server answers 400 to lower_time_bound", async () => {
+    const timers = new ManualTimers();
+    const tracker = new OperationTracker({ client: cloud(), projectId: PROJECT_ID, family: "vm", timers });
+    store.refuseLowerTimeBound = true;
+    store.add("a", "b", "c");
+    const a = tracker.track("a");
+    const b = tracker.track("b");
+    const c = tracker.track("c");
+    await tracker.poll();
+    store.states.set("a", "SUCCEEDED");
+    store.states.set("b", "SUCCEEDED");
+    await tracker.poll();
+    await expect(Promise.all([a, b])).resolves.toMatchObject([{ vanished: false }, { vanished: false }]);
+    expect([store.inProgressListCalls, store.boundListCalls, store.readCalls]).toEqual([2, 1, 2]);
+
+    store.states.set("c", "FAILED");
+    await tracker.poll();
+    await expect(c).resolves.toMatchObject({ vanished: false, operation: { state: "FAILED" } });
+    // No second lower_time_bound attempt: one in-progress list and one read.
+    expect([store.inProgressListCalls, store.boundListCalls, store.readCalls]).toEqual([3, 1, 3]);
+  });
+
+  it("leaves finished operations tracked when the lower_time_bound list fails transiently", async () => {
+    const timers = new ManualTimers();
+    const tracker = new OperationTracker({ client: cloud(), projectId: PROJECT_ID, family: "vm", timers });
+    store.add("x");
+    const outcome = tracker.track("x");
+    store.states.set("x", "SUCCEEDED");
+    store.failBoundLists = 1;
+    await tracker.poll();
+    expect(tracker.inFlight()).toBe(1);
+    expect([store.inProgressListCalls, store.boundListCalls, store.readCalls]).toEqual([1, 1, 0]);
+    await tracker.poll();
+    await expect(outcome).resolves.toMatchObject({ vanished: false, operation: { state: "SUCCEEDED" } });
+    // A 500 is not a refusal: the next round uses lower_time_bound again.
+    expect([store.inProgressListCalls, store.boundListCalls, store.readCalls]).toEqual([2, 2, 0]);
   });
 
   it("settles an operation that is already final without any call", async () => {
