@@ -1,7 +1,8 @@
 // Everything the operator keeps per credential: the client, one list snapshot and one OperationTracker per
 // family, and short caches of the project read (payment method) and of availability. Operations settle through
 // the trackers' one list call per interval; each settlement invalidates its family's snapshot and wakes the
-// keys that own the operation.
+// keys that own the operation. An operation that changes another family as a side effect (a VM create, disk
+// update or terminate attaches or detaches data disks) invalidates that family's snapshot too.
 import type { Logger } from "pino";
 import type { CloudClient } from "../cloud/client.ts";
 import { isCloudError, OperationTracker, TrackerStoppedError } from "../cloud/index.ts";
@@ -16,8 +17,12 @@ export interface CloudAccountOptions {
   credentialKey: string;
   snapshotMaxAgeMs: number;
   operationPollMs: number;
-  /** Wake a key (enqueue it in the family's controller) when an operation it owns settles. */
-  wake(family: OperationFamily, ownerKey: string): void;
+  /**
+   * Wake a key (enqueue it in the family's controller) when an operation it owns settles. `affected` names the
+   * other families the operation changed as a side effect (their snapshots are already invalidated), so that
+   * the objects related to the owner in those families can be woken too.
+   */
+  wake(family: OperationFamily, ownerKey: string, affected: readonly OperationFamily[]): void;
   logger: Logger;
   now?: () => number;
   onListCall?(family: OperationFamily): void;
@@ -29,6 +34,22 @@ const PAYMENT_CACHE_MS = 5 * 60_000;
 const AVAILABILITY_CACHE_MS = 15_000;
 /** Settled operations are remembered this long so that a slow reconcile still finds the result. */
 const SETTLED_MEMORY_MS = 30 * 60_000;
+
+/**
+ * Operations that change another family as a side effect: a VM created with data disks, an UPDATE of its disks
+ * and a terminate attach or detach disks (the disks' `attached_to` changes). An operation that vanished may have
+ * been any of them.
+ */
+const SIDE_EFFECTS: Partial<Record<OperationFamily, { operations: ReadonlySet<string>; affects: OperationFamily[] }>> =
+  {
+    vm: { operations: new Set(["CREATE", "UPDATE", "DELETE"]), affects: ["disk"] },
+  };
+
+export function sideEffectsOf(family: OperationFamily, operationName: string | undefined): OperationFamily[] {
+  const effects = SIDE_EFFECTS[family];
+  if (effects === undefined) return [];
+  return operationName === undefined || effects.operations.has(operationName) ? effects.affects : [];
+}
 
 interface Tracked {
   family: OperationFamily;
@@ -135,7 +156,10 @@ export class CloudAccount {
           const result = outcome.vanished ? "vanished" : outcome.operation.state;
           this.#options.onOperationSettled?.(family, name, result, settledAt - tracked.startedAt);
           this.snapshotOf(family).invalidate(settledAt);
-          for (const owner of tracked.owners) this.#options.wake(family, owner);
+          const affected = sideEffectsOf(family, outcome.vanished ? undefined : name);
+          // Coalesced: the next read of each affected snapshot lists once for every key that asks meanwhile.
+          for (const other of affected) this.snapshotOf(other).invalidate(settledAt);
+          for (const owner of tracked.owners) this.#options.wake(family, owner, affected);
           this.#forgetOldOperations();
         },
         (error: unknown) => {

@@ -89,9 +89,21 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
         snapshotMaxAgeMs: config.syncPeriodMs,
         operationPollMs: config.operationPollIntervalMs,
         logger: logger.child({ credentialKey }),
-        wake: (family, ownerKey) => {
+        wake: (family, ownerKey, affected) => {
           const kindName = kindOfFamily.get(family);
-          if (kindName !== undefined) controllers.get(kindName)?.enqueue(ownerKey);
+          if (kindName === undefined) return;
+          controllers.get(kindName)?.enqueue(ownerKey);
+          // A side effect on another family (a VM attached or detached its disks): the owner's targets of that
+          // kind, now and before, refresh their status from the invalidated snapshot instead of at the resync.
+          const slash = ownerKey.indexOf("/");
+          const [namespace, name] = [ownerKey.slice(0, slash), ownerKey.slice(slash + 1)];
+          for (const other of affected) {
+            const otherKind = kindOfFamily.get(other);
+            if (otherKind === undefined) continue;
+            for (const key of dependencies.targets(kindName, namespace, name, otherKind)) {
+              controllers.get(otherKind)?.enqueue(key);
+            }
+          }
         },
         onOperationSettled: (family, operation, result, durationMs) =>
           manager.metrics.cloudOperationDurationSeconds.observe({ family, operation, result }, durationMs / 1000),

@@ -142,6 +142,22 @@ function verdict(
 }
 
 const after = (ms: number): Outcome => ({ type: "requeueAfter", ms });
+const keyOf = (mr: ManagedObject): string => `${mr.metadata.namespace}/${mr.metadata.name}`;
+
+/** Kubernetes writes metav1.Time (condition lastTransitionTime) at whole seconds: RFC 3339 without a fraction. */
+export function formatKubeTime(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
+}
+
+/**
+ * What our own writes did to one object: every resourceVersion they replaced and the one the last write made.
+ * A pass can write several times (finalizer, create intent, final status), and the watch event of each write
+ * wakes the key; a cache still at any replaced version has not seen all of our writes yet.
+ */
+interface OwnWrites {
+  superseded: Set<string>;
+  last: string;
+}
 /** Nothing to poll: the runtime resyncs the key after its sync period (jittered, per-object annotation). */
 const DONE: Outcome = { type: "done" };
 
@@ -149,8 +165,8 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
   readonly #options: ManagedReconcilerOptions<Spec>;
   readonly #timing: ReconcileTiming;
   readonly #now: () => number;
-  /** key → resourceVersion the object had before our last write (to recognise a cache not caught up yet). */
-  readonly #writtenFrom = new Map<string, string>();
+  /** key → the versions our writes replaced and the last one they made (to recognise a cache not caught up). */
+  readonly #ownWrites = new Map<string, OwnWrites>();
 
   constructor(options: ManagedReconcilerOptions<Spec>) {
     this.#options = options;
@@ -162,21 +178,48 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     const key = `${request.namespace}/${request.name}`;
     const raw = this.#options.kube.get(request.namespace, request.name);
     if (raw === undefined) {
-      this.#writtenFrom.delete(key);
+      this.#ownWrites.delete(key);
       return { type: "done" };
     }
     const parsed = this.#options.parse(raw);
     const cachedVersion = parsed.object?.metadata.resourceVersion ?? "";
-    if (this.#writtenFrom.get(key) === cachedVersion) {
-      // The cache still shows the object as it was before our last write: acting on it would repeat work (a
-      // second name lookup, a 409). The watch event of our write wakes the key; this is only the fallback.
+    const own = this.#ownWrites.get(key);
+    if (own?.superseded.has(cachedVersion)) {
+      // The cache shows the object as it was before (or between) our last pass's writes: acting on it would
+      // repeat work (a second POST, a 409, an adoption of our own create). The watch event of our last write
+      // wakes the key; this is only the fallback.
+      ctx.logger.debug({ cachedVersion, waitingFor: own.last }, "cache behind our own write");
       return after(this.#timing.shortMs * 5);
     }
-    this.#writtenFrom.delete(key);
-    const outcome = await this.#reconcileParsed(parsed, key, ctx);
-    const written = parsed.object?.metadata.resourceVersion;
-    if (written !== undefined && written !== cachedVersion) this.#writtenFrom.set(key, cachedVersion);
-    return outcome;
+    // At our last version, or at a later one somebody else wrote (our writes are guarded by resourceVersion, so
+    // no foreign version falls between them): caught up.
+    this.#ownWrites.delete(key);
+    return this.#reconcileParsed(parsed, key, ctx);
+  }
+
+  /** Status write through the guarded Kubernetes access; a success moves `mr` to the version it made. */
+  async #writeStatus(mr: ManagedObject, status: ManagedStatusBase): Promise<WriteResult> {
+    const written = await this.#options.kube.writeStatus(mr, status);
+    if (written.type === "written") this.#advance(mr, written.resourceVersion);
+    return written;
+  }
+
+  async #setFinalizer(mr: ManagedObject, present: boolean): Promise<WriteResult> {
+    const written = await this.#options.kube.setFinalizer(mr, present);
+    if (written.type === "written") this.#advance(mr, written.resourceVersion);
+    return written;
+  }
+
+  /** Remember that our write replaced the object's current version (see OwnWrites). */
+  #advance(mr: ManagedObject, version: string): void {
+    const from = mr.metadata.resourceVersion;
+    if (version === from) return; // "unchanged": nothing was written
+    const key = keyOf(mr);
+    const own = this.#ownWrites.get(key) ?? { superseded: new Set<string>(), last: version };
+    own.superseded.add(from);
+    own.last = version;
+    this.#ownWrites.set(key, own);
+    mr.metadata.resourceVersion = version;
   }
 
   async #reconcileParsed(
@@ -272,9 +315,8 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     );
     if (deleting) return this.#delete(pass, connection, observed);
     if (!holdsFinalizer) {
-      const written = await this.#options.kube.setFinalizer(mr, true);
+      const written = await this.#setFinalizer(mr, true);
       if (written.type !== "written") return this.#conflict();
-      mr.metadata.resourceVersion = written.resourceVersion;
     }
     if (!observed.exists) return this.#absent(pass, connection);
     return this.#present(pass, connection, observed);
@@ -318,7 +360,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
 
   async #release(pass: Pass<Spec>, type: "Normal" | "Warning", note: string): Promise<Step> {
     if (pass.mr.metadata.finalizers.includes(FINALIZER)) {
-      const written = await this.#options.kube.setFinalizer(pass.mr, false);
+      const written = await this.#setFinalizer(pass.mr, false);
       if (written.type === "conflict") return this.#conflict();
     }
     this.#options.kube.event(pass.mr, type, REASON.Deleting, note);
@@ -551,9 +593,8 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
         ...(location !== undefined ? { location } : {}),
         requestedAt: new Date(this.#now()).toISOString(),
       };
-      const written = await this.#options.kube.writeStatus(mr, draft);
+      const written = await this.#writeStatus(mr, draft);
       if (written.type !== "written") return this.#conflict();
-      mr.metadata.resourceVersion = written.resourceVersion;
       mr.status = structuredClone(draft);
     } else {
       const existing = await connection.external.findByName(pass.cloudName, pass.signal);
@@ -685,7 +726,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     const previousReady = previous.find((c) => c.type === "Ready");
     const readyStatus =
       result.ready === undefined ? (previousReady?.status ?? "False") : result.ready ? "True" : "False";
-    const at = new Date(this.#now()).toISOString();
+    const at = formatKubeTime(this.#now());
     const generation = mr.metadata.generation;
     const condition = (type: string, status: Condition["status"]): Condition => {
       const old = previous.find((c) => c.type === type);
@@ -707,9 +748,8 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     draft.observedGeneration = generation;
     if (result.stalled) draft.lastError = result.message;
     if (!isDeepStrictEqual(mr.status, draft)) {
-      const written = await this.#options.kube.writeStatus(mr, draft);
+      const written = await this.#writeStatus(mr, draft);
       if (written.type === "conflict") return after(0);
-      if (written.type === "written") mr.metadata.resourceVersion = written.resourceVersion;
     }
     const storyChanged = previousReady?.reason !== result.reason || previousReady?.status !== readyStatus;
     if (storyChanged && result.event !== undefined) {

@@ -79,6 +79,8 @@ interface Row {
   progress?: OperationProgress;
   credentialsMissing?: boolean;
   paymentProblem?: string;
+  /** The clock (default NOW). */
+  now?: number;
   want: {
     outcome: string;
     calls: string[];
@@ -147,7 +149,7 @@ function run(row: Row): Promise<{ outcome: string; harness: Harness }> {
       row.credentialsMissing
         ? { type: "missing", message: "Secret ns/gpucloud-credentials not found" }
         : { type: "connected", connection },
-    now: () => NOW,
+    now: () => row.now ?? NOW,
   });
   const logger = pino({ level: "silent" });
   return reconciler
@@ -436,5 +438,125 @@ describe("ManagedReconciler", () => {
     });
     expect(second.harness.statuses).toEqual([]);
     expect(second.harness.events).toEqual([]);
+  });
+
+  it("writes lastTransitionTime at whole seconds (metav1.Time) and keeps it while the status holds", async () => {
+    const first = await run({
+      reason: "",
+      given: object({ finalizers: [FINALIZER], status: { id: "res-1" } }),
+      observe: available,
+      want: { outcome: "", calls: [] },
+      now: NOW + 849,
+    });
+    const settled = first.harness.statuses.at(-1) ?? {};
+    expect(settled.conditions?.map((c) => c.lastTransitionTime)).toEqual([
+      "2026-11-21T12:00:00Z",
+      "2026-11-21T12:00:00Z",
+      "2026-11-21T12:00:00Z",
+    ]);
+    // A later pass with the same story compares equal: no second write.
+    const second = await run({
+      reason: "",
+      given: object({ finalizers: [FINALIZER], status: settled }),
+      observe: available,
+      want: { outcome: "", calls: [] },
+      now: NOW + 61_999,
+    });
+    expect(second.harness.statuses).toEqual([]);
+  });
+});
+
+describe("ManagedReconciler and a cache behind its own writes", () => {
+  /** Every write makes a new resourceVersion; the cache shows whichever stored version the test picks. */
+  function laggingKube(initial: ManagedObject<TestSpec>) {
+    const versions: ManagedObject<TestSpec>[] = [structuredClone(initial)];
+    let cacheAt = 0;
+    const store = (change: (o: ManagedObject<TestSpec>) => void) => {
+      const next = structuredClone(versions.at(-1) as ManagedObject<TestSpec>);
+      change(next);
+      next.metadata.resourceVersion = String(versions.length + 1);
+      versions.push(next);
+      return { type: "written" as const, resourceVersion: next.metadata.resourceVersion };
+    };
+    const kube: KubeAccess = {
+      get: () => structuredClone(versions[cacheAt]),
+      writeStatus: async (_mr, status) =>
+        store((o) => {
+          o.status = structuredClone(status);
+        }),
+      setFinalizer: async (_mr, present) =>
+        store((o) => {
+          o.metadata.finalizers = present ? [FINALIZER] : [];
+        }),
+      event: () => undefined,
+    };
+    return {
+      kube,
+      versions,
+      showVersion(resourceVersion: string) {
+        cacheAt = versions.findIndex((o) => o.metadata.resourceVersion === resourceVersion);
+      },
+    };
+  }
+
+  it("a pass that wrote several times acts again only once the cache shows its last write", async () => {
+    const calls: string[] = [];
+    const cluster = laggingKube(object({}));
+    const external: ExternalClient<TestSpec> = {
+      resolve: async () => ({ type: "ready" }),
+      observe: async () => {
+        calls.push("observe");
+        return { exists: false };
+      },
+      findByName: async () => {
+        calls.push("findByName");
+        return undefined;
+      },
+      create: async () => {
+        calls.push("create");
+        return { operation: operation("CREATE") };
+      },
+      update: async () => ({}),
+      delete: async () => ({}),
+    };
+    const reconciler = new ManagedReconciler<TestSpec>({
+      kind: "GpuThing",
+      parse: (raw) => ({ ok: true, object: raw as ManagedObject<TestSpec> }),
+      locations: () => [],
+      kube: cluster.kube,
+      connect: async () => ({
+        type: "connected",
+        connection: {
+          external,
+          projectId: "project-1",
+          usingCachedCredentials: false,
+          paymentProblem: async () => undefined,
+          operation: () => ({ state: "pending" }),
+        },
+      }),
+      now: () => NOW,
+    });
+    const ctx = { signal: new AbortController().signal, logger: pino({ level: "silent" }) };
+    const pass = () => reconciler.reconcile({ namespace: "ns", name: "thing" }, ctx);
+
+    await pass();
+    // Finalizer (2), create intent (3), operation id (4): three writes, one POST.
+    expect(cluster.versions.map((o) => o.metadata.resourceVersion)).toEqual(["1", "2", "3", "4"]);
+    expect(calls).toEqual(["observe", "create"]);
+    // The watch events of writes 2 and 3 wake the key while the cache is still there: nothing is done again
+    // (no second POST, no lookup by name that would adopt our own create).
+    for (const version of ["1", "2", "3"]) {
+      cluster.showVersion(version);
+      expect(await pass()).toMatchObject({ type: "requeueAfter" });
+    }
+    expect(calls).toEqual(["observe", "create"]);
+    expect(cluster.versions).toHaveLength(4);
+    // At the last write the pass goes on: the operation is in flight, so it waits for it without a cloud call.
+    cluster.showVersion("4");
+    await pass();
+    expect(calls).toEqual(["observe", "create"]);
+    expect(cluster.versions.at(-1)?.status.conditions?.find((c) => c.type === "Ready")?.reason).toBe(
+      "WaitingForOperation",
+    );
   });
 });

@@ -171,4 +171,14 @@ describe("DependencyIndex", () => {
     index.record("GpuVm", "ns", "trainer", ["Secret/creds"]);
     expect(index.dependents("GpuVm", "GpuDisk", "ns", "data")).toEqual([]);
   });
+
+  it("names the targets of one dependent, including those it referred to before (detached later)", () => {
+    const index = new DependencyIndex();
+    index.record("GpuVm", "ns", "trainer", ["GpuDisk/data", "GpuDisk/scratch", "Secret/creds"]);
+    expect(index.targets("GpuVm", "ns", "trainer", "GpuDisk").sort()).toEqual(["ns/data", "ns/scratch"]);
+    index.record("GpuVm", "ns", "trainer", ["GpuDisk/data", "Secret/creds"]);
+    expect(index.targets("GpuVm", "ns", "trainer", "GpuDisk").sort()).toEqual(["ns/data", "ns/scratch"]);
+    expect(index.dependents("GpuVm", "GpuDisk", "ns", "scratch")).toEqual([]);
+    expect(index.targets("GpuVm", "ns", "other", "GpuDisk")).toEqual([]);
+  });
 });
