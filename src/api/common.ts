@@ -386,6 +386,9 @@ export const ID_COLUMN: PrinterColumn = {
   priority: 1,
 };
 
+/** The columns every managed kind ends with (after its own): Ready, Reason, ID, Age. */
+export const MANAGED_COLUMNS: readonly PrinterColumn[] = [READY_COLUMN, REASON_COLUMN, ID_COLUMN, AGE_COLUMN];
+
 export interface KindInfo<
   Schema extends z.ZodType = z.ZodType,
   SpecSchema extends z.ZodType = z.ZodType,
@@ -412,4 +415,35 @@ export function objectEnvelope<K extends string>(kind: K) {
     kind: z.literal(kind).default(kind),
     metadata: ObjectMeta,
   };
+}
+
+/**
+ * A kind's descriptor: its object schema (the envelope, `spec`, an optional `status`), its names (`GpuDisk` →
+ * plural `gpudisks`, singular `gpudisk`, `GpuDiskList`) and the `gpucloud` category.
+ */
+export function defineKind<K extends string, Spec extends z.ZodType, Status extends z.ZodType>(options: {
+  kind: K;
+  shortNames: readonly string[];
+  description: string;
+  spec: Spec;
+  status: Status;
+  printerColumns: readonly PrinterColumn[];
+}) {
+  const { kind, shortNames, description, spec, status, printerColumns } = options;
+  const schema = z.object({ ...objectEnvelope(kind), spec, status: status.optional() });
+  const singular = kind.toLowerCase();
+  const info: KindInfo<typeof schema, Spec, Status> = {
+    kind,
+    plural: `${singular}s`,
+    singular,
+    shortNames,
+    listKind: `${kind}List`,
+    categories: [CATEGORY],
+    description,
+    schema,
+    specSchema: spec,
+    statusSchema: status,
+    printerColumns,
+  };
+  return info;
 }

@@ -3,6 +3,7 @@
 // Output is deterministic: the same source always gives byte-identical files (see test/api/crd.test.ts).
 import { stringify } from "yaml";
 import { z } from "zod";
+import { isRecord } from "../util/is-record.ts";
 import { API_VERSION, GROUP, type KindInfo, VERSION } from "./common.ts";
 import { KINDS } from "./kinds.ts";
 
@@ -27,10 +28,6 @@ export class SchemaConversionError extends Error {
 const FORBIDDEN_KEYWORDS = ["anyOf", "oneOf", "allOf", "not", "$ref", "$defs", "definitions", "propertyNames"];
 /** Keywords dropped without loss: annotations that the API server rejects or ignores. */
 const DROPPED_KEYWORDS = ["$schema", "$id", "id", "title", "examples"];
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /** Rewrite one node's own keywords (not its children) into structural form, in place. */
 function normalizeKeywords(node: Record<string, unknown>, path: string): void {

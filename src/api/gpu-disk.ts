@@ -2,18 +2,14 @@
 import { z } from "zod";
 import { BLOCK_SIZES, DISK_TYPES, SIZE_PATTERN } from "../cloud/wire.ts";
 import {
-  AGE_COLUMN,
   type CelRule,
-  ID_COLUMN,
+  defineKind,
   immutable,
-  type KindInfo,
   LOCATION_PATTERN,
+  MANAGED_COLUMNS,
   managedSpecRules,
   managedSpecShape,
   managedStatusShape,
-  objectEnvelope,
-  READY_COLUMN,
-  REASON_COLUMN,
   text,
 } from "./common.ts";
 
@@ -117,24 +113,12 @@ export const GpuDiskStatus = z
   .meta({ description: "Observed state of the disk." });
 export type GpuDiskStatus = z.infer<typeof GpuDiskStatus>;
 
-export const GpuDisk = z.object({
-  ...objectEnvelope("GpuDisk"),
-  spec: GpuDiskSpec,
-  status: GpuDiskStatus.optional(),
-});
-export type GpuDisk = z.infer<typeof GpuDisk>;
-
-export const gpuDiskKind: KindInfo<typeof GpuDisk, typeof GpuDiskSpec, typeof GpuDiskStatus> = {
+export const gpuDiskKind = defineKind({
   kind: "GpuDisk",
-  plural: "gpudisks",
-  singular: "gpudisk",
   shortNames: ["gdisk"],
-  listKind: "GpuDiskList",
-  categories: ["gpucloud"],
   description: "GpuDisk is a data disk in the GPU cloud that GpuVms attach through spec.disks.",
-  schema: GpuDisk,
-  specSchema: GpuDiskSpec,
-  statusSchema: GpuDiskStatus,
+  spec: GpuDiskSpec,
+  status: GpuDiskStatus,
   printerColumns: [
     { name: "Size", type: "string", jsonPath: ".spec.size", description: "Requested size." },
     { name: "Type", type: "string", jsonPath: ".spec.type", description: "Disk type." },
@@ -145,9 +129,8 @@ export const gpuDiskKind: KindInfo<typeof GpuDisk, typeof GpuDiskSpec, typeof Gp
       jsonPath: ".status.attachedTo[*].vmId",
       description: "VMs the disk is attached to.",
     },
-    READY_COLUMN,
-    REASON_COLUMN,
-    ID_COLUMN,
-    AGE_COLUMN,
+    ...MANAGED_COLUMNS,
   ],
-};
+});
+export const GpuDisk = gpuDiskKind.schema;
+export type GpuDisk = z.infer<typeof GpuDisk>;

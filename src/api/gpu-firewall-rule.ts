@@ -2,20 +2,16 @@
 import { z } from "zod";
 import { FIREWALL_ACTIONS, FIREWALL_DIRECTIONS, FIREWALL_PROTOCOLS } from "../cloud/wire.ts";
 import {
-  AGE_COLUMN,
   type CelRule,
   countSet,
+  defineKind,
   exactlyOneOf,
-  ID_COLUMN,
   immutable,
-  type KindInfo,
   localObjectReference,
+  MANAGED_COLUMNS,
   managedSpecRules,
   managedSpecShape,
   managedStatusShape,
-  objectEnvelope,
-  READY_COLUMN,
-  REASON_COLUMN,
   text,
 } from "./common.ts";
 import { cidr } from "./gpu-network.ts";
@@ -130,36 +126,19 @@ export const GpuFirewallRuleStatus = z
   .meta({ description: "Observed state of the firewall rule." });
 export type GpuFirewallRuleStatus = z.infer<typeof GpuFirewallRuleStatus>;
 
-export const GpuFirewallRule = z.object({
-  ...objectEnvelope("GpuFirewallRule"),
-  spec: GpuFirewallRuleSpec,
-  status: GpuFirewallRuleStatus.optional(),
-});
-export type GpuFirewallRule = z.infer<typeof GpuFirewallRule>;
-
-export const gpuFirewallRuleKind: KindInfo<
-  typeof GpuFirewallRule,
-  typeof GpuFirewallRuleSpec,
-  typeof GpuFirewallRuleStatus
-> = {
+export const gpuFirewallRuleKind = defineKind({
   kind: "GpuFirewallRule",
-  plural: "gpufirewallrules",
-  singular: "gpufirewallrule",
   shortNames: ["gfw"],
-  listKind: "GpuFirewallRuleList",
-  categories: ["gpucloud"],
   description: "GpuFirewallRule allows or denies traffic on a GpuNetwork, by protocol, endpoint and port.",
-  schema: GpuFirewallRule,
-  specSchema: GpuFirewallRuleSpec,
-  statusSchema: GpuFirewallRuleStatus,
+  spec: GpuFirewallRuleSpec,
+  status: GpuFirewallRuleStatus,
   printerColumns: [
     { name: "Direction", type: "string", jsonPath: ".spec.direction", description: "ingress or egress." },
     { name: "Action", type: "string", jsonPath: ".spec.action", description: "allow or deny." },
     { name: "Protocols", type: "string", jsonPath: ".spec.protocols", description: "Matched protocols." },
     { name: "State", type: "string", jsonPath: ".status.state", description: "State in the cloud." },
-    READY_COLUMN,
-    REASON_COLUMN,
-    ID_COLUMN,
-    AGE_COLUMN,
+    ...MANAGED_COLUMNS,
   ],
-};
+});
+export const GpuFirewallRule = gpuFirewallRuleKind.schema;
+export type GpuFirewallRule = z.infer<typeof GpuFirewallRule>;

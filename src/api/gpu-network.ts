@@ -2,17 +2,13 @@
 import { z } from "zod";
 import { CIDR_PATTERN } from "../cloud/wire.ts";
 import {
-  AGE_COLUMN,
   type CelRule,
-  ID_COLUMN,
+  defineKind,
   immutable,
-  type KindInfo,
+  MANAGED_COLUMNS,
   managedSpecRules,
   managedSpecShape,
   managedStatusShape,
-  objectEnvelope,
-  READY_COLUMN,
-  REASON_COLUMN,
   text,
 } from "./common.ts";
 
@@ -47,29 +43,16 @@ export const GpuNetworkStatus = z
   .meta({ description: "Observed state of the network." });
 export type GpuNetworkStatus = z.infer<typeof GpuNetworkStatus>;
 
-export const GpuNetwork = z.object({
-  ...objectEnvelope("GpuNetwork"),
-  spec: GpuNetworkSpec,
-  status: GpuNetworkStatus.optional(),
-});
-export type GpuNetwork = z.infer<typeof GpuNetwork>;
-
-export const gpuNetworkKind: KindInfo<typeof GpuNetwork, typeof GpuNetworkSpec, typeof GpuNetworkStatus> = {
+export const gpuNetworkKind = defineKind({
   kind: "GpuNetwork",
-  plural: "gpunetworks",
-  singular: "gpunetwork",
   shortNames: ["gnet"],
-  listKind: "GpuNetworkList",
-  categories: ["gpucloud"],
   description: "GpuNetwork is a VPC network in the GPU cloud; GpuFirewallRules apply to it.",
-  schema: GpuNetwork,
-  specSchema: GpuNetworkSpec,
-  statusSchema: GpuNetworkStatus,
+  spec: GpuNetworkSpec,
+  status: GpuNetworkStatus,
   printerColumns: [
     { name: "CIDR", type: "string", jsonPath: ".spec.cidr", description: "Address range." },
-    READY_COLUMN,
-    REASON_COLUMN,
-    ID_COLUMN,
-    AGE_COLUMN,
+    ...MANAGED_COLUMNS,
   ],
-};
+});
+export const GpuNetwork = gpuNetworkKind.schema;
+export type GpuNetwork = z.infer<typeof GpuNetwork>;

@@ -7,17 +7,16 @@ import {
   type CelRule,
   countSet,
   DATA_KEY_PATTERN,
+  defineKind,
   exactlyOneOf,
   ID_COLUMN,
   immutable,
-  type KindInfo,
   LOCATION_PATTERN,
   localObjectReference,
   managedSpecRules,
   managedSpecShape,
   managedStatusShape,
   OBJECT_NAME_PATTERN,
-  objectEnvelope,
   READY_COLUMN,
   REASON_COLUMN,
   text,
@@ -235,24 +234,12 @@ export const GpuVmStatus = z
   .meta({ description: "Observed state of the VM." });
 export type GpuVmStatus = z.infer<typeof GpuVmStatus>;
 
-export const GpuVm = z.object({
-  ...objectEnvelope("GpuVm"),
-  spec: GpuVmSpec,
-  status: GpuVmStatus.optional(),
-});
-export type GpuVm = z.infer<typeof GpuVm>;
-
-export const gpuVmKind: KindInfo<typeof GpuVm, typeof GpuVmSpec, typeof GpuVmStatus> = {
+export const gpuVmKind = defineKind({
   kind: "GpuVm",
-  plural: "gpuvms",
-  singular: "gpuvm",
   shortNames: ["gvm"],
-  listKind: "GpuVmList",
-  categories: ["gpucloud"],
   description: "GpuVm is a GPU virtual machine in the GPU cloud.",
-  schema: GpuVm,
-  specSchema: GpuVmSpec,
-  statusSchema: GpuVmStatus,
+  spec: GpuVmSpec,
+  status: GpuVmStatus,
   printerColumns: [
     { name: "Type", type: "string", jsonPath: ".spec.type", description: "VM type." },
     { name: "Location", type: "string", jsonPath: ".status.location", description: "Location of the VM." },
@@ -264,4 +251,6 @@ export const gpuVmKind: KindInfo<typeof GpuVm, typeof GpuVmSpec, typeof GpuVmSta
     ID_COLUMN,
     AGE_COLUMN,
   ],
-};
+});
+export const GpuVm = gpuVmKind.schema;
+export type GpuVm = z.infer<typeof GpuVm>;

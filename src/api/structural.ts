@@ -1,6 +1,7 @@
 // Checks for generated (or hand-written) CRDs: the structural-schema rules of apiextensions.k8s.io/v1
 // (KEP-2335), plus this project's quality rules (a description on every field, bounds on every list and
 // string so that CEL cost estimation passes). Used by test/api and by .ci/check-manifests.ts.
+import { isRecord } from "../util/is-record.ts";
 
 /** Keywords an apiextensions v1 schema may carry (JSONSchemaProps), besides the x-kubernetes-* extensions. */
 const ALLOWED_KEYWORDS = new Set([
@@ -35,7 +36,8 @@ const ALLOWED_KEYWORDS = new Set([
   "example",
   "externalDocs",
 ]);
-const EXTENSIONS = new Set([
+/** The `x-kubernetes-*` extensions a CRD schema may carry. */
+export const KUBERNETES_EXTENSIONS: readonly string[] = [
   "x-kubernetes-preserve-unknown-fields",
   "x-kubernetes-embedded-resource",
   "x-kubernetes-int-or-string",
@@ -43,13 +45,10 @@ const EXTENSIONS = new Set([
   "x-kubernetes-list-type",
   "x-kubernetes-map-type",
   "x-kubernetes-validations",
-]);
+];
+const EXTENSIONS = new Set(KUBERNETES_EXTENSIONS);
 const TYPES = new Set(["object", "array", "string", "integer", "number", "boolean"]);
 const COMBINATORS = ["allOf", "oneOf", "anyOf", "not"];
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 function childEntries(node: Record<string, unknown>, path: string): [string, unknown][] {
   const children: [string, unknown][] = [];

@@ -4,23 +4,11 @@
 import { Ajv, type ValidateFunction } from "ajv";
 import addFormats from "ajv-formats";
 import { parseAllDocuments } from "yaml";
+import { isRecord } from "../util/is-record.ts";
 import { API_VERSION } from "./common.ts";
 import { openApiSchemaOf, type SchemaNode } from "./crd.ts";
 import { KINDS } from "./kinds.ts";
-
-const KUBERNETES_EXTENSIONS = [
-  "x-kubernetes-preserve-unknown-fields",
-  "x-kubernetes-embedded-resource",
-  "x-kubernetes-int-or-string",
-  "x-kubernetes-list-map-keys",
-  "x-kubernetes-list-type",
-  "x-kubernetes-map-type",
-  "x-kubernetes-validations",
-];
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
+import { KUBERNETES_EXTENSIONS } from "./structural.ts";
 
 /** A copy of the schema where objects with declared properties reject unknown ones (root metadata excepted). */
 export function strictSchemaOf(node: SchemaNode): SchemaNode {

@@ -13,6 +13,18 @@ const TOKEN_ROUTE = "/auth/token";
 const REFRESH_AHEAD_SHARE = 0.2;
 const REFRESH_AHEAD_MAX_MS = 60_000;
 
+export type TokenGrant =
+  | { grant_type: "password"; email: string; password: string }
+  | { grant_type: "refresh_token"; refresh_token: string };
+
+/** POST /auth/token without a credential (the grant is the credential). */
+export function requestToken(transport: Transport, body: TokenGrant, signal?: AbortSignal): Promise<TokenResponse> {
+  return transport.send(
+    { method: "POST", route: TOKEN_ROUTE, path: "auth/token", body, schema: TokenResponse, sensitive: true, signal },
+    undefined,
+  );
+}
+
 export function validateCredentials(credentials: unknown): Credentials {
   if (typeof credentials === "object" && credentials !== null) {
     const record = credentials as Record<string, unknown>;
@@ -115,7 +127,7 @@ export class PasswordAuthenticator implements Authenticator {
     if (refreshToken) {
       try {
         return this.#store(
-          await this.requestToken({ grant_type: "refresh_token", refresh_token: refreshToken }, signal),
+          await requestToken(this.#transport, { grant_type: "refresh_token", refresh_token: refreshToken }, signal),
         );
       } catch (error) {
         if (!(error instanceof CloudError && error.kind === "http" && isRefusal(error.status))) throw error;
@@ -123,19 +135,7 @@ export class PasswordAuthenticator implements Authenticator {
       }
     }
     const signIn = { grant_type: "password" as const, email: this.#email, password: this.#password };
-    return this.#store(await this.requestToken(signIn, signal));
-  }
-
-  async requestToken(
-    body:
-      | { grant_type: "password"; email: string; password: string }
-      | { grant_type: "refresh_token"; refresh_token: string },
-    signal?: AbortSignal,
-  ): Promise<TokenResponse> {
-    return this.#transport.send(
-      { method: "POST", route: TOKEN_ROUTE, path: "auth/token", body, schema: TokenResponse, sensitive: true, signal },
-      undefined,
-    );
+    return this.#store(await requestToken(this.#transport, signIn, signal));
   }
 
   #store(token: TokenResponse): TokenState {

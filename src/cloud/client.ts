@@ -2,11 +2,13 @@
 // grouped by area. Every answer is parsed with the wire schemas; every failure is a CloudError.
 import pino, { type Logger } from "pino";
 import { z } from "zod";
+import { isRecord } from "../util/is-record.ts";
 import {
   ApiKeyAuthenticator,
   type Authenticator,
   type Credentials,
   PasswordAuthenticator,
+  requestToken,
   validateCredentials,
 } from "./auth.ts";
 import { CloudError } from "./errors.ts";
@@ -45,7 +47,7 @@ import {
   ResizeDiskRequest,
   SpecItem,
   StringItems,
-  TokenResponse,
+  type TokenResponse,
   UsageItem,
   type UsageQuery,
   VM_LIST_MAX_LIMIT,
@@ -84,9 +86,6 @@ export interface CallOptions {
 }
 
 type SignIn = { email: string; password: string };
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
 
 /**
  * Accept the spec's bare array and the `{ items }` form alike. The array is wrapped (not the object unwrapped)
@@ -193,35 +192,12 @@ export function createCloudClient(options: CloudClientOptions) {
     async token(signIn?: SignIn, opts: CallOptions = {}): Promise<TokenResponse> {
       const user = signIn ?? passwordAuth?.signIn();
       if (!user) throw invalidRequest("POST", "/auth/token", "email and password are needed for a password grant");
-      const body = { grant_type: "password" as const, email: user.email, password: user.password };
-      return transport.send(
-        {
-          method: "POST",
-          route: "/auth/token",
-          path: "auth/token",
-          body,
-          schema: TokenResponse,
-          sensitive: true,
-          signal: opts.signal,
-        },
-        undefined,
-      );
+      const grant = { grant_type: "password" as const, email: user.email, password: user.password };
+      return requestToken(transport, grant, opts.signal);
     },
     async refresh(refreshToken: string, opts: CallOptions = {}): Promise<TokenResponse> {
       if (!refreshToken) throw invalidRequest("POST", "/auth/token", "refresh token must be non-empty");
-      const body = { grant_type: "refresh_token" as const, refresh_token: refreshToken };
-      return transport.send(
-        {
-          method: "POST",
-          route: "/auth/token",
-          path: "auth/token",
-          body,
-          schema: TokenResponse,
-          sensitive: true,
-          signal: opts.signal,
-        },
-        undefined,
-      );
+      return requestToken(transport, { grant_type: "refresh_token", refresh_token: refreshToken }, opts.signal);
     },
     async changePassword(request: ChangePasswordRequest, opts: CallOptions = {}): Promise<{ message: string }> {
       const route = "/auth/change-password";

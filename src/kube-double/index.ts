@@ -6,10 +6,11 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { type Logger, pino } from "pino";
 import { parseAllDocuments } from "yaml";
+import { JsonStateFileWriter } from "../util/json-state-file.ts";
 import { KubeApi } from "./api.ts";
 import { isSupportedRule } from "./cel.ts";
 import { type FailNextOptions, FaultState, type KubeDoubleFaults } from "./faults.ts";
-import { readState, StatePersister } from "./persistence.ts";
+import { readState } from "./persistence.ts";
 import { CRD_TYPE, NAMESPACE_TYPE, ResourceRegistry, rulesOf, typesFromCrd } from "./resources.ts";
 import { createRequestHandler } from "./server.ts";
 import { ApiError } from "./status.ts";
@@ -147,20 +148,21 @@ async function loadInitialObjects(api: KubeApi, options: KubeDoubleOptions, logg
 export async function startKubeDouble(options: KubeDoubleOptions = {}): Promise<RunningKubeDouble> {
   const logger = options.logger ?? pino({ level: "silent" });
   const registry = new ResourceRegistry();
-  let persister: StatePersister | undefined;
+  let persister: JsonStateFileWriter | undefined;
   const store = new ObjectStore({
     historyLimit: options.historyLimit ?? 10_000,
-    onChange: () => persister?.schedule(),
+    onChange: () => persister?.markDirty(),
   });
   const api = new KubeApi(registry, store, logger);
 
   const crdCount = await loadInitialObjects(api, options, logger);
   if (options.stateFile !== undefined) {
-    persister = new StatePersister({
-      path: options.stateFile,
-      store,
+    const path = options.stateFile;
+    persister = new JsonStateFileWriter({
+      path,
+      snapshot: () => store.snapshot(),
       debounceMs: options.persistDebounceMs ?? 200,
-      logger,
+      onError: (error) => logger.error({ err: error, path }, "could not write the state file"),
     });
   }
 

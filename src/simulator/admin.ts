@@ -8,12 +8,10 @@ import { LOCATIONS } from "./catalogue.ts";
 import { badRequest, SimError } from "./errors.ts";
 import { FaultConfigSchema } from "./faults.ts";
 import { addTenant } from "./seed.ts";
-import type { ServerDeps } from "./server.ts";
-import { validate } from "./server.ts";
+import type { Method, ServerDeps } from "./server.ts";
+import { noteMethod, validate } from "./server.ts";
 
 export const ADMIN_PREFIX = "/_sim";
-
-type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
 const CapacityUpdate = z.partialRecord(z.enum(LOCATIONS), z.partialRecord(z.enum(VM_TYPES), z.number().int().min(0)));
 const VmStateUpdate = z.strictObject({ state: z.enum(VM_STATES) });
@@ -52,9 +50,7 @@ export function registerAdminRoutes(app: FastifyInstance, deps: ServerDeps, regi
 
   function admin(method: Method, url: string, handler: (request: FastifyRequest) => unknown): void {
     const fullUrl = `${ADMIN_PREFIX}${url}`;
-    const methods = registered.get(fullUrl) ?? new Set<Method>();
-    methods.add(method);
-    registered.set(fullUrl, methods);
+    noteMethod(registered, fullUrl, method);
     app.route({
       method,
       url: fullUrl,

@@ -1,5 +1,6 @@
 // Public entry point of the simulator: `startSimulator(options)` for tests, the CLI and the playground.
 
+import { JsonStateFileWriter } from "../util/json-state-file.ts";
 import { ADMIN_PREFIX } from "./admin.ts";
 import type { RateLimitOptions } from "./auth.ts";
 import { Auth, RateLimiter } from "./auth.ts";
@@ -11,7 +12,7 @@ import { FaultInjector } from "./faults.ts";
 import { DEFAULT_API_KEY, DEFAULT_ORGANIZATION_ID, DEFAULT_PROJECT_ID, DEFAULT_USER, seedState } from "./seed.ts";
 import { API_PREFIX, buildServer } from "./server.ts";
 import type { SimState } from "./state.ts";
-import { readStateFile, StateFileWriter } from "./state-file.ts";
+import { readStateFile } from "./state-file.ts";
 import type { DuplicateNameMode } from "./store.ts";
 import { Store } from "./store.ts";
 
@@ -103,7 +104,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
   if (loaded !== undefined) adoptCredentials(loaded, { apiKey, projectId, user });
 
   const faults = new FaultInjector(options.faults, options.random);
-  let writer: StateFileWriter | undefined;
+  let writer: JsonStateFileWriter | undefined;
   const store = new Store(loaded ?? seed(), {
     clock,
     faults,
@@ -134,12 +135,12 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     },
   });
   if (options.stateFile !== undefined) {
-    writer = new StateFileWriter(
-      options.stateFile,
-      () => store.snapshot(),
-      options.stateFileDebounceMs ?? 200,
-      (error) => app.log.error({ err: error }, "cannot write the state file"),
-    );
+    writer = new JsonStateFileWriter({
+      path: options.stateFile,
+      snapshot: () => store.snapshot(),
+      debounceMs: options.stateFileDebounceMs ?? 200,
+      onError: (error) => app.log.error({ err: error }, "cannot write the state file"),
+    });
     // Mutating requests that change state outside the store's operations (tenants, passwords) are saved too.
     const stateWriter = writer;
     app.addHook("onResponse", async (request) => {

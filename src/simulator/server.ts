@@ -57,7 +57,14 @@ interface Reply {
   body: unknown;
 }
 
-type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+
+/** Note that `method` is served at `url` (the other methods there answer 405 with `Allow`). */
+export function noteMethod(registered: Map<string, Set<Method>>, url: string, method: Method): void {
+  const methods = registered.get(url) ?? new Set<Method>();
+  methods.add(method);
+  registered.set(url, methods);
+}
 const ALL_METHODS: Method[] = ["GET", "POST", "PUT", "PATCH", "DELETE"];
 
 /** Parse a body with a wire schema; 400 names the first offending field. */
@@ -138,9 +145,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   ): void {
     const needsAuth = options.auth ?? true;
     const fullUrl = `${API_PREFIX}${url}`;
-    const methods = registered.get(fullUrl) ?? new Set<Method>();
-    methods.add(method);
-    registered.set(fullUrl, methods);
+    noteMethod(registered, fullUrl, method);
     app.route({
       method,
       url: fullUrl,

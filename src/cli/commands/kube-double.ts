@@ -2,6 +2,7 @@
 import { parseArgs } from "node:util";
 import { pino } from "pino";
 import { startKubeDouble } from "../../kube-double/index.ts";
+import { serveUntilSignal } from "../serve-until-signal.ts";
 
 const USAGE = `Usage: gpuvm-operator kube-double [flags]
 
@@ -62,15 +63,6 @@ export async function main(argv: string[]): Promise<number> {
   });
   if (values["kubeconfig-out"] !== undefined) await double.writeKubeconfig(values["kubeconfig-out"]);
   process.stdout.write(`${double.url}\n`);
-  await new Promise<void>((resolve) => {
-    const stop = (): void => {
-      process.off("SIGINT", stop);
-      process.off("SIGTERM", stop);
-      resolve();
-    };
-    process.on("SIGINT", stop);
-    process.on("SIGTERM", stop);
-  });
-  await double.close();
+  await serveUntilSignal(double);
   return 0;
 }

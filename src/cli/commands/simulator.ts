@@ -6,6 +6,7 @@ import { VM_TYPES } from "../../cloud/wire.ts";
 import { LOCATIONS } from "../../simulator/catalogue.ts";
 import { FaultConfigSchema } from "../../simulator/faults.ts";
 import type { SimulatorOptions } from "../../simulator/index.ts";
+import { serveUntilSignal } from "../serve-until-signal.ts";
 
 const HELP = `Usage: gpuvm-operator simulator [flags]
 
@@ -154,16 +155,7 @@ export async function main(argv: string[]): Promise<number> {
       "",
     ].join("\n"),
   );
-  await new Promise<void>((resolve) => {
-    const stop = () => {
-      process.off("SIGINT", stop);
-      process.off("SIGTERM", stop);
-      resolve();
-    };
-    process.on("SIGINT", stop);
-    process.on("SIGTERM", stop);
-  });
-  await simulator.close();
+  await serveUntilSignal(simulator);
   process.stdout.write("simulator stopped\n");
   return 0;
 }

@@ -1,0 +1,79 @@
+// A JSON state file that survives a restart: read back at start (absent → `undefined`), written debounced and
+// atomically (temp file + rename). The caller checks the shape of what it reads. Depends on nothing of ours.
+import { readFile, rename, writeFile } from "node:fs/promises";
+
+export class StateFileError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "StateFileError";
+  }
+}
+
+/** Read and parse a JSON file; `undefined` when it does not exist yet (JSON never parses to `undefined`). */
+export async function readJsonStateFile(path: string): Promise<unknown> {
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw new StateFileError(`cannot read state file ${path}`, { cause: error });
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw new StateFileError(`state file ${path} is not valid JSON`, { cause: error });
+  }
+}
+
+/** Debounced atomic writer: `markDirty()` schedules one write of `snapshot()`; writes never overlap. */
+export class JsonStateFileWriter {
+  readonly #path: string;
+  readonly #snapshot: () => unknown;
+  readonly #debounceMs: number;
+  readonly #onError: (error: unknown) => void;
+  #timer: NodeJS.Timeout | undefined;
+  #writing: Promise<void> = Promise.resolve();
+  #sequence = 0;
+
+  constructor(options: {
+    path: string;
+    snapshot: () => unknown;
+    debounceMs: number;
+    onError: (error: unknown) => void;
+  }) {
+    this.#path = options.path;
+    this.#snapshot = options.snapshot;
+    this.#debounceMs = options.debounceMs;
+    this.#onError = options.onError;
+  }
+
+  markDirty(): void {
+    if (this.#timer !== undefined) return;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      void this.#write();
+    }, this.#debounceMs);
+  }
+
+  #write(): Promise<void> {
+    const text = JSON.stringify(this.#snapshot());
+    const temp = `${this.#path}.${process.pid}.${this.#sequence++}.tmp`;
+    this.#writing = this.#writing
+      .then(async () => {
+        await writeFile(temp, text);
+        await rename(temp, this.#path);
+      })
+      .catch(this.#onError);
+    return this.#writing;
+  }
+
+  /** Write pending changes now (on close) and wait for every write to finish. */
+  async flush(): Promise<void> {
+    if (this.#timer !== undefined) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+      await this.#write();
+    }
+    await this.#writing;
+  }
+}
