@@ -1,0 +1,416 @@
+// `gpuvm-operator playground` (`npm start`): the GPU cloud API simulator, the Kubernetes API test double and the
+// operator on one machine, so that `kubectl apply -f examples/` works without a cluster or a cloud account.
+// The operator runs as a child process so that it can be stopped and restarted on its own.
+import { type ChildProcess, spawn } from "node:child_process";
+import { chmod, mkdir, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { createInterface } from "node:readline";
+import { parseArgs } from "node:util";
+
+const REPO_ROOT = path.resolve(import.meta.dirname, "../../..");
+const MAIN_SCRIPT = path.join(REPO_ROOT, "src/cli/main.ts");
+const CREDENTIALS_NAMESPACE = "default";
+const CREDENTIALS_SECRET = "gpucloud-credentials";
+const OPERATOR_STOP_TIMEOUT_MS = 15_000;
+
+export const PLAYGROUND_DEFAULTS = {
+  port: 8090,
+  cloudPort: 8091,
+  metricsPort: 8092,
+  healthPort: 8093,
+  stateDir: ".playground",
+  latencyMs: 1500,
+} as const;
+
+/** Printed once everything is up; the e2e suite waits for it. */
+export const READY_LINE = "Playground ready.";
+
+export interface PlaygroundOptions {
+  port: number;
+  cloudPort: number;
+  metricsPort: number;
+  healthPort: number;
+  stateDir: string;
+  latencyMs: number;
+  withoutOperator: boolean;
+}
+
+export class PlaygroundUsageError extends Error {
+  override name = "PlaygroundUsageError";
+}
+
+const HELP = `Usage: gpuvm-operator playground [flags]
+
+Starts the GPU cloud API simulator, the Kubernetes API test double and the operator, creates the Secret
+${CREDENTIALS_NAMESPACE}/${CREDENTIALS_SECRET}, and writes <state-dir>/kubeconfig and <state-dir>/cloud.json.
+Ctrl-C stops everything. State is kept in <state-dir>, so a restart finds the same objects.
+
+Flags:
+  --port <n>             Kubernetes API test double port, plain HTTP on 127.0.0.1 (default ${PLAYGROUND_DEFAULTS.port}; 0 picks a free one)
+  --cloud-port <n>       GPU cloud API simulator port (default ${PLAYGROUND_DEFAULTS.cloudPort})
+  --metrics-port <n>     operator /metrics port (default ${PLAYGROUND_DEFAULTS.metricsPort})
+  --health-port <n>      operator /healthz and /readyz port (default ${PLAYGROUND_DEFAULTS.healthPort})
+  --state-dir <dir>      where the kubeconfig, cloud.json and both state files live (default ${PLAYGROUND_DEFAULTS.stateDir})
+  --latency-ms <n>       how long each simulated cloud operation takes (default ${PLAYGROUND_DEFAULTS.latencyMs})
+  --without-operator     start only the two servers and print the command that runs the operator against them
+  -h, --help             show this help
+`;
+
+function parsePort(flag: string, text: string | undefined, fallback: number): number {
+  if (text === undefined) return fallback;
+  const port = Number(text);
+  if (!/^\d+$/.test(text) || port > 65_535) {
+    throw new PlaygroundUsageError(`--${flag}: expected a port number 0-65535, got "${text}"`);
+  }
+  return port;
+}
+
+/** Parses the playground's flags; "help" for --help; throws PlaygroundUsageError on bad input. */
+export function parsePlaygroundArgs(argv: string[]): PlaygroundOptions | "help" {
+  let values: ReturnType<typeof parseFlags>["values"];
+  try {
+    values = parseFlags(argv).values;
+  } catch (error) {
+    throw new PlaygroundUsageError(error instanceof Error ? error.message : String(error), { cause: error });
+  }
+  if (values.help === true) return "help";
+  const latencyText = values["latency-ms"];
+  const latencyMs = latencyText === undefined ? PLAYGROUND_DEFAULTS.latencyMs : Number(latencyText);
+  if (latencyText !== undefined && !/^\d+$/.test(latencyText)) {
+    throw new PlaygroundUsageError(`--latency-ms: expected a whole number of milliseconds, got "${latencyText}"`);
+  }
+  return {
+    port: parsePort("port", values.port, PLAYGROUND_DEFAULTS.port),
+    cloudPort: parsePort("cloud-port", values["cloud-port"], PLAYGROUND_DEFAULTS.cloudPort),
+    metricsPort: parsePort("metrics-port", values["metrics-port"], PLAYGROUND_DEFAULTS.metricsPort),
+    healthPort: parsePort("health-port", values["health-port"], PLAYGROUND_DEFAULTS.healthPort),
+    stateDir: path.resolve(values["state-dir"] ?? PLAYGROUND_DEFAULTS.stateDir),
+    latencyMs,
+    withoutOperator: values["without-operator"] === true,
+  };
+}
+
+function parseFlags(argv: string[]) {
+  return parseArgs({
+    args: argv,
+    strict: true,
+    allowPositionals: false,
+    options: {
+      port: { type: "string" },
+      "cloud-port": { type: "string" },
+      "metrics-port": { type: "string" },
+      "health-port": { type: "string" },
+      "state-dir": { type: "string" },
+      "latency-ms": { type: "string" },
+      "without-operator": { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+}
+
+export interface OperatorArgsInput {
+  kubeconfigPath: string;
+  apiUrl: string;
+  metricsPort: number;
+  healthPort: number;
+  latencyMs: number;
+}
+
+/** Arguments after `node src/cli/main.ts` that run the operator against a playground. */
+export function operatorArgs(input: OperatorArgsInput): string[] {
+  // Poll operations about twice per simulated operation so progress shows quickly, within 100 ms..2 s.
+  const pollMs = Math.min(2000, Math.max(100, Math.round(input.latencyMs / 2)));
+  return [
+    "run",
+    "--kubeconfig",
+    input.kubeconfigPath,
+    "--api-url",
+    input.apiUrl,
+    "--credentials-secret",
+    `${CREDENTIALS_NAMESPACE}/${CREDENTIALS_SECRET}`,
+    "--metrics-bind-address",
+    `127.0.0.1:${input.metricsPort}`,
+    "--health-probe-bind-address",
+    `127.0.0.1:${input.healthPort}`,
+    "--operation-poll-interval",
+    `${pollMs}ms`,
+  ];
+}
+
+function shellQuote(argument: string): string {
+  return /^[\w@%+=:,./-]+$/.test(argument) ? argument : `'${argument.replaceAll("'", `'"'"'`)}'`;
+}
+
+interface KubeTarget {
+  url: string;
+}
+
+class PlaygroundSetupError extends Error {
+  override name = "PlaygroundSetupError";
+}
+
+async function kubeRequest(target: KubeTarget, method: string, route: string, body?: unknown): Promise<Response> {
+  const headers: Record<string, string> = { authorization: "Bearer playground", accept: "application/json" };
+  if (body !== undefined) {
+    headers["content-type"] = method === "PATCH" ? "application/merge-patch+json" : "application/json";
+  }
+  return fetch(new URL(route, target.url), {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+}
+
+async function expectStatus(response: Response, allowed: number[], what: string): Promise<void> {
+  if (allowed.includes(response.status)) return;
+  const text = await response.text();
+  throw new PlaygroundSetupError(`${what}: HTTP ${response.status} ${text.slice(0, 300)}`);
+}
+
+/** Namespace `default` and the credentials Secret the examples rely on (created or brought up to date). */
+async function ensureCredentials(
+  target: KubeTarget,
+  cloud: { url: string; apiKey: string; projectId: string },
+): Promise<void> {
+  const namespace = await kubeRequest(target, "POST", "/api/v1/namespaces", {
+    apiVersion: "v1",
+    kind: "Namespace",
+    metadata: { name: CREDENTIALS_NAMESPACE },
+  });
+  await expectStatus(namespace, [200, 201, 409], `creating namespace ${CREDENTIALS_NAMESPACE}`);
+  const stringData = { apiKey: cloud.apiKey, projectId: cloud.projectId, apiUrl: cloud.url };
+  const data = Object.fromEntries(
+    Object.entries(stringData).map(([key, value]) => [key, Buffer.from(value).toString("base64")]),
+  );
+  const secretPath = `/api/v1/namespaces/${CREDENTIALS_NAMESPACE}/secrets`;
+  const created = await kubeRequest(target, "POST", secretPath, {
+    apiVersion: "v1",
+    kind: "Secret",
+    type: "Opaque",
+    metadata: { name: CREDENTIALS_SECRET, namespace: CREDENTIALS_NAMESPACE },
+    data,
+  });
+  if (created.status === 409) {
+    // Kept from an earlier run (state dir): the simulator may have new keys, so bring the data up to date.
+    const patched = await kubeRequest(target, "PATCH", `${secretPath}/${CREDENTIALS_SECRET}`, { data });
+    await expectStatus(patched, [200], `updating Secret ${CREDENTIALS_NAMESPACE}/${CREDENTIALS_SECRET}`);
+    return;
+  }
+  await expectStatus(created, [200, 201], `creating Secret ${CREDENTIALS_NAMESPACE}/${CREDENTIALS_SECRET}`);
+}
+
+const LEVEL_NAMES: Record<number, string> = {
+  10: "TRACE",
+  20: "DEBUG",
+  30: "INFO",
+  40: "WARN",
+  50: "ERROR",
+  60: "FATAL",
+};
+const HIDDEN_LOG_FIELDS = new Set(["level", "time", "msg", "pid", "hostname", "v"]);
+
+/** One pino JSON line as `HH:MM:SS LEVEL message key=value …`; other lines unchanged. */
+export function formatOperatorLogLine(line: string): string {
+  let record: unknown;
+  try {
+    record = JSON.parse(line);
+  } catch {
+    return line; // not JSON (a stack trace, a warning from Node): show it as it is
+  }
+  if (typeof record !== "object" || record === null || Array.isArray(record)) return line;
+  const fields = record as Record<string, unknown>;
+  const time = typeof fields.time === "number" ? new Date(fields.time).toISOString().slice(11, 19) : "";
+  const level = typeof fields.level === "number" ? (LEVEL_NAMES[fields.level] ?? String(fields.level)) : "";
+  const message = typeof fields.msg === "string" ? fields.msg : "";
+  const extras = Object.entries(fields)
+    .filter(([key]) => !HIDDEN_LOG_FIELDS.has(key))
+    .map(([key, value]) => `${key}=${typeof value === "string" ? value : JSON.stringify(value)}`);
+  return [time, level.padEnd(5), message, ...extras].filter((part) => part !== "").join(" ");
+}
+
+function forwardLines(stream: NodeJS.ReadableStream, write: (line: string) => void): void {
+  createInterface({ input: stream, crlfDelay: Number.POSITIVE_INFINITY }).on("line", write);
+}
+
+function startOperator(args: string[]): ChildProcess {
+  const child = spawn(process.execPath, [MAIN_SCRIPT, ...args], {
+    cwd: REPO_ROOT,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: process.env,
+    // Its own process group: Ctrl-C reaches only the playground, which then stops the operator first.
+    detached: true,
+  });
+  const killOnExit = (): void => {
+    child.kill("SIGKILL");
+  };
+  process.once("exit", killOnExit);
+  child.once("exit", () => process.off("exit", killOnExit));
+  if (child.stdout !== null) {
+    forwardLines(child.stdout, (line) => process.stdout.write(`[operator] ${formatOperatorLogLine(line)}\n`));
+  }
+  if (child.stderr !== null) {
+    forwardLines(child.stderr, (line) => process.stderr.write(`[operator] ${formatOperatorLogLine(line)}\n`));
+  }
+  return child;
+}
+
+/** SIGTERM, then SIGKILL if it has not exited in time. Resolves once the child is gone. */
+async function stopOperator(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), OPERATOR_STOP_TIMEOUT_MS);
+  await exited;
+  clearTimeout(timer);
+}
+
+function waitForSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const onSignal = (signal: NodeJS.Signals): void => {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+      resolve(signal);
+    };
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
+  });
+}
+
+function describeListenError(error: unknown, options: PlaygroundOptions): string {
+  const code = typeof error === "object" && error !== null && "code" in error ? error.code : undefined;
+  if (code === "EADDRINUSE") {
+    return `a port is already in use (kube API ${options.port}, cloud ${options.cloudPort}): is another playground running? Pick others with --port and --cloud-port, or 0 for free ones`;
+  }
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** A path as people type it: relative below the working directory, absolute elsewhere. */
+function displayPath(target: string): string {
+  const relative = path.relative(process.cwd(), target);
+  return relative === "" || relative.startsWith("..") || path.isAbsolute(relative) ? target : relative;
+}
+
+function nextSteps(options: {
+  stateDir: string;
+  kubeUrl: string;
+  cloud: { url: string; projectId: string };
+  operatorCommand: string | undefined;
+}): string {
+  const kubeconfig = displayPath(path.join(options.stateDir, "kubeconfig"));
+  const cloudFile = displayPath(path.join(options.stateDir, "cloud.json"));
+  const lines = [
+    "",
+    `Kubernetes API test double: ${options.kubeUrl}   (kubeconfig: ${kubeconfig})`,
+    `GPU cloud API simulator:    ${options.cloud.url}   (API key and project: ${cloudFile})`,
+    `Credentials Secret:         ${CREDENTIALS_NAMESPACE}/${CREDENTIALS_SECRET} (apiKey, projectId, apiUrl)`,
+    "",
+  ];
+  if (options.operatorCommand !== undefined) {
+    lines.push("The operator is not running. Start it (and stop/restart it at will) in another shell:", "");
+    lines.push(`  ${options.operatorCommand}`, "");
+  }
+  const requirePath = path.isAbsolute(cloudFile) ? cloudFile : `./${cloudFile}`;
+  lines.push(
+    "Next, in another shell:",
+    "",
+    `  export KUBECONFIG=${path.isAbsolute(kubeconfig) ? kubeconfig : `$PWD/${kubeconfig}`}`,
+    "  kubectl apply -f examples/",
+    "  kubectl get gpucloud -w",
+    "  kubectl wait --for=condition=Ready gvm/trainer --timeout=2m",
+    `  curl -H "Authorization: Bearer $(node -p 'require(${JSON.stringify(requirePath)}).apiKey')" ${options.cloud.url}/projects/${options.cloud.projectId}/vms`,
+    "  kubectl delete -f examples/",
+    "",
+    "Ctrl-C stops everything; the state stays in the state directory for the next start.",
+    READY_LINE,
+    "",
+  );
+  return lines.join("\n");
+}
+
+export async function main(argv: string[]): Promise<number> {
+  let options: PlaygroundOptions | "help";
+  try {
+    options = parsePlaygroundArgs(argv);
+  } catch (error) {
+    process.stderr.write(
+      `gpuvm-operator playground: ${error instanceof Error ? error.message : String(error)}\n\n${HELP}`,
+    );
+    return 2;
+  }
+  if (options === "help") {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  return runPlayground(options);
+}
+
+async function runPlayground(options: PlaygroundOptions): Promise<number> {
+  // Imported here so that `--help` and flag errors answer at once.
+  const { startSimulator } = await import("../../simulator/index.ts");
+  const { startKubeDouble } = await import("../../kube-double/index.ts");
+  await mkdir(options.stateDir, { recursive: true });
+  const kubeconfigPath = path.join(options.stateDir, "kubeconfig");
+  const closers: (() => Promise<void>)[] = [];
+  const closeAll = async (): Promise<void> => {
+    for (const close of closers.reverse()) await close();
+  };
+  let operator: ChildProcess | undefined;
+  let stopping = false;
+  const signal = waitForSignal();
+  try {
+    const simulator = await startSimulator({
+      port: options.cloudPort,
+      latencyMs: options.latencyMs,
+      stateFile: path.join(options.stateDir, "cloud-state.json"),
+    });
+    closers.push(() => simulator.close());
+    const kube = await startKubeDouble({
+      port: options.port,
+      crdDir: path.join(REPO_ROOT, "crds"),
+      stateFile: path.join(options.stateDir, "cluster-state.json"),
+    });
+    closers.push(() => kube.close());
+    await kube.writeKubeconfig(kubeconfigPath);
+    const cloud = { url: simulator.url, apiKey: simulator.apiKey, projectId: simulator.projectId };
+    await ensureCredentials(kube, cloud);
+    const cloudFile = path.join(options.stateDir, "cloud.json");
+    await writeFile(cloudFile, `${JSON.stringify(cloud, null, 2)}\n`, { mode: 0o600 });
+    await chmod(cloudFile, 0o600); // the file may predate this run with looser permissions
+    const args = operatorArgs({
+      kubeconfigPath,
+      apiUrl: simulator.url,
+      metricsPort: options.metricsPort,
+      healthPort: options.healthPort,
+      latencyMs: options.latencyMs,
+    });
+    const commandLine = ["node", displayPath(MAIN_SCRIPT), ...args].map(shellQuote).join(" ");
+    if (!options.withoutOperator) {
+      operator = startOperator(args);
+      operator.on("exit", (code, exitSignal) => {
+        if (stopping) return;
+        process.stderr.write(
+          `[playground] the operator exited (${exitSignal ?? `code ${code}`}); the servers keep running. Run it again with:\n  ${commandLine}\n`,
+        );
+      });
+    }
+    process.stdout.write(
+      nextSteps({
+        stateDir: options.stateDir,
+        kubeUrl: kube.url,
+        cloud,
+        operatorCommand: options.withoutOperator ? commandLine : undefined,
+      }),
+    );
+  } catch (error) {
+    process.stderr.write(`gpuvm-operator playground: ${describeListenError(error, options)}\n`);
+    await closeAll();
+    return 1;
+  }
+  const received = await signal;
+  stopping = true;
+  process.stdout.write(`\n[playground] ${received}: stopping the operator, then the servers…\n`);
+  if (operator !== undefined) await stopOperator(operator);
+  await closeAll();
+  process.stdout.write("[playground] stopped.\n");
+  return 0;
+}

@@ -1,0 +1,245 @@
+// Helpers for the end-to-end journeys: run the playground (and the operator) as real child processes on free
+// ports and a temporary state directory, drive it with kubectl from PATH and with client-node, and read the
+// cloud through the simulator's own HTTP API.
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import { CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
+import { operatorArgs, READY_LINE } from "../../src/cli/commands/playground.ts";
+
+const run = promisify(execFile);
+export const REPO_ROOT = path.resolve(import.meta.dirname, "../..");
+const MAIN_SCRIPT = path.join(REPO_ROOT, "src/cli/main.ts");
+
+export interface CloudInfo {
+  url: string;
+  apiKey: string;
+  projectId: string;
+}
+
+/** A child process whose output is kept (for assertions and for failure messages). */
+export class RunningProcess {
+  readonly child: ChildProcess;
+  #output = "";
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+
+  constructor(args: string[]) {
+    this.child = spawn(process.execPath, [MAIN_SCRIPT, ...args], {
+      cwd: REPO_ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    this.child.stdout?.on("data", (chunk: Buffer) => this.#append(chunk));
+    this.child.stderr?.on("data", (chunk: Buffer) => this.#append(chunk));
+    this.exited = new Promise((resolve) => this.child.once("exit", (code, signal) => resolve({ code, signal })));
+  }
+
+  #append(chunk: Buffer): void {
+    this.#output += chunk.toString("utf8");
+    // Bounded: a long journey must not keep megabytes of logs.
+    if (this.#output.length > 2_000_000) this.#output = this.#output.slice(-1_000_000);
+  }
+
+  get output(): string {
+    return this.#output;
+  }
+
+  /** Resolves when `text` has been printed; rejects if the process exits first or the time runs out. */
+  async waitForOutput(text: string, timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!this.#output.includes(text)) {
+      if (this.child.exitCode !== null || this.child.signalCode !== null) {
+        throw new Error(`process exited before printing "${text}":\n${this.#output.slice(-4000)}`);
+      }
+      if (Date.now() > deadline)
+        throw new Error(`"${text}" not printed within ${timeoutMs} ms:\n${this.#output.slice(-4000)}`);
+      await sleep(50);
+    }
+  }
+
+  async stop(signal: NodeJS.Signals = "SIGTERM"): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
+    return this.exited;
+  }
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Polls `check` until it returns a value other than undefined. */
+export async function eventually<T>(
+  description: string,
+  check: () => Promise<T | undefined>,
+  timeoutMs = 60_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const value = await check();
+      if (value !== undefined) return value;
+    } catch (error) {
+      lastError = error; // keep polling: the thing may not exist yet
+    }
+    await sleep(200);
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${description}`, { cause: lastError });
+}
+
+export interface Playground {
+  process: RunningProcess;
+  stateDir: string;
+  kubeconfigPath: string;
+  /** Base URL of the Kubernetes API test double. */
+  kubeUrl: string;
+  cloud: CloudInfo;
+  kubectl(...args: string[]): Promise<string>;
+  customObjects: CustomObjectsApi;
+  cloudGet(route: string): Promise<unknown>;
+  /** The operator command, as the playground would run it, with free ports. */
+  operatorArgs(): string[];
+  /** Stops the playground (SIGTERM unless told) and removes its state directory unless kept. */
+  close(options?: { signal?: NodeJS.Signals; keepState?: boolean }): Promise<{ code: number | null }>;
+}
+
+export async function startPlayground(options: {
+  latencyMs: number;
+  withoutOperator?: boolean;
+  /** Reuse the state of an earlier playground; a fresh temporary directory otherwise. */
+  stateDir?: string;
+}): Promise<Playground> {
+  const stateDir = options.stateDir ?? (await mkdtemp(path.join(tmpdir(), "gpuvm-e2e-")));
+  const args = ["playground", "--port", "0", "--cloud-port", "0", "--metrics-port", "0", "--health-port", "0"];
+  args.push("--state-dir", stateDir, "--latency-ms", String(options.latencyMs));
+  if (options.withoutOperator === true) args.push("--without-operator");
+  const playground = new RunningProcess(args);
+  try {
+    await playground.waitForOutput(READY_LINE, 60_000);
+  } catch (error) {
+    await playground.stop("SIGKILL");
+    await rm(stateDir, { recursive: true, force: true });
+    throw error;
+  }
+  const kubeconfigPath = path.join(stateDir, "kubeconfig");
+  const cloud = JSON.parse(await readFile(path.join(stateDir, "cloud.json"), "utf8")) as CloudInfo;
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromFile(kubeconfigPath);
+  const kubeUrl = kubeConfig.getCurrentCluster()?.server;
+  if (kubeUrl === undefined) throw new Error(`no cluster in ${kubeconfigPath}`);
+  return {
+    process: playground,
+    stateDir,
+    kubeconfigPath,
+    kubeUrl,
+    cloud,
+    customObjects: kubeConfig.makeApiClient(CustomObjectsApi),
+    async kubectl(...kubectlArgs: string[]): Promise<string> {
+      try {
+        const { stdout } = await run("kubectl", kubectlArgs, {
+          cwd: REPO_ROOT,
+          env: { ...process.env, KUBECONFIG: kubeconfigPath },
+          timeout: 150_000,
+        });
+        return stdout;
+      } catch (error) {
+        const stderr = (error as { stderr?: string }).stderr ?? "";
+        throw new Error(`kubectl ${kubectlArgs.join(" ")} failed: ${stderr}`, { cause: error });
+      }
+    },
+    async cloudGet(route: string): Promise<unknown> {
+      const response = await fetch(`${cloud.url}${route}`, { headers: { authorization: `Bearer ${cloud.apiKey}` } });
+      if (!response.ok) throw new Error(`GET ${route}: HTTP ${response.status} ${await response.text()}`);
+      return response.json();
+    },
+    operatorArgs(): string[] {
+      return operatorArgs({
+        kubeconfigPath,
+        apiUrl: cloud.url,
+        metricsPort: 0,
+        healthPort: 0,
+        latencyMs: options.latencyMs,
+      });
+    },
+    async close(closeOptions = {}): Promise<{ code: number | null }> {
+      const exit = await playground.stop(closeOptions.signal ?? "SIGTERM");
+      if (closeOptions.keepState !== true) await rm(stateDir, { recursive: true, force: true });
+      return exit;
+    },
+  };
+}
+
+export function startOperator(playground: Playground): RunningProcess {
+  return new RunningProcess(playground.operatorArgs());
+}
+
+export const KINDS = [
+  { plural: "gpuvms", kind: "GpuVm", cloudRoute: "vms" },
+  { plural: "gpudisks", kind: "GpuDisk", cloudRoute: "disks" },
+  { plural: "gpunetworks", kind: "GpuNetwork", cloudRoute: "vpc/networks" },
+  { plural: "gpufirewallrules", kind: "GpuFirewallRule", cloudRoute: "vpc/firewall-rules" },
+] as const;
+
+export interface CustomObject {
+  metadata: { name: string; namespace: string; generation?: number; finalizers?: string[] };
+  spec: Record<string, unknown>;
+  status?: {
+    id?: string;
+    observedGeneration?: number;
+    conditions?: { type: string; status: string; reason?: string; message?: string }[];
+    [field: string]: unknown;
+  };
+}
+
+export async function listObjects(playground: Playground, plural: string): Promise<CustomObject[]> {
+  const list = (await playground.customObjects.listNamespacedCustomObject({
+    group: "gpucloud.dev",
+    version: "v1alpha1",
+    namespace: "default",
+    plural,
+  })) as { items: CustomObject[] };
+  return list.items;
+}
+
+export function isReady(object: CustomObject): boolean {
+  const ready = object.status?.conditions?.find((condition) => condition.type === "Ready");
+  return ready?.status === "True" && object.status?.observedGeneration === object.metadata.generation;
+}
+
+/**
+ * Every cloud item of one kind that a user's objects can own (the VM list is paged; the other lists are not).
+ * The cloud creates a network named `default` by itself with a project's first VM; nothing owns that one.
+ */
+export async function listCloud(playground: Playground, route: string): Promise<Record<string, unknown>[]> {
+  const body = (await playground.cloudGet(
+    `/projects/${playground.cloud.projectId}/${route}${route === "vms" ? "?limit=500" : ""}`,
+  )) as { items?: Record<string, unknown>[] };
+  const items = body.items ?? [];
+  return route === "vpc/networks" ? items.filter((item) => item.name !== "default") : items;
+}
+
+export function conditionSummary(objects: CustomObject[]): string {
+  return objects
+    .map((object) => {
+      const conditions = (object.status?.conditions ?? []).map((c) => `${c.type}=${c.status}(${c.reason ?? ""})`);
+      return `${object.metadata.name}: ${conditions.join(" ")}`;
+    })
+    .join("; ");
+}
+
+/** Waits until every object of the four kinds is Ready for its current generation. */
+export async function waitAllReady(playground: Playground, timeoutMs = 120_000): Promise<void> {
+  let summary = "";
+  await eventually(
+    "every object Ready",
+    async () => {
+      const all = (await Promise.all(KINDS.map((kind) => listObjects(playground, kind.plural)))).flat();
+      summary = conditionSummary(all);
+      return all.length > 0 && all.every(isReady) ? true : undefined;
+    },
+    timeoutMs,
+  ).catch((error: unknown) => {
+    throw new Error(`${(error as Error).message}; last seen: ${summary}`, { cause: error });
+  });
+}

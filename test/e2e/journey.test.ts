@@ -1,0 +1,127 @@
+// The newcomer's journey: playground up, `kubectl apply -f examples/`, everything Ready, changes reach the cloud,
+// `kubectl delete -f examples/` empties the cloud and leaves no finalizer behind.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  eventually,
+  KINDS,
+  listCloud,
+  listObjects,
+  type Playground,
+  startPlayground,
+  waitAllReady,
+} from "./harness.ts";
+
+const GIB = 1024 ** 3;
+
+function sizeInBytes(size: unknown): number {
+  const match = typeof size === "string" ? /^(\d+)(GiB|TiB)$/.exec(size) : null;
+  if (match === null) throw new Error(`not a size: ${String(size)}`);
+  return Number(match[1]) * (match[2] === "TiB" ? 1024 * GIB : GIB);
+}
+
+describe("playground journey", () => {
+  let playground: Playground;
+
+  beforeAll(async () => {
+    playground = await startPlayground({ latencyMs: 200 });
+  });
+
+  afterAll(async () => {
+    if (playground === undefined) return;
+    const exit = await playground.close({ signal: "SIGTERM" });
+    // Ctrl-C/SIGTERM is a clean stop: the operator first, then the servers, exit code 0.
+    expect(exit.code).toBe(0);
+    expect(playground.process.output).toContain("[playground] stopped.");
+  });
+
+  it("writes a kubeconfig, cloud.json and the credentials Secret", async () => {
+    expect(playground.cloud.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v0\.1$/);
+    const secret = await playground.kubectl("get", "secret", "gpucloud-credentials", "-n", "default", "-o", "json");
+    const data = (JSON.parse(secret) as { data: Record<string, string> }).data;
+    expect(Buffer.from(data.projectId ?? "", "base64").toString()).toBe(playground.cloud.projectId);
+    expect(Buffer.from(data.apiUrl ?? "", "base64").toString()).toBe(playground.cloud.url);
+  });
+
+  it("makes every example Ready and creates one cloud resource per object", async () => {
+    await playground.kubectl("apply", "-f", "examples/");
+    await playground.kubectl("wait", "--for=condition=Ready", "gvm/trainer", "--timeout=120s");
+    await waitAllReady(playground);
+    for (const kind of KINDS) {
+      const objects = await listObjects(playground, kind.plural);
+      const cloudIds = (await listCloud(playground, kind.cloudRoute)).map((item) => item.id);
+      expect(cloudIds.sort(), kind.kind).toEqual(objects.map((object) => object.status?.id).sort());
+    }
+    const table = await playground.kubectl("get", "gpucloud");
+    expect(table).toContain("trainer");
+  });
+
+  it("stops and starts the VM when spec.powerState changes", async () => {
+    const [vm] = await listObjects(playground, "gpuvms");
+    const vmId = vm?.status?.id;
+    expect(vmId).toBeTypeOf("string");
+    const vmRoute = `/projects/${playground.cloud.projectId}/vms/${vmId}`;
+    await playground.kubectl("patch", "gvm/trainer", "--type=merge", "-p", '{"spec":{"powerState":"Stopped"}}');
+    await eventually("the cloud VM stopped", async () => {
+      const cloudVm = (await playground.cloudGet(vmRoute)) as { state: string };
+      return cloudVm.state === "STATE_STOPPED" ? true : undefined;
+    });
+    await playground.kubectl("patch", "gvm/trainer", "--type=merge", "-p", '{"spec":{"powerState":"Running"}}');
+    await eventually("the cloud VM running again", async () => {
+      const cloudVm = (await playground.cloudGet(vmRoute)) as { state: string };
+      return cloudVm.state === "STATE_RUNNING" ? true : undefined;
+    });
+    await waitAllReady(playground);
+  });
+
+  it("changes the VM type within its family and grows the disk", async () => {
+    const [vm] = await listObjects(playground, "gpuvms");
+    const [disk] = await listObjects(playground, "gpudisks");
+    const currentType = String(vm?.spec.type);
+    const family = currentType.slice(0, currentType.lastIndexOf("."));
+    const newType = currentType === `${family}.1x` ? `${family}.2x` : `${family}.1x`;
+    const grownBytes = sizeInBytes(disk?.spec.size) + 1024 * GIB;
+    const grownSize = `${grownBytes / (1024 * GIB)}TiB`;
+    await playground.kubectl("patch", "gvm/trainer", "--type=merge", "-p", JSON.stringify({ spec: { type: newType } }));
+    await playground.kubectl(
+      "patch",
+      `gpudisk/${disk?.metadata.name}`,
+      "--type=merge",
+      "-p",
+      JSON.stringify({ spec: { size: grownSize } }),
+    );
+    const projectRoute = `/projects/${playground.cloud.projectId}`;
+    await eventually(
+      "the cloud VM to have the new type and run again",
+      async () => {
+        const cloudVm = (await playground.cloudGet(`${projectRoute}/vms/${vm?.status?.id}`)) as {
+          type: string;
+          state: string;
+        };
+        return cloudVm.type === newType && cloudVm.state === "STATE_RUNNING" ? true : undefined;
+      },
+      90_000,
+    );
+    await eventually("the cloud disk to have grown", async () => {
+      const cloudDisk = (await playground.cloudGet(`${projectRoute}/disks/${disk?.status?.id}`)) as { size: string };
+      return sizeInBytes(cloudDisk.size) === grownBytes ? true : undefined;
+    });
+    await waitAllReady(playground);
+  });
+
+  it("empties the cloud on kubectl delete -f examples/ (except what is orphaned) and leaves no finalizer", async () => {
+    // deletionPolicy: Orphan (the example disk uses it so that data outlives an experiment) keeps the cloud resource.
+    const orphanedIds = new Map<string, string[]>();
+    for (const kind of KINDS) {
+      const objects = await listObjects(playground, kind.plural);
+      const orphaned = objects.filter((object) => object.spec.deletionPolicy === "Orphan");
+      orphanedIds.set(kind.kind, orphaned.map((object) => String(object.status?.id)).sort());
+    }
+    await playground.kubectl("delete", "-f", "examples/", "--timeout=120s");
+    for (const kind of KINDS) {
+      expect(await listObjects(playground, kind.plural), kind.kind).toEqual([]);
+      // No waiting: a finalizer may only go once the cloud resource is gone.
+      const left = (await listCloud(playground, kind.cloudRoute)).map((item) => String(item.id)).sort();
+      expect(left, kind.kind).toEqual(orphanedIds.get(kind.kind));
+    }
+  });
+});

@@ -1,0 +1,83 @@
+// The playground's command line: help, flag errors, the operator command it prints, and its log formatting.
+import { describe, expect, it } from "vitest";
+import {
+  formatOperatorLogLine,
+  operatorArgs,
+  PLAYGROUND_DEFAULTS,
+  PlaygroundUsageError,
+  parsePlaygroundArgs,
+} from "../../src/cli/commands/playground.ts";
+import { RunningProcess } from "./harness.ts";
+
+describe("gpuvm-operator playground command line", () => {
+  it("prints every flag for --help and exits 0", async () => {
+    const help = new RunningProcess(["playground", "--help"]);
+    const exit = await help.exited;
+    expect(exit.code).toBe(0);
+    for (const flag of [
+      "--port",
+      "--cloud-port",
+      "--metrics-port",
+      "--state-dir",
+      "--latency-ms",
+      "--without-operator",
+    ]) {
+      expect(help.output).toContain(flag);
+    }
+  });
+
+  it("rejects a bad flag with a clear message and exit code 2", async () => {
+    const bad = new RunningProcess(["playground", "--port", "http"]);
+    const exit = await bad.exited;
+    expect(exit.code).toBe(2);
+    expect(bad.output).toContain('--port: expected a port number 0-65535, got "http"');
+  });
+
+  it.each([
+    [["--latency-ms", "-5"], "--latency-ms"],
+    [["--cloud-port", "70000"], "--cloud-port"],
+    [["--colour"], "colour"],
+    [["extra"], "extra"],
+  ])("refuses %j", (argv, mention) => {
+    expect(() => parsePlaygroundArgs(argv)).toThrow(PlaygroundUsageError);
+    expect(() => parsePlaygroundArgs(argv)).toThrow(mention);
+  });
+
+  it("has documented defaults", () => {
+    const options = parsePlaygroundArgs([]);
+    expect(options).toMatchObject({
+      port: PLAYGROUND_DEFAULTS.port,
+      cloudPort: PLAYGROUND_DEFAULTS.cloudPort,
+      latencyMs: 1500,
+      withoutOperator: false,
+    });
+    expect(options !== "help" && options.stateDir.endsWith(".playground")).toBe(true);
+  });
+
+  it("runs the operator with the playground's kubeconfig, simulator and credentials Secret", () => {
+    const args = operatorArgs({
+      kubeconfigPath: "/tmp/pg/kubeconfig",
+      apiUrl: "http://127.0.0.1:9/v0.1",
+      metricsPort: 8092,
+      healthPort: 8093,
+      latencyMs: 1500,
+    });
+    expect(args.join(" ")).toBe(
+      "run --kubeconfig /tmp/pg/kubeconfig --api-url http://127.0.0.1:9/v0.1 --credentials-secret default/gpucloud-credentials " +
+        "--metrics-bind-address 127.0.0.1:8092 --health-probe-bind-address 127.0.0.1:8093 --operation-poll-interval 750ms",
+    );
+  });
+
+  it("formats pino lines for people and passes other lines through", () => {
+    const line = JSON.stringify({
+      level: 30,
+      time: Date.UTC(2026, 10, 21, 9, 8, 7),
+      pid: 1,
+      msg: "created",
+      kind: "GpuVm",
+    });
+    expect(formatOperatorLogLine(line)).toBe("09:08:07 INFO  created kind=GpuVm");
+    expect(formatOperatorLogLine("    at Object.<anonymous>")).toBe("    at Object.<anonymous>");
+    expect(formatOperatorLogLine("[1,2]")).toBe("[1,2]");
+  });
+});
