@@ -1,4 +1,5 @@
-// `gpuvm-operator generate [--check] [--root DIR]`: writes crds/gpucloud.dev_<plural>.yaml and
+// `gpuvm-operator generate [--check] [--root DIR]`: writes crds/gpucloud.dev_<plural>.yaml, their copies for
+// kustomize (deploy/crds, which may not reach outside its folder) and Helm (charts/gpuvm-operator/crds), and
 // docs/crd-reference.md from src/api. With --check nothing is written; stale or missing files are listed and
 // the exit code is 1 (CI runs `npm run generate -- --check`).
 import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
@@ -9,12 +10,15 @@ import { generateCrds } from "../../api/crd.ts";
 import { generateCrdReference } from "../../api/reference-doc.ts";
 
 export const CRD_DIR = "crds";
+/** Copies of crds/ where packaging needs them inside its own folder. */
+export const CRD_COPY_DIRS = ["deploy/crds", "charts/gpuvm-operator/crds"];
 export const REFERENCE_DOC = "docs/crd-reference.md";
 const REPOSITORY_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 
 const USAGE = `Usage: gpuvm-operator generate [--check] [--root DIR]
 
-Writes ${CRD_DIR}/${GROUP}_<plural>.yaml and ${REFERENCE_DOC} from the zod schemas in src/api.
+Writes ${CRD_DIR}/${GROUP}_<plural>.yaml (and copies in ${CRD_COPY_DIRS.join(", ")}) and ${REFERENCE_DOC}
+from the zod schemas in src/api.
 
   --check     write nothing; list stale, missing or leftover files and exit 1 if there are any
   --root DIR  repository root to write into (default: this checkout)
@@ -22,8 +26,11 @@ Writes ${CRD_DIR}/${GROUP}_<plural>.yaml and ${REFERENCE_DOC} from the zod schem
 
 /** Every generated file, by path relative to the repository root. */
 export function generatedFiles(): { path: string; content: string }[] {
+  const crds = generateCrds();
   return [
-    ...generateCrds().map((crd) => ({ path: `${CRD_DIR}/${crd.fileName}`, content: crd.yaml })),
+    ...[CRD_DIR, ...CRD_COPY_DIRS].flatMap((dir) =>
+      crds.map((crd) => ({ path: `${dir}/${crd.fileName}`, content: crd.yaml })),
+    ),
     { path: REFERENCE_DOC, content: generateCrdReference() },
   ];
 }
@@ -37,18 +44,22 @@ async function readIfPresent(path: string): Promise<string | undefined> {
   }
 }
 
-/** CRD files of our group in crds/ that the generator no longer produces (a renamed or removed kind). */
+/** CRD files of our group that the generator no longer produces (a renamed or removed kind). */
 async function leftoverCrds(root: string, expected: Set<string>): Promise<string[]> {
-  const directory = join(root, CRD_DIR);
-  const names = await readdir(directory).catch((error: NodeJS.ErrnoException) => {
-    if (error.code === "ENOENT") return [] as string[];
-    throw error;
-  });
-  return names
-    .filter((name) => name.startsWith(`${GROUP}_`) && name.endsWith(".yaml"))
-    .map((name) => `${CRD_DIR}/${name}`)
-    .filter((path) => !expected.has(path))
-    .sort();
+  const leftovers: string[] = [];
+  for (const dir of [CRD_DIR, ...CRD_COPY_DIRS]) {
+    const names = await readdir(join(root, dir)).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === "ENOENT") return [] as string[];
+      throw error;
+    });
+    leftovers.push(
+      ...names
+        .filter((name) => name.startsWith(`${GROUP}_`) && name.endsWith(".yaml"))
+        .map((name) => `${dir}/${name}`)
+        .filter((path) => !expected.has(path)),
+    );
+  }
+  return leftovers.sort();
 }
 
 interface Options {
