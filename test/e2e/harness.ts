@@ -73,6 +73,7 @@ export async function eventually<T>(
   description: string,
   check: () => Promise<T | undefined>,
   timeoutMs = 60_000,
+  intervalMs = 200,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
@@ -83,7 +84,7 @@ export async function eventually<T>(
     } catch (error) {
       lastError = error; // keep polling: the thing may not exist yet
     }
-    await sleep(200);
+    await sleep(intervalMs);
   }
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${description}`, { cause: lastError });
 }
