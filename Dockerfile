@@ -1,0 +1,13 @@
+# Operator image: `docker build -t gpuvm-operator:0.1.0 .` (no image is published yet).
+# Node 24 runs the TypeScript sources directly (type stripping), so there is no build step; only production
+# dependencies are installed. The manifests in deploy/ and charts/ run `node /app/src/cli/main.ts run …`.
+FROM node:24-slim
+WORKDIR /app
+ENV NODE_ENV=production
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+COPY src ./src
+COPY crds ./crds
+USER 65532:65532
+ENTRYPOINT ["node", "/app/src/cli/main.ts"]
+CMD ["run"]
