@@ -1,9 +1,11 @@
-// The JSONPath subset CRD printer columns use: `.a.b`, `.a[0]`, `.a['b']` and `[?(@.type=="Ready")].status`.
+// The JSONPath subset CRD printer columns use: `.a.b`, `.a[0]`, `.a[*]`, `.a['b']` and
+// `[?(@.type=="Ready")].status`.
 import { isRecord } from "./types.ts";
 
 type Step =
   | { kind: "field"; name: string }
   | { kind: "index"; index: number }
+  | { kind: "all" }
   | { kind: "filter"; path: string[]; value: string | number | boolean };
 
 export class JsonPathError extends Error {
@@ -30,6 +32,7 @@ export function parseJsonPath(expression: string): Step[] {
   const patterns: [RegExp, (match: RegExpExecArray) => Step][] = [
     [/^\.([A-Za-z0-9_-]+)/, (match) => ({ kind: "field", name: match[1] ?? "" })],
     [/^\[(\d+)\]/, (match) => ({ kind: "index", index: Number(match[1]) })],
+    [/^\[\*\]/, () => ({ kind: "all" })],
     [/^\[(["'])([^"']*)\1\]/, (match) => ({ kind: "field", name: match[2] ?? "" })],
     [
       /^\[\?\(@((?:\.[A-Za-z0-9_-]+)+)\s*==\s*([^)]+)\)\]/,
@@ -66,6 +69,8 @@ export function evaluateJsonPath(root: unknown, expression: string): unknown[] {
     for (const value of current) {
       if (step.kind === "field" && isRecord(value) && value[step.name] !== undefined) next.push(value[step.name]);
       if (step.kind === "index" && Array.isArray(value) && step.index < value.length) next.push(value[step.index]);
+      if (step.kind === "all" && Array.isArray(value)) next.push(...value);
+      if (step.kind === "all" && isRecord(value)) next.push(...Object.values(value));
       if (step.kind === "filter" && Array.isArray(value)) {
         next.push(...value.filter((item) => walk(item, step.path) === step.value));
       }

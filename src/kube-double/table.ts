@@ -69,6 +69,7 @@ function cell(object: KubeObject, column: PrinterColumn): unknown {
     if (error instanceof JsonPathError) return null;
     throw error;
   }
+  // Like the real table convertor, a column shows the first value its path selects.
   const [first] = values;
   if (first === undefined || first === null) return null;
   if (column.type === "date") return typeof first === "string" ? humanAge(first) : null;

@@ -33,6 +33,12 @@ export class RunningProcess {
     this.child.stdout?.on("data", (chunk: Buffer) => this.#append(chunk));
     this.child.stderr?.on("data", (chunk: Buffer) => this.#append(chunk));
     this.exited = new Promise((resolve) => this.child.once("exit", (code, signal) => resolve({ code, signal })));
+    // A test that throws before its cleanup must not leave servers running after the worker exits.
+    const killOnExit = (): void => {
+      this.child.kill("SIGKILL");
+    };
+    process.once("exit", killOnExit);
+    void this.exited.then(() => process.off("exit", killOnExit));
   }
 
   #append(chunk: Buffer): void {

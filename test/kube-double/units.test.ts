@@ -110,6 +110,10 @@ describe("printer-column JSONPath", () => {
     expect(evaluateJsonPath(object, ".spec.disks[0].size")).toEqual(["1TiB"]);
     expect(evaluateJsonPath(object, '.status.conditions[?(@.type=="Ready")].status')).toEqual(["True"]);
     expect(evaluateJsonPath(object, ".status.missing")).toEqual([]);
+    expect(
+      evaluateJsonPath({ status: { attachedTo: [{ vmId: "a" }, { vmId: "b" }] } }, ".status.attachedTo[*].vmId"),
+    ).toEqual(["a", "b"]);
+    expect(evaluateJsonPath({ status: { attachedTo: [] } }, ".status.attachedTo[*].vmId")).toEqual([]);
   });
 
   it("formats ages like kubectl", () => {

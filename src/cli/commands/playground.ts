@@ -264,15 +264,27 @@ async function stopOperator(child: ChildProcess): Promise<void> {
   clearTimeout(timer);
 }
 
-function waitForSignal(): Promise<NodeJS.Signals> {
+const PARENT_CHECK_INTERVAL_MS = 1000;
+
+/**
+ * Resolves on SIGINT or SIGTERM, or when the process that started the playground is gone (it was re-parented):
+ * a test runner killed abruptly must not leave servers behind.
+ */
+function waitForStop(): Promise<NodeJS.Signals | "parent exited"> {
   return new Promise((resolve) => {
-    const onSignal = (signal: NodeJS.Signals): void => {
-      process.off("SIGINT", onSignal);
-      process.off("SIGTERM", onSignal);
-      resolve(signal);
+    const initialParent = process.ppid;
+    const finish = (reason: NodeJS.Signals | "parent exited"): void => {
+      process.off("SIGINT", finish);
+      process.off("SIGTERM", finish);
+      clearInterval(parentCheck);
+      resolve(reason);
     };
-    process.on("SIGINT", onSignal);
-    process.on("SIGTERM", onSignal);
+    const parentCheck = setInterval(() => {
+      if (process.ppid !== initialParent) finish("parent exited");
+    }, PARENT_CHECK_INTERVAL_MS);
+    parentCheck.unref(); // the servers keep the process alive, not this check
+    process.on("SIGINT", finish);
+    process.on("SIGTERM", finish);
   });
 }
 
@@ -315,7 +327,8 @@ function nextSteps(options: {
     "",
     `  export KUBECONFIG=${path.isAbsolute(kubeconfig) ? kubeconfig : `$PWD/${kubeconfig}`}`,
     "  kubectl apply -f examples/",
-    "  kubectl get gpucloud -w",
+    "  kubectl get gpucloud                 # all four kinds with READY and REASON",
+    "  kubectl get gvm -w                   # kubectl watches one resource type at a time",
     "  kubectl wait --for=condition=Ready gvm/trainer --timeout=2m",
     `  curl -H "Authorization: Bearer $(node -p 'require(${JSON.stringify(requirePath)}).apiKey')" ${options.cloud.url}/projects/${options.cloud.projectId}/vms`,
     "  kubectl delete -f examples/",
@@ -356,7 +369,7 @@ async function runPlayground(options: PlaygroundOptions): Promise<number> {
   };
   let operator: ChildProcess | undefined;
   let stopping = false;
-  const signal = waitForSignal();
+  const stopRequested = waitForStop();
   try {
     const simulator = await startSimulator({
       port: options.cloudPort,
@@ -406,7 +419,7 @@ async function runPlayground(options: PlaygroundOptions): Promise<number> {
     await closeAll();
     return 1;
   }
-  const received = await signal;
+  const received = await stopRequested;
   stopping = true;
   process.stdout.write(`\n[playground] ${received}: stopping the operator, then the servers…\n`);
   if (operator !== undefined) await stopOperator(operator);
