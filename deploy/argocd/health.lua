@@ -39,6 +39,10 @@ end
 if obj.metadata ~= nil and obj.metadata.generation ~= nil and status.observedGeneration ~= obj.metadata.generation then
   return { status = "Progressing", message = "Waiting for the operator to observe the latest generation" }
 end
+local conditionReconciling = findCondition("Reconciling")
+if conditionReconciling ~= nil and conditionReconciling.status == "True" then
+  return { status = "Progressing", message = conditionMessage(conditionReconciling, "Reconciling") }
+end
 local conditionStalled = findCondition("Stalled")
 if conditionStalled ~= nil and conditionStalled.status == "True" then
   return { status = "Degraded", message = conditionMessage(conditionStalled, "Stalled") }

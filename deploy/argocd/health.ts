@@ -17,7 +17,11 @@ export type HealthRule =
   | { when: "generationNotObserved"; status: HealthStatus; message: string }
   | { when: "conditionTrue"; condition: string; status: HealthStatus; message: string };
 
-/** kstatus order: deleting → Progressing; stale observedGeneration → Progressing; Stalled → Degraded; Ready → Healthy. */
+/**
+ * kstatus order: deleting → Progressing; stale observedGeneration → Progressing; Reconciling → Progressing;
+ * Stalled → Degraded; Ready → Healthy. Reconciling comes before Ready so that an object that stays Ready while an
+ * update is in flight (a resize, a power change) shows Progressing until the cloud has followed.
+ */
 export const HEALTH_RULES: readonly HealthRule[] = [
   { when: "deleting", status: "Progressing", message: "Deleting: waiting for the cloud resource to be removed" },
   {
@@ -25,6 +29,7 @@ export const HEALTH_RULES: readonly HealthRule[] = [
     status: "Progressing",
     message: "Waiting for the operator to observe the latest generation",
   },
+  { when: "conditionTrue", condition: "Reconciling", status: "Progressing", message: "Reconciling" },
   { when: "conditionTrue", condition: "Stalled", status: "Degraded", message: "Stalled" },
   { when: "conditionTrue", condition: "Ready", status: "Healthy", message: "Ready" },
 ];
