@@ -36,6 +36,8 @@ export interface OperatorConfig {
   credentialsSecret: { namespace: string; name: string } | undefined;
   logLevel: LogLevel;
   operationPollIntervalMs: number;
+  /** How long `Manager.start()` waits for the informer caches before it fails; 0 → forever. */
+  cacheSyncTimeoutMs: number;
 }
 
 export type ConfigResult =
@@ -118,6 +120,12 @@ const FLAGS: readonly FlagSpec[] = [
     type: "duration",
     default: "30s",
     help: "How long running reconciles may finish after SIGTERM",
+  },
+  {
+    name: "cache-sync-timeout",
+    type: "duration",
+    default: "2m",
+    help: "How long startup waits for the informer caches (e.g. CRDs missing) before exiting non-zero; 0 waits forever",
   },
   { name: "api-url", type: "string", default: "", help: "GPU cloud API base URL, e.g. https://api.example.com/v0.1" },
   { name: "api-rate-limit", type: "number", default: "10", help: "Cloud API requests per second per credential" },
@@ -236,6 +244,7 @@ function buildConfig(value: (name: string) => string): OperatorConfig {
     credentialsSecret: secretRef(value("credentials-secret")),
     logLevel: logLevel as LogLevel,
     operationPollIntervalMs: duration("operation-poll-interval", value),
+    cacheSyncTimeoutMs: value("cache-sync-timeout").trim() === "0" ? 0 : duration("cache-sync-timeout", value),
   };
 }
 

@@ -27,13 +27,16 @@ export {
   type InformerEvent,
   type InformerHandler,
   type InformerOptions,
+  ListTimeoutError,
   MultiNamespaceInformer,
+  missingResourceMessage,
   type ObjectInformer,
   ResilientInformer,
 } from "./informer.ts";
 export { KubeClient, type StatusObject } from "./kube.ts";
 export { LeaderElector, type LeaderElectorOptions } from "./leader-election.ts";
 export {
+  CacheSyncTimeoutError,
   type ControllerRegistration,
   defaultConfig,
   type InformerTuning,

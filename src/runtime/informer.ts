@@ -8,7 +8,9 @@
 // - ListWatch asks for neither bookmarks nor a timeout → a Watch subclass adds allowWatchBookmarks=true and a
 //   jittered timeoutSeconds;
 // - half-open connections hang silently → a watchdog relists when nothing (not even a bookmark) arrived for
-//   `staleAfterMs`.
+//   `staleAfterMs`; a list that hangs is aborted after `listTimeoutMs` and counts as an error;
+// - a list answered 404 (CRD not installed) → one actionable error log, then quiet retries; `syncError()`
+//   tells /readyz and the manager's cache-sync timeout why the informer has not synced.
 // The cache itself is ours, fed from every list (so a fresh ListWatch after a restart still reports deletes
 // that happened while we were disconnected) and from watch events.
 import {
@@ -20,6 +22,7 @@ import {
 } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { collectionPath, type KubeResource, type ListFunction, makeListFunction, resourceId } from "./resource.ts";
+import { statusOf } from "./status.ts";
 import { type Clock, jitter, systemClock, type TimerHandle } from "./time.ts";
 
 export type InformerEventType = "add" | "update" | "delete";
@@ -45,6 +48,8 @@ export interface ObjectInformer<T extends KubernetesObject = KubernetesObject> {
   hasSynced(): boolean;
   /** Resolves once synced, or when the signal aborts. */
   waitForSync(signal?: AbortSignal): Promise<void>;
+  /** Why it has not synced yet: the last list/watch error (undefined when synced or no error yet). */
+  syncError(): string | undefined;
   start(): void;
   stop(): Promise<void>;
 }
@@ -65,6 +70,8 @@ export interface InformerOptions {
   staleAfterMs?: number;
   /** Watchdog period (default 5 s). */
   staleCheckIntervalMs?: number;
+  /** A list that has not answered after this long fails and the informer restarts (default 60 s; 0 = never). */
+  listTimeoutMs?: number;
   /** Restart backoff after errors: base (default 1 s), doubling to max (default 30 s), jittered. */
   restartBaseDelayMs?: number;
   restartMaxDelayMs?: number;
@@ -137,6 +144,43 @@ function isWellFormedEvent(phase: string, apiObject: unknown): boolean {
   return typeof metadata === "object" && metadata !== null;
 }
 
+/** Thrown when a list did not answer within `listTimeoutMs`. */
+export class ListTimeoutError extends Error {
+  override name = "ListTimeoutError";
+}
+
+/**
+ * Runs `call` with a signal that aborts after `ms`, and rejects with ListTimeoutError then, whether or not the
+ * call honours the signal (a custom list function may not).
+ */
+function withTimeout<T>(
+  call: (signal?: AbortSignal) => Promise<T>,
+  ms: number,
+  clock: Clock,
+  message: string,
+): Promise<T> {
+  if (!(ms > 0)) return call();
+  const controller = new AbortController();
+  const promise = call(controller.signal);
+  return new Promise<T>((resolve, reject) => {
+    const timer = clock.setTimeout(() => {
+      const error = new ListTimeoutError(message);
+      reject(error);
+      controller.abort(error);
+    }, ms);
+    promise.then(
+      (value) => {
+        clock.clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clock.clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
+}
+
 function objectKey(object: KubernetesObject): string | undefined {
   const name = object.metadata?.name;
   if (!name) return undefined;
@@ -165,6 +209,8 @@ export class ResilientInformer<T extends KubernetesObject = KubernetesObject> im
   #restartTimer: TimerHandle | undefined;
   #watchdogTimer: TimerHandle | undefined;
   #lastActivityAt = 0;
+  #lastError: string | undefined;
+  #missingLogged = false;
 
   constructor(options: InformerOptions) {
     this.#options = options;
@@ -205,6 +251,10 @@ export class ResilientInformer<T extends KubernetesObject = KubernetesObject> im
       this.#syncWaiters.push(resolve);
       signal?.addEventListener("abort", () => resolve(), { once: true });
     });
+  }
+
+  syncError(): string | undefined {
+    return this.#synced ? undefined : this.#lastError;
   }
 
   /** When anything last arrived (list, connect, watch event or bookmark), epoch ms. */
@@ -289,7 +339,13 @@ export class ResilientInformer<T extends KubernetesObject = KubernetesObject> im
   /** Lists, and applies the list to our cache (deletes for objects gone since the last list included). */
   async #list(isCurrent: () => boolean): Promise<KubernetesListObject<T>> {
     // The runtime does not know T's schema: reconcilers parse what they read (zod) before trusting it.
-    const list = (await this.#listFunction()) as KubernetesListObject<T>;
+    const timeoutMs = this.#options.listTimeoutMs ?? 60_000;
+    const list = (await withTimeout(
+      (signal) => this.#listFunction(signal),
+      timeoutMs,
+      this.#clock,
+      `list of ${resourceId(this.resource)} did not answer within ${timeoutMs} ms`,
+    )) as KubernetesListObject<T>;
     if (!isCurrent()) return list;
     this.#options.onLifecycle?.({ type: "relist", reason: "list" });
     const seen = new Set<string>();
@@ -306,6 +362,11 @@ export class ResilientInformer<T extends KubernetesObject = KubernetesObject> im
     for (const item of list.items) this.#upsert(item);
     this.#touch();
     this.#consecutiveFailures = 0;
+    this.#lastError = undefined;
+    if (this.#missingLogged) {
+      this.#missingLogged = false;
+      this.#logger.info(`${resourceId(this.resource)} is served again`);
+    }
     if (!this.#synced) {
       this.#synced = true;
       this.#logger.info({ objects: list.items.length }, "informer synced");
@@ -317,9 +378,21 @@ export class ResilientInformer<T extends KubernetesObject = KubernetesObject> im
   #onError(error: unknown): void {
     const delay = this.#restartDelay();
     this.#consecutiveFailures++;
-    const reason = error instanceof Error ? error.message : String(error);
+    const missing = statusOf(error) === 404 && this.resource.group !== "";
+    const reason = missing
+      ? missingResourceMessage(this.resource)
+      : error instanceof Error
+        ? error.message
+        : String(error);
+    this.#lastError = reason;
     this.#options.onLifecycle?.({ type: "error", reason });
-    this.#logger.warn({ err: error, retryInMs: delay, failures: this.#consecutiveFailures }, "list/watch failed");
+    if (missing && !this.#missingLogged) {
+      // Once per informer (again only after it was served in between): the retries below stay at warn level.
+      this.#missingLogged = true;
+      this.#logger.error({ retryInMs: delay }, reason);
+    } else {
+      this.#logger.warn({ err: error, retryInMs: delay, failures: this.#consecutiveFailures }, "list/watch failed");
+    }
     if (this.#restartTimer !== undefined) return;
     this.#restartTimer = this.#clock.setTimeout(() => {
       this.#restartTimer = undefined;
@@ -391,6 +464,11 @@ export class ResilientInformer<T extends KubernetesObject = KubernetesObject> im
   }
 }
 
+/** The actionable message of a list answered 404: the API server does not serve the custom resource. */
+export function missingResourceMessage(resource: KubeResource): string {
+  return `the Kubernetes API has no ${resourceId(resource)}: install the CRDs (kubectl apply -f crds/)`;
+}
+
 /** One informer per watched namespace, read as one cache. */
 export class MultiNamespaceInformer<T extends KubernetesObject = KubernetesObject> implements ObjectInformer<T> {
   readonly resource: KubeResource;
@@ -426,6 +504,14 @@ export class MultiNamespaceInformer<T extends KubernetesObject = KubernetesObjec
 
   async waitForSync(signal?: AbortSignal): Promise<void> {
     await Promise.all([...this.#informers.values()].map((informer) => informer.waitForSync(signal)));
+  }
+
+  syncError(): string | undefined {
+    for (const [namespace, informer] of this.#informers) {
+      const error = informer.syncError();
+      if (error !== undefined) return `namespace ${namespace}: ${error}`;
+    }
+    return undefined;
   }
 
   start(): void {

@@ -15,7 +15,12 @@ import { LeaderElector } from "./leader-election.ts";
 import { Metrics } from "./metrics.ts";
 import { type KubeResource, resourceId } from "./resource.ts";
 import { healthRoute, metricsRoute, type RunningServer, startHttpServer } from "./server.ts";
-import { DurationError, parseDuration } from "./time.ts";
+import { DurationError, formatDuration, parseDuration } from "./time.ts";
+
+/** `Manager.start()` rejects with this when the caches did not sync within --cache-sync-timeout. */
+export class CacheSyncTimeoutError extends Error {
+  override name = "CacheSyncTimeoutError";
+}
 
 /** A secondary watch: when an object of `resource` changes, enqueue the keys `mapToKeys` returns. */
 export interface WatchMapping<T extends KubernetesObject = KubernetesObject> {
@@ -41,7 +46,12 @@ export interface ControllerRegistration {
 /** Informer tuning, mostly for tests (short stale windows, fast restarts). */
 export type InformerTuning = Pick<
   InformerOptions,
-  "watchTimeoutSeconds" | "staleAfterMs" | "staleCheckIntervalMs" | "restartBaseDelayMs" | "restartMaxDelayMs"
+  | "watchTimeoutSeconds"
+  | "staleAfterMs"
+  | "staleCheckIntervalMs"
+  | "restartBaseDelayMs"
+  | "restartMaxDelayMs"
+  | "listTimeoutMs"
 >;
 
 export interface ManagerOptions {
@@ -187,7 +197,21 @@ export class Manager {
     for (const informer of this.#informers.values()) informer.start();
     const aborted = new AbortController();
     void this.#stoppedPromise.then(() => aborted.abort());
-    await Promise.all([...this.#informers.values()].map((informer) => informer.waitForSync(aborted.signal)));
+    const synced = Promise.all([...this.#informers.values()].map((informer) => informer.waitForSync(aborted.signal)));
+    const timeoutMs = this.config.cacheSyncTimeoutMs;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timedOut = new Promise<"timeout">((resolve) => {
+      if (timeoutMs > 0) timer = setTimeout(() => resolve("timeout"), timeoutMs);
+    });
+    const result = await Promise.race([synced.then(() => "synced" as const), timedOut]);
+    clearTimeout(timer);
+    if (result === "timeout" && this.#stopping === undefined) {
+      aborted.abort();
+      // The caller (the run command) logs this and stops the manager; informers keep retrying until then.
+      throw new CacheSyncTimeoutError(
+        `caches did not sync within ${formatDuration(timeoutMs)} (--cache-sync-timeout): ${this.#unsyncedSummary()}`,
+      );
+    }
     if (this.#stopping !== undefined) return;
     this.logger.info({ informers: this.#informers.size }, "caches synced");
     if (!this.config.leaderElect) {
@@ -209,6 +233,18 @@ export class Manager {
       onNewLeader: (identity) => this.logger.info({ leader: identity }, "observed leader"),
     });
     this.#elector.start();
+  }
+
+  /** The unsynced informers and why: "gpuvms.gpucloud.dev: the Kubernetes API has no …; secrets (namespaces a,b): …". */
+  #unsyncedSummary(): string {
+    return [...this.#informers.entries()]
+      .filter(([, informer]) => !informer.hasSynced())
+      .map(([key, informer]) => {
+        const [resource, namespaces] = key.split("@");
+        const label = namespaces ? `${resource} (namespaces ${namespaces})` : resource;
+        return `${label}: ${informer.syncError() ?? "no list answered yet"}`;
+      })
+      .join("; ");
   }
 
   /** Resolves when the manager has stopped. */
@@ -248,10 +284,7 @@ export class Manager {
     const { metricsBindAddress: metrics, healthProbeBindAddress: probes } = this.config;
     const healthChecks = { ping: () => undefined };
     const readyChecks = {
-      informers: () => {
-        const pending = [...this.#informers.entries()].filter(([, informer]) => !informer.hasSynced());
-        return pending.length === 0 ? undefined : `not synced: ${pending.map(([key]) => key).join(", ")}`;
-      },
+      informers: () => (this.hasSynced() ? undefined : `not synced: ${this.#unsyncedSummary()}`),
     };
     const probeRoutes = { "/healthz": healthRoute(healthChecks), "/readyz": healthRoute(readyChecks) };
     const logger = this.logger.child({ component: "server" });

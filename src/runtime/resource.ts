@@ -1,10 +1,13 @@
 // A generic description of a Kubernetes resource, and the list calls the informers need for it.
 import {
+  type ConfigurationOptions,
   CoreV1Api,
   CustomObjectsApi,
   type KubeConfig,
   type KubernetesListObject,
   type KubernetesObject,
+  Observable,
+  type RequestContext,
 } from "@kubernetes/client-node";
 import { z } from "zod";
 
@@ -57,7 +60,25 @@ const ListSchema = z.looseObject({
   ),
 });
 
-export type ListFunction = () => Promise<KubernetesListObject<KubernetesObject>>;
+/** A list call; aborting `signal` abandons the request (the informer does so when a list hangs). */
+export type ListFunction = (signal?: AbortSignal) => Promise<KubernetesListObject<KubernetesObject>>;
+
+/** Request options that tie the request to `signal` (client-node's generated calls take no signal otherwise). */
+function abortOptions(signal: AbortSignal | undefined): ConfigurationOptions | undefined {
+  if (signal === undefined) return undefined;
+  return {
+    middleware: [
+      {
+        pre: (context: RequestContext) => {
+          context.setSignal(signal);
+          return new Observable(Promise.resolve(context));
+        },
+        post: (context) => new Observable(Promise.resolve(context)),
+      },
+    ],
+    middlewareMergeStrategy: "append",
+  };
+}
 
 /**
  * A list call for the resource over all namespaces (namespace undefined) or one. Custom resources go through
@@ -65,32 +86,32 @@ export type ListFunction = () => Promise<KubernetesListObject<KubernetesObject>>
  */
 export function makeListFunction(kubeConfig: KubeConfig, resource: KubeResource, namespace?: string): ListFunction {
   const scoped = resource.namespaced ? namespace : undefined;
-  let call: () => Promise<unknown>;
+  let call: (options: ConfigurationOptions | undefined) => Promise<unknown>;
   if (resource.group !== "") {
     const api = kubeConfig.makeApiClient(CustomObjectsApi);
     const { group, version, plural } = resource;
     call =
       scoped === undefined
-        ? () => api.listClusterCustomObject({ group, version, plural })
-        : () => api.listNamespacedCustomObject({ group, version, plural, namespace: scoped });
+        ? (options) => api.listClusterCustomObject({ group, version, plural }, options)
+        : (options) => api.listNamespacedCustomObject({ group, version, plural, namespace: scoped }, options);
   } else {
     const core = kubeConfig.makeApiClient(CoreV1Api);
     if (resource.plural === "secrets") {
       call =
         scoped === undefined
-          ? () => core.listSecretForAllNamespaces()
-          : () => core.listNamespacedSecret({ namespace: scoped });
+          ? (options) => core.listSecretForAllNamespaces({}, options)
+          : (options) => core.listNamespacedSecret({ namespace: scoped }, options);
     } else if (resource.plural === "configmaps") {
       call =
         scoped === undefined
-          ? () => core.listConfigMapForAllNamespaces()
-          : () => core.listNamespacedConfigMap({ namespace: scoped });
+          ? (options) => core.listConfigMapForAllNamespaces({}, options)
+          : (options) => core.listNamespacedConfigMap({ namespace: scoped }, options);
     } else {
       throw new RangeError(`core resource "${resource.plural}" is not supported by the runtime informers`);
     }
   }
-  return async () => {
-    const answer = await call();
+  return async (signal) => {
+    const answer = await call(abortOptions(signal));
     const parsed = ListSchema.safeParse(answer);
     if (!parsed.success) {
       throw new MalformedResponseError(`list of ${resourceId(resource)} is malformed: ${parsed.error.message}`);

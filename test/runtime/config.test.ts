@@ -31,7 +31,16 @@ describe("parseConfig", () => {
       apiRateLimit: 10,
       logLevel: "info",
       operationPollIntervalMs: 2000,
+      cacheSyncTimeoutMs: 120_000,
     });
+  });
+
+  it("reads --cache-sync-timeout, where 0 means wait for ever", () => {
+    expect(configOf(parseConfig(["--cache-sync-timeout", "0"], {})).cacheSyncTimeoutMs).toBe(0);
+    expect(configOf(parseConfig([], { GPUVM_CACHE_SYNC_TIMEOUT: "30s" })).cacheSyncTimeoutMs).toBe(30_000);
+    expect(errorOf(parseConfig(["--cache-sync-timeout=soon"], {}))).toContain("--cache-sync-timeout");
+    expect(helpText()).toContain("--cache-sync-timeout <duration>");
+    expect(helpText()).toContain("GPUVM_CACHE_SYNC_TIMEOUT");
   });
 
   it("reads flags in both spellings, repeated and comma-separated namespaces", () => {

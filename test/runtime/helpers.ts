@@ -56,6 +56,8 @@ export interface TestCluster {
   deleteWidget(namespace: string, name: string): Promise<void>;
   getWidget(namespace: string, name: string): Promise<WidgetObject>;
   createNamespace(name: string): Promise<void>;
+  /** Installs the Widget CRD (for clusters started with `withoutCrd`). */
+  installCrd(): Promise<void>;
 }
 
 export interface WidgetObject {
@@ -66,9 +68,11 @@ export interface WidgetObject {
   status?: Record<string, unknown>;
 }
 
-export async function startTestCluster(options: { bookmarkIntervalMs?: number } = {}): Promise<TestCluster> {
+export async function startTestCluster(
+  options: { bookmarkIntervalMs?: number; withoutCrd?: boolean } = {},
+): Promise<TestCluster> {
   const double = await startKubeDouble({
-    crds: [WIDGET_CRD],
+    crds: options.withoutCrd ? [] : [WIDGET_CRD],
     logger: silentLogger,
     ...(options.bookmarkIntervalMs !== undefined ? { bookmarkIntervalMs: options.bookmarkIntervalMs } : {}),
   });
@@ -106,6 +110,14 @@ export async function startTestCluster(options: { bookmarkIntervalMs?: number } 
       });
       if (!response.ok) throw new Error(`create namespace ${name}: ${response.status}`);
     },
+    installCrd: async () => {
+      const response = await fetch(`${double.url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(WIDGET_CRD),
+      });
+      if (!response.ok) throw new Error(`install the Widget CRD: ${response.status} ${await response.text()}`);
+    },
   };
 }
 
@@ -127,6 +139,8 @@ export interface CountingProxy {
   /** Requests seen so far, as "METHOD path" (query string dropped). */
   requests: string[];
   writes(pathIncludes: string): number;
+  /** Held requests (never answered) whose connection the client has closed. */
+  heldClosed(): number;
   close(): Promise<void>;
 }
 
@@ -134,12 +148,21 @@ export interface CountingProxy {
  * A pass-through HTTP proxy in front of the test double that records every request, so tests can count what
  * really reached the server (writes included). Streams (watches) are piped through with headers flushed at once.
  */
-export async function startCountingProxy(target: string): Promise<CountingProxy> {
+export async function startCountingProxy(
+  target: string,
+  options: { hold?: (method: string, url: string) => boolean } = {},
+): Promise<CountingProxy> {
   const { createServer, request: forward } = await import("node:http");
   const requests: string[] = [];
+  let heldClosed = 0;
   const upstreamUrl = new URL(target);
   const server = createServer((incoming, outgoing) => {
     requests.push(`${incoming.method} ${(incoming.url ?? "").split("?")[0]}`);
+    if (options.hold?.(incoming.method ?? "GET", incoming.url ?? "")) {
+      // Never answered: a hung API server. Count when the client gives up on it.
+      outgoing.on("close", () => heldClosed++);
+      return;
+    }
     const upstream = forward(
       {
         host: upstreamUrl.hostname,
@@ -166,6 +189,7 @@ export async function startCountingProxy(target: string): Promise<CountingProxy>
     requests,
     writes: (pathIncludes) =>
       requests.filter((entry) => /^(POST|PUT|PATCH|DELETE) /.test(entry) && entry.includes(pathIncludes)).length,
+    heldClosed: () => heldClosed,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
