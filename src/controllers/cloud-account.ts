@@ -31,6 +31,8 @@ export interface CloudAccountOptions {
 
 const VM_PAGE_LIMIT = 500;
 const PAYMENT_CACHE_MS = 5 * 60_000;
+/** A known payment problem is re-read sooner: adding a payment method takes effect at the next retry. */
+const PAYMENT_PROBLEM_CACHE_MS = 5_000;
 const AVAILABILITY_CACHE_MS = 15_000;
 /** Settled operations are remembered this long so that a slow reconcile still finds the result. */
 const SETTLED_MEMORY_MS = 30 * 60_000;
@@ -176,9 +178,16 @@ export class CloudAccount {
     return this.#trackers.get(family)?.inFlight() ?? 0;
   }
 
-  /** A message with the billing link when the organization has no valid payment method; cached a while. */
-  async paymentProblem(signal: AbortSignal): Promise<string | undefined> {
-    if (this.#payment !== undefined && this.#now() - this.#payment.at < PAYMENT_CACHE_MS) return this.#payment.problem;
+  /**
+   * A message with the billing link when the organization has no valid payment method; cached a while
+   * (`fresh` skips the cache, e.g. after the cloud refused a create with 403).
+   */
+  async paymentProblem(signal: AbortSignal, options: { fresh?: boolean } = {}): Promise<string | undefined> {
+    const cached = this.#payment;
+    if (cached !== undefined && options.fresh !== true) {
+      const ttl = cached.problem === undefined ? PAYMENT_CACHE_MS : PAYMENT_PROBLEM_CACHE_MS;
+      if (this.#now() - cached.at < ttl) return cached.problem;
+    }
     // Many keys asking at once share one project read.
     this.#paymentRead ??= this.#readPayment(signal).finally(() => {
       this.#paymentRead = undefined;

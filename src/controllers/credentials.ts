@@ -112,7 +112,10 @@ export class CredentialStore<A> {
     if (secret === undefined) {
       if (cached !== undefined)
         return { type: "ok", handle: { account: cached.account, secret: secretRef, usingCached: true } };
-      return { type: "missing", message: `Secret ${cacheKey} with the cloud credentials not found` };
+      return {
+        type: "missing",
+        message: `Secret ${cacheKey} with the cloud credentials not found: create it with the keys apiKey (or email and password) and projectId (apiUrl optional)`,
+      };
     }
     const resourceVersion = secret.metadata?.resourceVersion ?? "";
     if (cached !== undefined && cached.resourceVersion === resourceVersion) {

@@ -182,7 +182,7 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
             external: kind.external(account, deps),
             projectId: account.projectId,
             usingCachedCredentials: usingCached,
-            paymentProblem: (signal) => account.paymentProblem(signal),
+            paymentProblem: (signal, options) => account.paymentProblem(signal, options),
             operation: (operationId, ownerKey) => account.operation(kind.family, operationId, ownerKey),
           },
         };

@@ -131,6 +131,8 @@ export function readyTarget(
 ): { id: string } | { waiting: string } {
   const target = deps.managed(kind, namespace, name);
   if (target === undefined) return { waiting: `${kind} ${namespace}/${name} not found` };
+  if (target.metadata.deletionTimestamp !== undefined)
+    return { waiting: `${kind} ${namespace}/${name} is being deleted; remove the reference to it from this spec` };
   if (target.status.id === undefined || !isReady(target))
     return { waiting: `${kind} ${namespace}/${name} is not Ready yet` };
   return { id: target.status.id };

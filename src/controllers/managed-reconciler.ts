@@ -7,8 +7,10 @@ import { isDeepStrictEqual } from "node:util";
 import type { Logger } from "pino";
 import { ANNOTATIONS, cloudNameOf, FINALIZER, MAX_OPERATION_HISTORY } from "../api/common.ts";
 import type { Operation } from "../cloud/wire.ts";
+import { parseDuration } from "../runtime/index.ts";
 import {
   classify,
+  cloudStatus,
   isCloudConflict,
   isCloudNotFound,
   REASON,
@@ -40,8 +42,11 @@ export interface CloudConnection<Spec extends ManagedSpecBase> {
   projectId: string;
   /** The Secret could not be read; the last good credentials of it are in use. */
   usingCachedCredentials: boolean;
-  /** A message (with the billing link) when the organization cannot pay, else undefined. Cached per credential. */
-  paymentProblem(signal: AbortSignal): Promise<string | undefined>;
+  /**
+   * A message (with the billing link) when the organization cannot pay, else undefined. Cached per credential;
+   * `fresh` reads it again.
+   */
+  paymentProblem(signal: AbortSignal, options?: { fresh?: boolean }): Promise<string | undefined>;
   /** Where an operation stands; starts tracking it (waking `ownerKey` when it settles) if it is not yet. */
   operation(operationId: string, ownerKey: string): OperationProgress;
 }
@@ -109,6 +114,18 @@ export interface ReconcileRequest {
 export interface ReconcileContext {
   signal: AbortSignal;
   logger: Logger;
+}
+
+/** The object's `gpucloud.dev/sync-period` in ms; undefined when absent or not a positive duration. */
+function syncPeriodOf(mr: ManagedObject): number | undefined {
+  const annotation = mr.metadata.annotations[ANNOTATIONS.syncPeriod];
+  if (annotation === undefined) return undefined;
+  try {
+    const ms = parseDuration(annotation);
+    return ms > 0 ? ms : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The object is released (finalizer removed or never held): no status to write. */
@@ -273,8 +290,12 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     if (connected.type === "missing") {
       const untouched = pass.draft.id === undefined && pass.draft.createPending === undefined;
       if (deleting && untouched) return this.#release(pass, "Normal", "no cloud resource was ever created");
-      pass.draft.lastError = connected.message;
-      return verdict(REASON.CredentialsMissing, connected.message, after(this.#timing.dependencyMs), {
+      // Deleting needs the credentials too; say how else to let the object go.
+      const message = deleting
+        ? `${connected.message}; the cloud resource cannot be deleted without them (or set deletionPolicy: Orphan to keep it and release the object)`
+        : connected.message;
+      pass.draft.lastError = message;
+      return verdict(REASON.CredentialsMissing, message, after(this.#timing.dependencyMs), {
         stalled: true,
         event: "Warning",
       });
@@ -295,7 +316,11 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     if (settled.verdict !== undefined) return settled.verdict;
     if (settled.failure !== undefined) return this.#handleFailedOperation(pass, connection, settled.failure);
 
-    if (mr.spec.managementPolicy === "Observe") return this.#mirror(pass, connection, settled.notBefore);
+    // An object with its own (shorter) sync period is checked against a list at most that old: the shared
+    // snapshot may otherwise be as old as --sync-period, and drift would go unseen at the object's resyncs.
+    const ownPeriodMs = syncPeriodOf(mr);
+    const periodic = ownPeriodMs !== undefined ? this.#now() - ownPeriodMs : undefined;
+    if (mr.spec.managementPolicy === "Observe") return this.#mirror(pass, connection, settled.notBefore ?? periodic);
     if (!deleting) {
       const waiting = await this.#resolve(pass, connection);
       if (waiting !== undefined) return waiting;
@@ -307,7 +332,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     const lastReason = mr.status.conditions?.find((c) => c.type === "Ready")?.reason;
     const inTransition =
       pass.draft.id !== undefined && (lastReason === REASON.WaitingForOperation || lastReason === REASON.Creating);
-    const notBefore = settled.notBefore ?? (specChanged || inTransition ? this.#now() : undefined);
+    const notBefore = settled.notBefore ?? (specChanged || inTransition ? this.#now() : periodic);
     const observed = await connection.external.observe(
       this.#withDraft(mr, pass.draft),
       { cloudName: pass.cloudName, ...(notBefore !== undefined ? { notBefore } : {}) },
@@ -573,6 +598,25 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     return !Number.isNaN(completed) && this.#now() - completed < this.#timing.createGraceMs;
   }
 
+  /**
+   * The payment method may have gone since it was last read (it is cached): a create refused with 403 is read
+   * as PaymentMethodRequired when the organization says so, not as invalid credentials.
+   */
+  async #paymentRefusal(
+    pass: Pass<Spec>,
+    connection: CloudConnection<Spec>,
+    error: unknown,
+  ): Promise<Verdict | undefined> {
+    if (cloudStatus(error) !== 403) return undefined;
+    const problem = await connection.paymentProblem(pass.signal, { fresh: true });
+    if (problem === undefined) return undefined;
+    delete pass.draft.createPending;
+    return verdict(REASON.PaymentMethodRequired, problem, after(this.#timing.dependencyMs * 2), {
+      stalled: true,
+      event: "Warning",
+    });
+  }
+
   async #create(pass: Pass<Spec>, connection: CloudConnection<Spec>): Promise<Verdict> {
     const { mr, draft } = pass;
     const paymentProblem = await connection.paymentProblem(pass.signal);
@@ -629,6 +673,8 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
         },
       );
     } catch (error) {
+      const refused = await this.#paymentRefusal(pass, connection, error);
+      if (refused !== undefined) return refused;
       if (!isCloudConflict(error)) throw error;
       // The name is ours (deterministic): a conflict means an earlier create went through. Adopt it.
       const id = await connection.external.findByName(pass.cloudName, pass.signal);

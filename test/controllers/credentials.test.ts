@@ -1,6 +1,6 @@
 // Credentials and preconditions through the full operator: missing Secret, invalid key then rotation without a
 // restart, the credentials-in-use finalizer on the Secret, and an organization without a payment method.
-import { EventsV1Api } from "@kubernetes/client-node";
+import { EventsV1Api, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { afterEach, describe, expect, it } from "vitest";
 import { condition, type Env, NAMESPACE, startEnv, vmSpec } from "./harness.ts";
 
@@ -27,6 +27,7 @@ describe("credentials", () => {
     await env.apply("GpuNetwork", "early", {});
     const stalled = await env.waitFor("GpuNetwork", "early", (o) => reasonOf(o) === "CredentialsMissing");
     expect(condition(stalled, "Stalled")?.status).toBe("True");
+    expect(condition(stalled, "Ready")?.message).toMatch(/gpucloud-credentials.*create it with the keys apiKey/);
     expect(stalled?.metadata.finalizers ?? []).toEqual([]);
     await writeSecret(env, { apiKey: env.sim.apiKey, projectId: env.sim.projectId, apiUrl: env.sim.url });
     await env.waitReady("GpuNetwork", "early");
@@ -56,6 +57,27 @@ describe("credentials", () => {
   });
 });
 
+describe("credentials gone for good", () => {
+  it("an object deleted after its Secret vanished says how to let it go; deletionPolicy Orphan releases it", async () => {
+    env = await startEnv();
+    await env.apply("GpuNetwork", "stranded", {});
+    await env.waitReady("GpuNetwork", "stranded");
+    await env.stopOperator();
+    const name = "gpucloud-credentials";
+    await env.core.patchNamespacedSecret(
+      { namespace: NAMESPACE, name, body: [{ op: "remove", path: "/metadata/finalizers" }] },
+      setHeaderOptions("Content-Type", PatchStrategy.JsonPatch),
+    );
+    await env.core.deleteNamespacedSecret({ namespace: NAMESPACE, name });
+    await env.startOperator();
+    await env.remove("GpuNetwork", "stranded");
+    const stuck = await env.waitFor("GpuNetwork", "stranded", (o) => reasonOf(o) === "CredentialsMissing");
+    expect(condition(stuck, "Ready")?.message).toMatch(/cannot be deleted without them.*deletionPolicy: Orphan/);
+    await env.patchSpec("GpuNetwork", "stranded", { deletionPolicy: "Orphan" });
+    await env.waitFor("GpuNetwork", "stranded", (o) => o === undefined);
+  });
+});
+
 describe("preconditions", () => {
   it("an organization without a payment method stalls PaymentMethodRequired with the billing link, creating nothing", async () => {
     env = await startEnv({ simulator: { paymentMethodValid: false } });
@@ -70,6 +92,42 @@ describe("preconditions", () => {
         .filter((event) => event.type === "Warning" && event.reason === "PaymentMethodRequired")
         .map((event) => event.regarding?.name);
     await expect.poll(warnings, { timeout: 5000 }).toContain("unpaid");
+  });
+
+  it("a payment method removed after a create was cached as fine stalls PaymentMethodRequired (not CredentialsInvalid), and recovers", async () => {
+    env = await startEnv();
+    await env.apply("GpuVm", "paid", vmSpec());
+    await env.waitReady("GpuVm", "paid");
+    // The Secret gets its in-use finalizer (a new resourceVersion rebuilds the account); then one more create
+    // leaves "payment method fine" in the account's cache.
+    const e = env;
+    const finalizersOf = async () =>
+      (await e.core.readNamespacedSecret({ namespace: NAMESPACE, name: "gpucloud-credentials" })).metadata
+        ?.finalizers ?? [];
+    await expect.poll(finalizersOf, { timeout: 5000 }).toContain("gpucloud.dev/credentials-in-use");
+    await env.apply("GpuVm", "paid-too", vmSpec());
+    await env.waitReady("GpuVm", "paid-too");
+    const state = (await env.admin("GET", "/state")) as { organizations: { id: string }[] };
+    const organizationId = state.organizations[0]?.id ?? "";
+    await env.admin("PUT", `/organizations/${organizationId}/payment-method`, { valid: false });
+    await env.apply("GpuVm", "unpaid-later", vmSpec());
+    const stalled = await env.waitFor(
+      "GpuVm",
+      "unpaid-later",
+      (o) => reasonOf(o) !== undefined && reasonOf(o) !== "Creating",
+    );
+    expect(reasonOf(stalled)).toBe("PaymentMethodRequired");
+    expect(condition(stalled, "Stalled")?.status).toBe("True");
+    expect(condition(stalled, "Ready")?.message).toMatch(/payment method.*https?:\/\//);
+    // Never reported as a credentials problem on the way (each condition change records an event).
+    const events = env.kubeConfig.makeApiClient(EventsV1Api);
+    const reasons = (await events.listNamespacedEvent({ namespace: NAMESPACE })).items
+      .filter((event) => event.regarding?.name === "unpaid-later")
+      .map((event) => event.reason);
+    expect(reasons).toContain("PaymentMethodRequired");
+    expect(reasons).not.toContain("CredentialsInvalid");
+    await env.admin("PUT", `/organizations/${organizationId}/payment-method`, { valid: true });
+    await env.waitReady("GpuVm", "unpaid-later", 15_000);
   });
 });
 

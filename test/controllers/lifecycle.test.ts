@@ -39,6 +39,26 @@ describe("GpuNetwork", () => {
 });
 
 describe("GpuDisk", () => {
+  it("a disk deleted while attached waits; its VM names it as being deleted until the reference is removed", async () => {
+    await env.apply("GpuDisk", "attached", { size: "100GiB", location: "us-east1-a" });
+    await env.apply("GpuVm", "holder", vmSpec({ disks: [{ diskRef: { name: "attached" } }] }));
+    await env.waitReady("GpuVm", "holder", 10_000);
+    await env.waitFor(
+      "GpuDisk",
+      "attached",
+      (o) => ((o?.status?.attachedTo as unknown[] | undefined) ?? []).length > 0,
+    );
+    await env.remove("GpuDisk", "attached");
+    await env.waitFor("GpuDisk", "attached", (o) => reasonOf(o) === "WaitingForDependency");
+    const vm = await env.waitFor("GpuVm", "holder", (o) => reasonOf(o) === "WaitingForDependency");
+    expect(condition(vm, "Ready")?.message).toMatch(/GpuDisk default\/attached is being deleted/);
+    await env.patchSpec("GpuVm", "holder", { disks: [] });
+    await env.waitFor("GpuDisk", "attached", (o) => o === undefined, 10_000);
+    await env.waitReady("GpuVm", "holder", 10_000);
+    await env.remove("GpuVm", "holder");
+    await env.waitFor("GpuVm", "holder", (o) => o === undefined, 10_000);
+  });
+
   it("creates, grows, refuses a shrink without sending it, and deletes", async () => {
     await env.apply("GpuDisk", "data", { size: "100GiB", location: "us-east1-a" });
     const ready = await env.waitReady("GpuDisk", "data");
