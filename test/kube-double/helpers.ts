@@ -1,5 +1,7 @@
+import { execFile } from "node:child_process";
 // Shared setup for the Kubernetes API test double's tests.
 import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import { KubeConfig } from "@kubernetes/client-node";
 import { type KubeDoubleOptions, type RunningKubeDouble, startKubeDouble } from "../../src/kube-double/index.ts";
 
@@ -59,4 +61,16 @@ export async function waitFor(check: () => boolean, timeoutMs = 3000): Promise<v
     if (Date.now() > deadline) throw new Error("condition not met in time");
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
+}
+
+/** Runs kubectl from PATH against the kubeconfig at `kubeconfigPath`; resolves with stdout. */
+export function kubectlWith(kubeconfigPath: string): (...args: string[]) => Promise<string> {
+  const run = promisify(execFile);
+  return async (...args) => {
+    const { stdout } = await run("kubectl", args, {
+      env: { ...process.env, KUBECONFIG: kubeconfigPath },
+      timeout: 20_000,
+    });
+    return stdout;
+  };
 }

@@ -1,25 +1,14 @@
-// kubectl 1.32 (from PATH) against the double: apply (client- and server-side), get with printer columns,
-// short names and categories, explain, wait, patch and delete with a finalizer.
-import { execFile } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunningKubeDouble } from "../../src/kube-double/index.ts";
-import { startWithFixture } from "./helpers.ts";
+import { kubectlWith, startWithFixture } from "./helpers.ts";
 
-const run = promisify(execFile);
 let double: RunningKubeDouble;
 let directory: string;
 
-async function kubectl(...args: string[]): Promise<string> {
-  const { stdout } = await run("kubectl", args, {
-    env: { ...process.env, KUBECONFIG: join(directory, "kubeconfig") },
-    timeout: 20_000,
-  });
-  return stdout;
-}
+const kubectl = (...args: string[]): Promise<string> => kubectlWith(join(directory, "kubeconfig"))(...args);
 
 async function kubectlFailure(...args: string[]): Promise<string> {
   try {

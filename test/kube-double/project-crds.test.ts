@@ -1,31 +1,21 @@
-// The project's generated CRDs (crds/*.yaml) load into the double and their CEL rules are all inside the
-// interpreter's subset, so the double enforces every rule the real server would.
-import { execFile } from "node:child_process";
 import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
 import { isSupportedRule } from "../../src/kube-double/cel.ts";
 import { type RunningKubeDouble, startKubeDouble } from "../../src/kube-double/index.ts";
 import { rulesOf } from "../../src/kube-double/resources.ts";
+import { kubectlWith } from "./helpers.ts";
 
 const CRD_DIR = fileURLToPath(new URL("../../crds", import.meta.url));
 const EXAMPLES_DIR = fileURLToPath(new URL("../../examples", import.meta.url));
-const run = promisify(execFile);
 let double: RunningKubeDouble;
 let directory: string;
 
-async function kubectl(...args: string[]): Promise<string> {
-  const { stdout } = await run("kubectl", args, {
-    env: { ...process.env, KUBECONFIG: join(directory, "kubeconfig") },
-    timeout: 20_000,
-  });
-  return stdout;
-}
+const kubectl = (...args: string[]): Promise<string> => kubectlWith(join(directory, "kubeconfig"))(...args);
 
 beforeAll(async () => {
   double = await startKubeDouble({ crdDir: CRD_DIR });
