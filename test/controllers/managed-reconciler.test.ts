@@ -101,6 +101,7 @@ interface Row {
     ready?: string;
     stalled?: string;
     reconciling?: string;
+    upToDate?: string;
     /** Fields the last status must not have (nothing of a resource this object does not own). */
     absent?: string[];
     conditionReason?: string;
@@ -378,6 +379,40 @@ const rows: Row[] = [
       calls: ["findOperation START", "observe", "update"],
       sequence: ["write intent START", "send START", "write"],
       conditionReason: "Updating",
+    },
+  },
+  {
+    reason: "a create-only value changed since creation is UpToDate=False with an Event; Ready stays True",
+    given: object({
+      finalizers: [FINALIZER],
+      status: { id: "res-1", createOnlyDigests: { sshPublicKey: "aaaa", image: "bbbb" } },
+    }),
+    observe: {
+      ...available,
+      createOnly: {
+        sshPublicKey: { digest: "cccc", source: "Secret ns/keys key id" },
+        image: { digest: "bbbb", source: "spec.image" },
+      },
+    },
+    want: {
+      outcome: "done",
+      calls: ["observe"],
+      ready: "True",
+      conditionReason: "Available",
+      upToDate: "False",
+      eventIncludes: "Warning CreateOnlyFieldChanged sshPublicKey (Secret ns/keys key id) changed",
+      lastStatus: { createOnlyDigests: { sshPublicKey: "aaaa", image: "bbbb" } },
+    },
+  },
+  {
+    reason: "a resource without recorded create-only values (an older version made it) records the current ones",
+    given: object({ finalizers: [FINALIZER], status: { id: "res-1" } }),
+    observe: { ...available, createOnly: { image: { digest: "bbbb", source: "spec.image" } } },
+    want: {
+      outcome: "done",
+      calls: ["observe"],
+      upToDate: "True",
+      lastStatus: { createOnlyDigests: { image: "bbbb" } },
     },
   },
   {
@@ -716,6 +751,9 @@ describe("ManagedReconciler", () => {
     }
     if (row.want.stalled !== undefined) {
       expect(last?.conditions?.find((c) => c.type === "Stalled")?.status).toBe(row.want.stalled);
+    }
+    if (row.want.upToDate !== undefined) {
+      expect(last?.conditions?.find((c) => c.type === "UpToDate")?.status).toBe(row.want.upToDate);
     }
     if (row.want.reconciling !== undefined) {
       expect(last?.conditions?.find((c) => c.type === "Reconciling")?.status).toBe(row.want.reconciling);
