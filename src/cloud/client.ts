@@ -9,6 +9,7 @@ import {
   type Credentials,
   PasswordAuthenticator,
   requestToken,
+  SessionAuthenticator,
   validateCredentials,
 } from "./auth.ts";
 import { CloudError } from "./errors.ts";
@@ -169,9 +170,12 @@ export function createCloudClient(options: CloudClientOptions) {
     fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
   });
   const passwordAuth =
-    "apiKey" in credentials ? undefined : new PasswordAuthenticator(credentials, transport, transport.logger);
+    "password" in credentials ? new PasswordAuthenticator(credentials, transport, transport.logger) : undefined;
   const authenticator: Authenticator =
-    passwordAuth ?? new ApiKeyAuthenticator((credentials as { apiKey: string }).apiKey);
+    passwordAuth ??
+    ("session" in credentials
+      ? new SessionAuthenticator(credentials.session, transport)
+      : new ApiKeyAuthenticator((credentials as { apiKey: string }).apiKey));
 
   /** Send with the credential; after a 401, renew once and retry once (a 401 is refused before any effect). */
   async function call<T>(endpoint: EndpointCall<T>): Promise<T> {
