@@ -15,6 +15,7 @@ import type { SimState } from "./state.ts";
 import { readStateFile } from "./state-file.ts";
 import type { DuplicateNameMode } from "./store.ts";
 import { Store } from "./store.ts";
+import { DEFAULT_USAGE_REFRESH_DELAY_MS } from "./usage.ts";
 
 export type { RateLimitOptions } from "./auth.ts";
 export type { Capacity } from "./catalogue.ts";
@@ -50,6 +51,8 @@ export interface SimulatorOptions {
   clock?: Clock;
   /** Randomness for fault rates (tests pass a deterministic one). */
   random?: () => number;
+  /** How long after midnight UTC the daily usage refresh publishes the day before. Default 15 minutes. */
+  usageRefreshDelayMs?: number;
   /** Fastify request logging. Default off (throughput). */
   logger?: boolean;
 }
@@ -124,6 +127,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     rateLimiter,
     requestCounts,
     logger: options.logger ?? false,
+    usageRefreshDelayMs: options.usageRefreshDelayMs ?? DEFAULT_USAGE_REFRESH_DELAY_MS,
     reset: () => {
       store.load(seed());
       store.ensureDefaultNetwork(projectId);

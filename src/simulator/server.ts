@@ -27,6 +27,7 @@ import { badRequest, forbidden, SimError } from "./errors.ts";
 import type { FaultInjector } from "./faults.ts";
 import { paginate, parseSort } from "./paging.ts";
 import type { Family, Store } from "./store.ts";
+import { publishedUsage } from "./usage.ts";
 
 export const API_PREFIX = "/v0.1";
 
@@ -38,6 +39,8 @@ export interface ServerDeps {
   requestCounts: Map<string, number>;
   /** Re-seed everything (admin reset). */
   reset: () => void;
+  /** How long after midnight UTC the daily usage refresh runs. */
+  usageRefreshDelayMs: number;
   logger: boolean;
 }
 
@@ -431,16 +434,13 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     ] as const) {
       if (value !== undefined && !DATE_PATTERN.test(value)) throw badRequest(`${name}: must be YYYY-MM-DD`);
     }
-    return {
-      body: {
-        items: store.usage(projectId, {
-          resourceTypes: listParam(query, "resource_types"),
-          regions: listParam(query, "regions"),
-          startDate,
-          endDate,
-        }),
-      },
-    };
+    const accrued = store.usage(projectId, {
+      resourceTypes: listParam(query, "resource_types"),
+      regions: listParam(query, "regions"),
+      startDate,
+      endDate,
+    });
+    return { body: { items: publishedUsage(accrued, store.now(), deps.usageRefreshDelayMs) } };
   });
 
   registerAdminRoutes(app, deps, registered);
