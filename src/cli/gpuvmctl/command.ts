@@ -122,8 +122,16 @@ function flagsFor(path: readonly Command[]): Flag[] {
   return [...GLOBAL_FLAGS, ...(path.at(-1)?.flags ?? [])];
 }
 
-/** Finds the command named by the leading words (flags may come anywhere) and parses its flags. */
-export function resolveCommand(root: Command, argv: readonly string[]): Resolved {
+export interface Located {
+  path: Command[];
+  /** The words that are not the command path: flags, their values, positional arguments. */
+  remaining: string[];
+  /** The words after `--`. */
+  rest: string[];
+}
+
+/** Finds the command named by the leading words (flags may come anywhere, also before the command). */
+export function locateCommand(root: Command, argv: readonly string[]): Located {
   const dash = argv.indexOf("--");
   const before = dash < 0 ? [...argv] : argv.slice(0, dash);
   const rest = dash < 0 ? [] : argv.slice(dash + 1);
@@ -144,7 +152,22 @@ export function resolveCommand(root: Command, argv: readonly string[]): Resolved
       remaining.push(token);
     }
   }
-  const command = path.at(-1) ?? root;
+  return { path, remaining, rest };
+}
+
+/** Node's parseArgs messages, said shortly. */
+function flagError(error: unknown): string {
+  const message = (error as Error).message.split("\n")[0] ?? "";
+  const unknown = /^Unknown option '([^']+)'/.exec(message);
+  if (unknown) return `unknown flag ${unknown[1]}`;
+  const missing = /^Option '(?:-\w, )?(--[^ ]+) <value>' argument missing/.exec(message);
+  if (missing) return `${missing[1]} needs a value`;
+  return message;
+}
+
+/** Parses the flags and arguments of a located command. */
+export function parseInput({ path, remaining, rest }: Located): Resolved {
+  const command = path.at(-1);
   const flags = flagsFor(path);
   let parsed: ReturnType<typeof parseArgs>;
   try {
@@ -164,17 +187,23 @@ export function resolveCommand(root: Command, argv: readonly string[]): Resolved
       ),
     });
   } catch (error) {
-    throw new UsageError(`${describe(path)}: ${(error as Error).message.split("\n")[0]}`, { cause: error });
+    throw new UsageError(`${describe(path)}: ${flagError(error)}`, { cause: error });
   }
   const values = parsed.values as Record<string, FlagValue>;
   const help = values.help === true;
   if (!help) {
     for (const flag of flags) checkChoices(path, flag, values[flag.name]);
-    if (rest.length > 0 && command.passThrough !== true) {
+    if (rest.length > 0 && command?.passThrough !== true) {
       throw new UsageError(`${describe(path)} takes no arguments after --`);
     }
   }
   return { path, input: new Input(parsed.positionals, rest, values), help };
+}
+
+/** A subcommand the mistyped word probably meant. */
+export function closest(command: Command, word: string): string | undefined {
+  const names = (command.subcommands ?? []).map((c) => c.name);
+  return names.find((n) => n.startsWith(word) || word.startsWith(n));
 }
 
 function takesValue(flags: readonly Flag[], token: string): boolean {

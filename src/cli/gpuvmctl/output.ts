@@ -52,7 +52,9 @@ export class Output {
 
   table<T>(items: readonly T[], columns: readonly Column<NoInfer<T>>[], footer?: readonly string[]): void {
     const rows = items.map((item) => columns.map((column) => column.value(item)));
-    const all = [...(this.#noHeaders ? [] : [columns.map((c) => c.header)]), ...rows, ...(footer ? [footer] : [])];
+    // --no-headers is for scripts: no header line, and no totals line either.
+    const totals = this.#noHeaders ? undefined : footer;
+    const all = [...(this.#noHeaders ? [] : [columns.map((c) => c.header)]), ...rows, ...(totals ? [totals] : [])];
     const widths = columns.map((_, index) => Math.max(0, ...all.map((row) => visibleLength(row[index] ?? ""))));
     const lines: string[] = [];
     const render = (cells: readonly string[], paintOf: (index: number, value: string) => Paint | undefined) =>
@@ -77,7 +79,7 @@ export class Output {
     items.forEach((item, row) => {
       lines.push(render(rows[row] ?? [], (index, value) => columns[index]?.paint?.(value, item)));
     });
-    if (footer !== undefined) lines.push(render(footer, () => "bold"));
+    if (totals !== undefined) lines.push(render(totals, () => "bold"));
     this.#io.stdout.write(lines.length > 0 ? `${lines.join("\n")}\n` : "");
   }
 

@@ -4,7 +4,7 @@ import { readFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import path from "node:path";
 import { stringify } from "yaml";
-import { API_VERSION, DEFAULT_CREDENTIALS_SECRET } from "../../../api/common.ts";
+import { API_VERSION, DEFAULT_CREDENTIALS_SECRET, OBJECT_NAME_PATTERN } from "../../../api/common.ts";
 import {
   BLOCK_SIZES,
   DISK_MODES,
@@ -64,10 +64,26 @@ function objectOf(kind: string, input: Input, spec: Spec) {
   };
 }
 
-/** Validates like the API server would (schema + rules), then prints. */
+/** A namespace is a DNS label. */
+const NAMESPACE_PATTERN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+/** The checks of metadata the API server makes before the schema (names are not in the CRD schema). */
+function metadataProblems(metadata: { name: string; namespace?: string }): string[] {
+  const problems: string[] = [];
+  if (metadata.name.length > 253 || !OBJECT_NAME_PATTERN.test(metadata.name)) {
+    problems.push(`/metadata/name '${metadata.name}' is not a Kubernetes name (lowercase letters, digits, '-', '.')`);
+  }
+  const { namespace } = metadata;
+  if (namespace !== undefined && (namespace.length > 63 || !NAMESPACE_PATTERN.test(namespace))) {
+    problems.push(`/metadata/namespace '${namespace}' is not a namespace name (lowercase letters, digits, '-')`);
+  }
+  return problems;
+}
+
+/** Validates like the API server would (metadata, schema, rules), then prints. */
 async function emit(ctx: Context, object: ReturnType<typeof objectOf>): Promise<number> {
   const { createManifestValidator } = await import("../../../api/validate.ts");
-  const { problems } = createManifestValidator().check(object);
+  const problems = [...metadataProblems(object.metadata), ...createManifestValidator().check(object).problems];
   if (problems.length > 0) {
     throw new UsageError(`the ${object.kind} would be rejected: ${problems.join("; ")}`);
   }
