@@ -132,8 +132,9 @@ function applyKey(line: { typed: string }, text: string, i: number, echo?: (show
 async function readTerminalLine(io: Io, question: string, echo: boolean): Promise<string> {
   requireTerminal(io);
   const stdin = io.stdin;
-  io.stderr.write(question);
+  // Echo off before the question shows: an answer typed as soon as it appears must not be echoed by the tty.
   stdin.setRawMode(true);
+  io.stderr.write(question);
   const line = { typed: "" };
   const show = echo ? (shown: string) => io.stderr.write(shown) : undefined;
   try {

@@ -1,6 +1,12 @@
 // Everything a command prints on stdout: aligned tables (headers optional, colour only where allowed),
 // key/value details, or the raw data as JSON or YAML (`-o json|yaml`). Notes and progress go to stderr.
 import { stringify } from "yaml";
+
+/** YAML without folded lines: an SSH key or a URL stays on one line, as people copy them. */
+export function toYaml(value: unknown): string {
+  return stringify(value, { lineWidth: 0 });
+}
+
 import { colorAllowed, type Io } from "./io.ts";
 
 export const OUTPUT_FORMATS = ["table", "json", "yaml"] as const;
@@ -95,7 +101,7 @@ export class Output {
 
   /** Data in the chosen structured format; YAML for the table format (nothing tabular to show). */
   data(value: unknown): void {
-    this.#io.stdout.write(this.format === "json" ? `${JSON.stringify(value, null, 2)}\n` : stringify(value));
+    this.#io.stdout.write(this.format === "json" ? `${JSON.stringify(value, null, 2)}\n` : toYaml(value));
   }
 
   /** A line on stdout (table mode only: structured output stays parseable). */

@@ -4,11 +4,12 @@ import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
+import { PassThrough } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Command } from "../../../src/cli/gpuvmctl/command.ts";
 import { ROOT } from "../../../src/cli/gpuvmctl/commands/index.ts";
-import { applyKeys } from "../../../src/cli/gpuvmctl/io.ts";
+import { applyKeys, type Io, promptSecret } from "../../../src/cli/gpuvmctl/io.ts";
 import { type Cli, startCli, visible } from "./harness.ts";
 
 const REPO = fileURLToPath(new URL("../../..", import.meta.url));
@@ -111,6 +112,32 @@ describe("output", () => {
     const result = await cli.run(["orgs"], { env: { ...env(), GPUCLOUD_API_URL: "http://127.0.0.1:9/v0.1" } });
     expect(result.code).toBe(5);
     expect(result.stderr).toMatch(/^error: .*: check the API URL with 'gpuvmctl config' and your network\n$/);
+  });
+});
+
+describe("prompts", () => {
+  it("turn echo off before the question shows, read without echo, and restore the terminal", async () => {
+    const events: string[] = [];
+    const stdin = Object.assign(new PassThrough(), {
+      isTTY: true,
+      setRawMode(mode: boolean) {
+        events.push(`raw:${mode}`);
+      },
+    });
+    const stderr = new PassThrough();
+    stderr.on("data", (chunk: Buffer) => events.push(`show:${JSON.stringify(chunk.toString())}`));
+    const io = {
+      stdin,
+      stderr,
+      stdout: new PassThrough(),
+      env: {},
+      now: Date.now,
+      run: async () => 0,
+    } as unknown as Io;
+    const answer = promptSecret(io, "Password: ");
+    stdin.write("s3cret\r");
+    expect(await answer).toBe("s3cret");
+    expect(events).toEqual(["raw:true", 'show:"Password: "', "raw:false", 'show:"\\n"']);
   });
 });
 

@@ -95,6 +95,23 @@ describe("manifest", () => {
     expect(validator.check(object).problems).toEqual([]);
   });
 
+  it("never folds a long value (an ed25519 key with a comment, an RSA key) over lines", async () => {
+    const rsa = `ssh-rsa ${"A".repeat(540)}= someone@a-rather-long-host-name.example.com`;
+    const result = await cli.run([
+      "manifest",
+      "vm",
+      "nb",
+      "--type",
+      "a40.1x",
+      "--location",
+      "us-east1-a",
+      "--ssh-key",
+      rsa,
+    ]);
+    expect(result.stdout).toContain(`  sshPublicKey: ${rsa}\n`);
+    expect((parse(result.stdout) as { spec: { sshPublicKey: string } }).spec.sshPublicKey).toBe(rsa);
+  });
+
   it("disk, network and rule", async () => {
     const disk = await cli.run([
       "manifest",

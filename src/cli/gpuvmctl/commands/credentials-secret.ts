@@ -1,10 +1,10 @@
 // credentials-secret: the Secret the operator reads (apiKey, or email and password; projectId; apiUrl).
-import { stringify } from "yaml";
 import { DEFAULT_CREDENTIALS_SECRET } from "../../../api/common.ts";
 import { isCloudError } from "../../../cloud/index.ts";
 import type { Command } from "../command.ts";
 import { AuthError } from "../errors.ts";
 import { promptSecret, readSecretFromStdin } from "../io.ts";
+import { toYaml } from "../output.ts";
 
 const credentialsSecret: Command = {
   name: "credentials-secret",
@@ -62,7 +62,7 @@ const credentialsSecret: Command = {
     };
     if (ctx.io.stdout.isTTY === true) ctx.out.note("note: this is a secret; pipe it: ... | kubectl apply -f -");
     if (ctx.out.format === "json") ctx.out.data(secret);
-    else ctx.out.raw(stringify(secret));
+    else ctx.out.raw(toYaml(secret));
     return 0;
   },
 };

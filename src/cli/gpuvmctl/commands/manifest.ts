@@ -3,7 +3,6 @@
 import { readFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import path from "node:path";
-import { stringify } from "yaml";
 import { API_VERSION, DEFAULT_CREDENTIALS_SECRET, OBJECT_NAME_PATTERN } from "../../../api/common.ts";
 import {
   BLOCK_SIZES,
@@ -17,6 +16,7 @@ import {
 import type { Command, Flag, Input } from "../command.ts";
 import type { Context } from "../context.ts";
 import { UsageError } from "../errors.ts";
+import { toYaml } from "../output.ts";
 
 const COMMON_FLAGS: readonly Flag[] = [
   {
@@ -88,7 +88,7 @@ async function emit(ctx: Context, object: ReturnType<typeof objectOf>): Promise<
     throw new UsageError(`the ${object.kind} would be rejected: ${problems.join("; ")}`);
   }
   if (ctx.out.format === "json") ctx.out.data(object);
-  else ctx.out.raw(stringify(object));
+  else ctx.out.raw(toYaml(object));
   return 0;
 }
 
