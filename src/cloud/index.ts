@@ -1,6 +1,16 @@
 // Public surface of the cloud client: import from here outside src/cloud.
 export type { Credentials, SessionCredentials, SessionTokens, TokenSession } from "./auth.ts";
 export {
+  CAPABILITIES,
+  CAPABILITY_NAMES,
+  type Capability,
+  CapabilityRegistry,
+  type CapabilityReport,
+  type CapabilityState,
+  capabilityOf,
+  operationsCapabilitiesOf,
+} from "./capabilities.ts";
+export {
   type CallOptions,
   type CloudClient,
   type CloudClientOptions,

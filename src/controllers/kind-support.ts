@@ -122,6 +122,34 @@ export async function findResource<T>(
   }
 }
 
+/**
+ * When the cloud created a resource whose answers carry no created_at (networks, firewall rules): the start of
+ * its CREATE operation. Undefined when the operation list does not show it (old, or a server without the
+ * endpoint): then nothing proves who created the resource, and it is not adopted by name.
+ */
+export async function createdAtFromOperations(
+  account: CloudAccount,
+  family: OperationFamily,
+  id: string,
+  signal?: AbortSignal,
+): Promise<string | undefined> {
+  try {
+    const operations = await account.client.operations.list(
+      account.projectId,
+      family,
+      { resource_id: id },
+      signal ? { signal } : {},
+    );
+    const create = operations.find((op) => op.metadata.operation_name === "CREATE" && op.metadata.id === id);
+    return create?.started_at || undefined;
+  } catch (error) {
+    if (isCloudError(error) && (error.status === 403 || error.status === 404 || error.kind === "unsupported")) {
+      return undefined;
+    }
+    throw error;
+  }
+}
+
 /** Resolve `Kind/name` references to Ready objects with an id; a waiting message otherwise. */
 export function readyTarget(
   deps: KindDeps,

@@ -7,8 +7,9 @@
 // Conditions, events and status are written in `finish()` only, once per reconcile and only when they changed.
 // No worker ever waits on a cloud operation: the operation id goes into status, trackers wake the key, and a
 // fallback requeue covers lost wake-ups.
-import { ANNOTATIONS, cloudNameOf, FINALIZER } from "../api/common.ts";
+import { ANNOTATIONS, FINALIZER } from "../api/common.ts";
 import { parseDuration } from "../runtime/index.ts";
+import { nameConflict, ownershipOf } from "./adoption.ts";
 import { classify, REASON, type Reason, TERMINAL_REASONS, type Verdict } from "./classify.ts";
 import { createAbsent } from "./creation.ts";
 import { deleteResource, paused, release } from "./deletion.ts";
@@ -16,6 +17,7 @@ import { mirror, reconcileExisting } from "./existing-resource.ts";
 import type { ManagedObject, ManagedSpecBase, ManagedStatusBase, Outcome } from "./external.ts";
 import { handleFailedOperation } from "./operation-failures.ts";
 import { settleOperation } from "./operation-tracking.ts";
+import { ClaimIndex, cloudNameFor } from "./ownership.ts";
 import {
   after,
   type CloudConnection,
@@ -91,6 +93,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
       now: () => this.#now(),
       writeStatus: (mr, status) => this.#writeStatus(mr, status),
       setFinalizer: (mr, present) => this.#setFinalizer(mr, present),
+      claims: options.claims ?? new ClaimIndex(),
     };
   }
 
@@ -161,7 +164,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
       mr,
       draft: structuredClone(mr.status),
       key,
-      cloudName: mr.status.createPending?.cloudName ?? cloudNameOf(mr),
+      cloudName: cloudNameFor(mr),
       signal: ctx.signal,
       logger: ctx.logger,
       services: this.#services,
@@ -229,19 +232,20 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
       const waiting = await this.#resolve(pass, connection);
       if (waiting !== undefined) return waiting;
     }
-    // A spec change of an existing resource is compared against a fresh list (coalesced with other keys), not
-    // the periodic snapshot. A new object needs none: a create under its deterministic name cannot duplicate.
-    const specChanged = mr.status.observedGeneration !== mr.metadata.generation && pass.draft.id !== undefined;
-    // A resource last seen in transition is looked at afresh too, or it would wait for the next periodic list.
-    const lastReason = mr.status.conditions?.find((c) => c.type === "Ready")?.reason;
-    const inTransition =
-      pass.draft.id !== undefined && (lastReason === REASON.WaitingForOperation || lastReason === REASON.Creating);
-    const notBefore = settled.notBefore ?? (specChanged || inTransition ? this.#now() : periodic);
+    const notBefore = settled.notBefore ?? (this.#needsFreshList(pass) ? this.#now() : periodic);
     const observed = await connection.external.observe(
       withDraft(mr, pass.draft),
       { cloudName: pass.cloudName, ...(notBefore !== undefined ? { notBefore } : {}) },
       pass.signal,
     );
+    if (observed.exists) {
+      // One owner per resource: another object's (or a foreign) resource is never changed nor deleted.
+      const ownership = ownershipOf(pass, observed);
+      if (!ownership.owned) {
+        if (deleting) return release(pass, "Warning", `cloud resource ${observed.id} left as is: ${ownership.message}`);
+        return nameConflict(ownership.message, this.#timing.nameConflictRetryMs);
+      }
+    }
     if (deleting) return deleteResource(pass, connection, observed);
     if (!holdsFinalizer) {
       const written = await this.#setFinalizer(mr, true);
@@ -249,6 +253,19 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     }
     if (!observed.exists) return createAbsent(pass, connection);
     return reconcileExisting(pass, connection, observed);
+  }
+
+  /**
+   * A spec change of an existing resource is compared against a fresh list (coalesced with other keys), not the
+   * periodic snapshot; so is a resource last seen in transition, or it would wait for the next periodic list.
+   * A new object needs none: a create under its deterministic name cannot duplicate.
+   */
+  #needsFreshList(pass: Pass<Spec>): boolean {
+    const { mr } = pass;
+    if (pass.draft.id === undefined) return false;
+    if (mr.status.observedGeneration !== mr.metadata.generation) return true;
+    const lastReason = mr.status.conditions?.find((c) => c.type === "Ready")?.reason;
+    return lastReason === REASON.WaitingForOperation || lastReason === REASON.Creating;
   }
 
   /** References and inputs (other objects, Secrets, ConfigMaps) must be there before the cloud is touched. */

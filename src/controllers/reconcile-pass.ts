@@ -12,6 +12,7 @@ import type {
   Observation,
   Outcome,
 } from "./external.ts";
+import type { ClaimIndex } from "./ownership.ts";
 
 export type Existing = Extract<Observation, { exists: true }>;
 
@@ -66,6 +67,8 @@ export interface ManagedReconcilerOptions<Spec extends ManagedSpecBase> {
   timing?: Partial<ReconcileTiming>;
   /** Called with the keys an object refers to, so that a change of a target wakes its dependents. */
   onReconciled?(mr: ManagedObject<Spec>): void;
+  /** What every object of the kind claims (fed by the informer); a private index when absent (tests). */
+  claims?: ClaimIndex;
 }
 
 export interface ReconcileTiming {
@@ -80,6 +83,8 @@ export interface ReconcileTiming {
   /** Requeue while waiting for a transition we did not start or for a dependency. */
   shortMs: number;
   dependencyMs: number;
+  /** How often a NameConflict is looked at again (the index also wakes it when the other object changes). */
+  nameConflictRetryMs: number;
 }
 
 export const DEFAULT_TIMING: ReconcileTiming = {
@@ -89,6 +94,7 @@ export const DEFAULT_TIMING: ReconcileTiming = {
   createGraceMs: 30_000,
   shortMs: 2_000,
   dependencyMs: 30_000,
+  nameConflictRetryMs: 2 * 60_000,
 };
 
 export interface ReconcileRequest {
@@ -109,6 +115,7 @@ export interface PassServices<Spec extends ManagedSpecBase> {
   /** Status write through the guarded Kubernetes access; a success moves `mr` to the version it made. */
   writeStatus(mr: ManagedObject, status: ManagedStatusBase): Promise<WriteResult>;
   setFinalizer(mr: ManagedObject, present: boolean): Promise<WriteResult>;
+  claims: ClaimIndex;
 }
 
 /** One reconcile of one object: the object as read, the status being drafted, and what the steps may use. */

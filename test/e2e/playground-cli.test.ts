@@ -20,6 +20,7 @@ describe("gpuvm-operator playground command line", () => {
       "--metrics-port",
       "--state-dir",
       "--latency-ms",
+      "--profile",
       "--without-operator",
     ]) {
       expect(help.output).toContain(flag);
@@ -37,6 +38,7 @@ describe("gpuvm-operator playground command line", () => {
     [["--latency-ms", "-5"], "--latency-ms"],
     [["--cloud-port", "70000"], "--cloud-port"],
     [["--colour"], "colour"],
+    [["--profile", "spec"], "--profile: expected one of contract, seed-only"],
     [["extra"], "extra"],
   ])("refuses %j", (argv, mention) => {
     expect(() => parsePlaygroundArgs(argv)).toThrow(PlaygroundUsageError);
@@ -49,8 +51,10 @@ describe("gpuvm-operator playground command line", () => {
       port: PLAYGROUND_DEFAULTS.port,
       cloudPort: PLAYGROUND_DEFAULTS.cloudPort,
       latencyMs: 1500,
+      profile: "contract",
       withoutOperator: false,
     });
+    expect(parsePlaygroundArgs(["--profile", "seed-only"])).toMatchObject({ profile: "seed-only" });
     expect(options !== "help" && options.stateDir.endsWith(".playground")).toBe(true);
   });
 

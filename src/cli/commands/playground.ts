@@ -6,6 +6,7 @@ import { chmod, mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
+import { isSimulatorProfile, SIMULATOR_PROFILES, type SimulatorProfile } from "../../simulator/profiles.ts";
 
 const REPO_ROOT = path.resolve(import.meta.dirname, "../../..");
 const MAIN_SCRIPT = path.join(REPO_ROOT, "src/cli/main.ts");
@@ -32,6 +33,7 @@ export interface PlaygroundOptions {
   healthPort: number;
   stateDir: string;
   latencyMs: number;
+  profile: SimulatorProfile;
   withoutOperator: boolean;
 }
 
@@ -52,6 +54,8 @@ Flags:
   --health-port <n>      operator /healthz and /readyz port (default ${PLAYGROUND_DEFAULTS.healthPort})
   --state-dir <dir>      where the kubeconfig, cloud.json and both state files live (default ${PLAYGROUND_DEFAULTS.stateDir})
   --latency-ms <n>       how long each simulated cloud operation takes (default ${PLAYGROUND_DEFAULTS.latencyMs})
+  --profile <name>       the simulated cloud's API: contract (default; the spec and contract-decisions.md) or
+                         seed-only (only the spec's endpoints, see docs/simulator.md)
   --without-operator     start only the two servers and print the command that runs the operator against them
   -h, --help             show this help
 `;
@@ -79,6 +83,10 @@ export function parsePlaygroundArgs(argv: string[]): PlaygroundOptions | "help" 
   if (latencyText !== undefined && !/^\d+$/.test(latencyText)) {
     throw new PlaygroundUsageError(`--latency-ms: expected a whole number of milliseconds, got "${latencyText}"`);
   }
+  const profile = values.profile ?? "contract";
+  if (!isSimulatorProfile(profile)) {
+    throw new PlaygroundUsageError(`--profile: expected one of ${SIMULATOR_PROFILES.join(", ")}, got "${profile}"`);
+  }
   return {
     port: parsePort("port", values.port, PLAYGROUND_DEFAULTS.port),
     cloudPort: parsePort("cloud-port", values["cloud-port"], PLAYGROUND_DEFAULTS.cloudPort),
@@ -86,6 +94,7 @@ export function parsePlaygroundArgs(argv: string[]): PlaygroundOptions | "help" 
     healthPort: parsePort("health-port", values["health-port"], PLAYGROUND_DEFAULTS.healthPort),
     stateDir: path.resolve(values["state-dir"] ?? PLAYGROUND_DEFAULTS.stateDir),
     latencyMs,
+    profile,
     withoutOperator: values["without-operator"] === true,
   };
 }
@@ -102,6 +111,7 @@ function parseFlags(argv: string[]) {
       "health-port": { type: "string" },
       "state-dir": { type: "string" },
       "latency-ms": { type: "string" },
+      profile: { type: "string" },
       "without-operator": { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
@@ -306,6 +316,7 @@ function nextSteps(options: {
   stateDir: string;
   kubeUrl: string;
   cloud: { url: string; projectId: string };
+  profile: SimulatorProfile;
   operatorCommand: string | undefined;
 }): string {
   const kubeconfig = displayPath(path.join(options.stateDir, "kubeconfig"));
@@ -314,6 +325,9 @@ function nextSteps(options: {
     "",
     `Kubernetes API test double: ${options.kubeUrl}   (kubeconfig: ${kubeconfig})`,
     `GPU cloud API simulator:    ${options.cloud.url}   (API key and project: ${cloudFile})`,
+    ...(options.profile === "contract"
+      ? []
+      : [`Simulator profile:          ${options.profile} (only the spec's endpoints; see docs/simulator.md)`]),
     `Credentials Secret:         ${CREDENTIALS_NAMESPACE}/${CREDENTIALS_SECRET} (apiKey, projectId, apiUrl)`,
     "",
   ];
@@ -374,6 +388,7 @@ async function runPlayground(options: PlaygroundOptions): Promise<number> {
     const simulator = await startSimulator({
       port: options.cloudPort,
       latencyMs: options.latencyMs,
+      profile: options.profile,
       stateFile: path.join(options.stateDir, "cloud-state.json"),
     });
     closers.push(() => simulator.close());
@@ -411,6 +426,7 @@ async function runPlayground(options: PlaygroundOptions): Promise<number> {
         stateDir: options.stateDir,
         kubeUrl: kube.url,
         cloud,
+        profile: options.profile,
         operatorCommand: options.withoutOperator ? commandLine : undefined,
       }),
     );

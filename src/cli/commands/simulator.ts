@@ -6,6 +6,7 @@ import { VM_TYPES } from "../../cloud/wire.ts";
 import { LOCATIONS } from "../../simulator/catalogue.ts";
 import { FaultConfigSchema } from "../../simulator/faults.ts";
 import type { SimulatorOptions } from "../../simulator/index.ts";
+import { isSimulatorProfile, SIMULATOR_PROFILES } from "../../simulator/profiles.ts";
 import { serveUntilSignal } from "../serve-until-signal.ts";
 
 const HELP = `Usage: gpuvm-operator simulator [flags]
@@ -13,6 +14,11 @@ const HELP = `Usage: gpuvm-operator simulator [flags]
 Runs the GPU cloud API simulator (API under /v0.1, admin API under /_sim).
 
 Flags:
+  --profile <name>        contract (default): the spec and every endpoint of contract-decisions.md;
+                          seed-only: only the endpoints the spec shows (see docs/simulator.md)
+  --operation-retention-ms <n>
+                          how long a finished operation stays listed and readable
+                          (default: kept with contract, 60000 with seed-only)
   --port <n>              port to listen on (default 8080; 0 picks a free one)
   --host <addr>           address to listen on (default 127.0.0.1)
   --api-key <key>         project API key (default: a fixed key, printed at start)
@@ -26,6 +32,8 @@ Flags:
 
 /** The config file: the programmatic options in JSON (no clock, no randomness). */
 const ConfigFile = z.strictObject({
+  profile: z.enum(SIMULATOR_PROFILES).optional(),
+  operationRetentionMs: z.number().int().min(0).optional(),
   port: z.number().int().min(0).max(65535).optional(),
   host: z.string().optional(),
   apiKey: z.string().min(8).optional(),
@@ -93,6 +101,8 @@ export async function parseSimulatorArgs(argv: string[]): Promise<SimulatorOptio
       strict: true,
       allowPositionals: false,
       options: {
+        profile: { type: "string" },
+        "operation-retention-ms": { type: "string" },
         port: { type: "string" },
         host: { type: "string" },
         "api-key": { type: "string" },
@@ -112,6 +122,15 @@ export async function parseSimulatorArgs(argv: string[]): Promise<SimulatorOptio
   }
   if (values.help === true) return "help";
   const options: SimulatorOptions = values.config === undefined ? {} : await readConfig(values.config);
+  if (values.profile !== undefined) {
+    if (!isSimulatorProfile(values.profile)) {
+      throw new UsageError(`--profile: expected one of ${SIMULATOR_PROFILES.join(", ")}, got '${values.profile}'`);
+    }
+    options.profile = values.profile;
+  }
+  if (values["operation-retention-ms"] !== undefined) {
+    options.operationRetentionMs = parseInteger("operation-retention-ms", values["operation-retention-ms"], 0);
+  }
   if (values.port !== undefined) options.port = parseInteger("port", values.port, 0);
   if (options.port !== undefined && options.port > 65535) throw new UsageError("--port: at most 65535");
   if (values.host !== undefined) options.host = values.host;
@@ -147,7 +166,7 @@ export async function main(argv: string[]): Promise<number> {
   const simulator = await startSimulator(options);
   process.stdout.write(
     [
-      `GPU cloud API simulator listening`,
+      `GPU cloud API simulator listening (profile ${simulator.profile})`,
       `  base URL:   ${simulator.url}`,
       `  admin API:  ${simulator.adminUrl}`,
       `  API key:    ${simulator.apiKey}`,

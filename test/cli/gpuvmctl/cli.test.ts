@@ -184,6 +184,7 @@ describe("shell completion", () => {
     const complete = completer(
       "bash",
       "-c",
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a bash array expansion, not a template
       'COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _gpuvmctl; printf \'%s\\n\' "${COMPREPLY[@]}"',
       script,
     );
