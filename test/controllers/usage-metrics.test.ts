@@ -1,4 +1,4 @@
-// gpucloud_usage_gpu_hours against the simulator's daily usage refresh (the spec: "refreshed once a day shortly
+// gpucloud_usage_gpu_seconds against the simulator's daily usage refresh (the spec: "refreshed once a day shortly
 // after midnight UTC"): the gauge shows the last complete day, never a running day the server does not have,
 // and the running day too where a server reports it.
 import pino from "pino";
@@ -50,9 +50,13 @@ function usageGauge(client: Pick<CloudClient, "usage">, projectId: string) {
     now: () => clock.now(),
   });
   const samples = async () => {
-    const metric = await registry.getSingleMetric("gpucloud_usage_gpu_hours")?.get();
+    const metric = await registry.getSingleMetric("gpucloud_usage_gpu_seconds")?.get();
+    // In GPU-hours, as the cloud reports them (the metric is in seconds, × 3600).
     return Object.fromEntries(
-      (metric?.values ?? []).map((v) => [`${v.labels.period}/${v.labels.date}`, Math.round(v.value * 1e6) / 1e6]),
+      (metric?.values ?? []).map((v) => [
+        `${v.labels.period}/${v.labels.date}`,
+        Math.round((v.value / 3600) * 1e6) / 1e6,
+      ]),
     );
   };
   return {
