@@ -395,6 +395,31 @@ describe("Helm chart", () => {
       ["--set", "networkPolicy.metricsFrom=all"],
       "/networkPolicy/metricsFrom",
     ],
+    ["NetworkPolicy egress rules that are not a list", ["--set", "networkPolicy.egress=open"], "/networkPolicy/egress"],
+    ["a networkPolicy switch that is not a boolean", ["--set", "networkPolicy.enabled=yes"], "/networkPolicy/enabled"],
+    [
+      "a PDB maxUnavailable that is no number or percentage",
+      ["--set", "podDisruptionBudget.maxUnavailable=half"],
+      "/podDisruptionBudget/maxUnavailable",
+    ],
+    [
+      "a PDB switch that is not a boolean",
+      ["--set", "podDisruptionBudget.enabled=auto"],
+      "/podDisruptionBudget/enabled",
+    ],
+    ["a pod annotation that is not a string", ["--set-json", 'podAnnotations={"a":1}'], "/podAnnotations/a"],
+    ["a node selector value that is not a string", ["--set-json", 'nodeSelector={"pool":true}'], "/nodeSelector/pool"],
+    [
+      "a PrometheusRule label value over 63 characters",
+      ["--set", `prometheusRule.labels.x=${"y".repeat(64)}`],
+      "/prometheusRule/labels/x",
+    ],
+    [
+      "a dashboard annotation that is not a string",
+      ["--set-json", 'grafanaDashboard.annotations={"a":[1]}'],
+      "/grafanaDashboard/annotations/a",
+    ],
+    ["an unknown key under podMonitor", ["--set", "podMonitor.scrapeTimeout=10s"], "/podMonitor"],
   ])("rejects %s through values.schema.json", async (_label, args, where) => {
     const failure = await run(HELM, ["template", "demo", CHART_DIR, ...args]).then(
       () => undefined,
