@@ -14,6 +14,7 @@ export const TERMINAL_REASONS: ReadonlySet<string> = new Set<string>([
   REASON.ImmutableFieldChanged,
   REASON.NotSupported,
   REASON.OperationFailed,
+  REASON.StatusRejected,
 ]);
 
 /** How long a terminal stall waits before trying again without a spec change. */

@@ -1,8 +1,9 @@
 // A resource that exists: bring it to the spec one step at a time (an update answers the operation it started),
 // wait while it is in transition, publish connection details once it is ready. Observe-only objects mirror it.
+
+import { isSendable, sendAction } from "./action-intents.ts";
 import { REASON, type Reason, type Verdict } from "./classify.ts";
 import type { ManagedSpecBase } from "./external.ts";
-import { recordOperation } from "./operation-tracking.ts";
 import { after, type CloudConnection, DONE, type Existing, type Pass, verdict, withDraft } from "./reconcile-pass.ts";
 
 export async function reconcileExisting<Spec extends ManagedSpecBase>(
@@ -38,11 +39,12 @@ export async function reconcileExisting<Spec extends ManagedSpecBase>(
         ready: observed.ready,
       });
     }
-    if (mutation.operation !== undefined) {
-      recordOperation(pass, connection, mutation.operation);
-      const note = mutation.note ?? `${mutation.operation.metadata.operation_name} requested`;
+    if (isSendable(mutation)) {
+      const sent = await sendAction(pass, connection, mutation, observed.id);
+      if ("verdict" in sent) return sent.verdict;
+      const note = mutation.note ?? `${mutation.action} requested`;
       pass.services.options.kube.event(mr, "Normal", REASON.Updating, note);
-      pass.logger.info({ id: observed.id, operation: mutation.operation.operation_id, note }, "update requested");
+      pass.logger.info({ id: observed.id, operation: sent.operation.operation_id, note }, "update requested");
       return verdict(REASON.Updating, note, after(timing.operationFallbackMs), { progressing: true });
     }
   }
