@@ -14,7 +14,7 @@ import {
 } from "./auth.ts";
 import { CapabilityRegistry, capabilityOf } from "./capabilities.ts";
 import { CloudError } from "./errors.ts";
-import { credentialKeyOf, sharedBucketFor, type TokenBucket } from "./rate-limit.ts";
+import { credentialKeyOf, sharedBucketFor, type TokenBucket, type TokenBucketOptions } from "./rate-limit.ts";
 import {
   type EndpointCall,
   type FetchFunction,
@@ -86,7 +86,11 @@ export interface CloudClientOptions {
   capabilityReprobeMs?: number;
 }
 
-export const DEFAULT_RATE_LIMIT = { ratePerSec: 10, burst: 20 } as const;
+/**
+ * The documented server limit (20 requests/s, burst 40 per credential), a tenth of the burst kept as headroom,
+ * adapting to 429s and Retry-After (rate-limit.ts).
+ */
+export const DEFAULT_RATE_LIMIT: TokenBucketOptions = { ratePerSec: 20, burst: 40, reserve: 4, adaptive: {} };
 
 export interface CallOptions {
   signal?: AbortSignal;

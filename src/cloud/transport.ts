@@ -186,12 +186,21 @@ export class Transport {
       try {
         const response = await baseFetch(input, init);
         report(response.status);
+        this.#adaptRate(response);
         return response;
       } catch (error) {
         report("error");
         throw error;
       }
     };
+  }
+
+  /** Every answer tells the account's bucket whether the server took the request (see rate-limit.ts). */
+  #adaptRate(response: Response): void {
+    const limiter = this.#options.rateLimiter;
+    if (limiter === undefined) return;
+    if (response.status === 429) limiter.throttled(parseRetryAfter(response.headers.get("retry-after")));
+    else if (response.status < 500) limiter.accepted();
   }
 
   #logAttempt(

@@ -146,22 +146,33 @@ export class CredentialStore<A> {
 }
 
 export interface ClientFactoryOptions {
+  /** The server's rate per credential (the adaptive bucket's ceiling) and burst. */
   ratePerSec: number;
+  burst?: number;
   observer?: RequestObserver;
   logger?: Logger;
 }
 
-/** A cloud client for parsed credentials, sharing the credential's token bucket. */
+/**
+ * A cloud client for parsed credentials, sharing the credential's token bucket: paced at the server's rate with
+ * a tenth of its burst kept as headroom, lowered on 429 and regained gradually (cloud/rate-limit.ts).
+ */
 export function clientFor(
   parsed: ParsedCredentials,
   credentialKey: string,
   options: ClientFactoryOptions,
 ): CloudClient {
   const ratePerSec = options.ratePerSec;
+  const burst = options.burst ?? Math.max(1, Math.ceil(ratePerSec * 2));
   return createCloudClient({
     baseUrl: parsed.apiUrl,
     credentials: parsed.credentials,
-    rateLimiter: sharedBucketFor(credentialKey, { ratePerSec, burst: Math.max(1, Math.ceil(ratePerSec * 2)) }),
+    rateLimiter: sharedBucketFor(credentialKey, {
+      ratePerSec,
+      burst,
+      reserve: Math.floor(burst / 10),
+      adaptive: {},
+    }),
     ...(options.observer ? { observer: options.observer } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
   });

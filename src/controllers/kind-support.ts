@@ -97,20 +97,24 @@ export function knownId(mr: ManagedObject): string | undefined {
 }
 
 /**
- * Find an object's resource in the family snapshot. By id when known; an id missing from the snapshot is
+ * Find an object's resource in the family snapshot. By id when known (a fresh view of that one resource when
+ * `notBefore` asks for it, see FamilySnapshot.readOne); an id missing from the snapshot is
  * confirmed with one GET before it counts as gone (404 → gone; an endpoint this server lacks → trust the list).
  * Without an id, by exact cloud name only: nothing else is ever adopted.
  */
 export async function findResource<T>(
-  snapshot: { read(notBefore?: number): Promise<SnapshotView<T>>; remember(item: T): void },
+  snapshot: {
+    read(notBefore?: number): Promise<SnapshotView<T>>;
+    readOne(id: string, notBefore?: number): Promise<T | undefined>;
+    remember(item: T): void;
+  },
   id: string | undefined,
   cloudName: string,
   notBefore: number | undefined,
   get: (id: string) => Promise<T>,
 ): Promise<T | undefined> {
-  const view = await snapshot.read(notBefore);
-  if (id === undefined) return view.byName.get(cloudName);
-  const hit = view.byId.get(id);
+  if (id === undefined) return (await snapshot.read(notBefore)).byName.get(cloudName);
+  const hit = await snapshot.readOne(id, notBefore);
   if (hit !== undefined) return hit;
   try {
     const item = await get(id);

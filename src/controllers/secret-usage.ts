@@ -1,7 +1,10 @@
 // The credentials-in-use finalizer (crossplane's ProviderConfigUsage idea): a credentials Secret that managed
 // objects with cloud state still use keeps `gpucloud.dev/credentials-in-use`, so deleting it first cannot
 // strand their deletion; once no object uses it, the finalizer goes and Kubernetes completes the delete.
+// Who uses which Secret is kept in an index fed by the informers (CredentialsUsage): an event costs O(1) and
+// wakes a Secret only when an object starts or stops using it, instead of re-reading every object each time.
 import type { KubernetesObject } from "@kubernetes/client-node";
+import { DEFAULT_CREDENTIALS_SECRET, FINALIZER } from "../api/common.ts";
 import type {
   KubeClient,
   ObjectInformer,
@@ -10,6 +13,7 @@ import type {
   ReconcileRequest,
   Reconciler,
 } from "../runtime/index.ts";
+import { isRecord } from "../util/is-record.ts";
 
 export const CREDENTIALS_FINALIZER = "gpucloud.dev/credentials-in-use";
 
@@ -43,5 +47,85 @@ export class SecretUsageReconciler implements Reconciler {
     if (result.type === "conflict") return { type: "requeueAfter", ms: 0 };
     ctx.logger.info({ secret: `${request.namespace}/${request.name}`, inUse }, "credentials-in-use finalizer updated");
     return { type: "done" };
+  }
+}
+
+/** The Secret a reference resolves to (credentials.ts: the object's namespace first, then the operator default). */
+export type ResolveSecret = (
+  namespace: string,
+  refName: string | undefined,
+) => { namespace: string; name: string } | undefined;
+
+/** The credentials reference of an object that holds our finalizer: `namespace/refName`, else undefined. */
+function referenceOf(object: unknown): string | undefined {
+  if (!isRecord(object) || !isRecord(object.metadata)) return undefined;
+  const { namespace, finalizers } = object.metadata;
+  if (typeof namespace !== "string" || !Array.isArray(finalizers) || !finalizers.includes(FINALIZER)) return undefined;
+  const spec = isRecord(object.spec) ? object.spec : {};
+  const ref = isRecord(spec.credentialsRef) ? spec.credentialsRef.name : undefined;
+  return `${namespace}/${typeof ref === "string" && ref !== "" ? ref : DEFAULT_CREDENTIALS_SECRET}`;
+}
+
+function keyOfObject(kind: string, object: unknown): string | undefined {
+  if (!isRecord(object) || !isRecord(object.metadata)) return undefined;
+  const { namespace, name } = object.metadata;
+  return typeof namespace === "string" && typeof name === "string" ? `${kind}/${namespace}/${name}` : undefined;
+}
+
+/**
+ * Which managed objects holding our finalizer refer to which credentials, by reference (`namespace/refName`):
+ * the Secret a reference resolves to can change (a Secret of the default name appears in a namespace), so the
+ * resolution happens when a Secret is reconciled, over the distinct references (few), never over the objects.
+ * Read from the raw object without a schema parse: an object whose spec is invalid still holds the finalizer
+ * and still needs its credentials to be deleted.
+ */
+export class CredentialsUsage {
+  /** `Kind/namespace/name` → its reference, for objects holding our finalizer. */
+  readonly #references = new Map<string, string>();
+  /** reference → how many objects hold it. */
+  readonly #counts = new Map<string, number>();
+  readonly #resolve: ResolveSecret;
+
+  constructor(resolve: ResolveSecret) {
+    this.#resolve = resolve;
+  }
+
+  /**
+   * An informer event of a managed object. Returns the Secrets (`namespace/name`) whose use changed: the one
+   * the object uses now and the one it used before, when it started or stopped using them.
+   */
+  apply(kind: string, type: "add" | "update" | "delete", object: unknown): string[] {
+    const key = keyOfObject(kind, object);
+    if (key === undefined) return [];
+    const before = this.#references.get(key);
+    const after = type === "delete" ? undefined : referenceOf(object);
+    if (before === after) return [];
+    if (before !== undefined) {
+      this.#references.delete(key);
+      const left = (this.#counts.get(before) ?? 1) - 1;
+      if (left > 0) this.#counts.set(before, left);
+      else this.#counts.delete(before);
+    }
+    if (after !== undefined) {
+      this.#references.set(key, after);
+      this.#counts.set(after, (this.#counts.get(after) ?? 0) + 1);
+    }
+    return [...new Set([before, after].flatMap((reference) => this.#secretOf(reference) ?? []))];
+  }
+
+  /** How many managed objects holding our finalizer use this Secret. */
+  usersOf(namespace: string, name: string): number {
+    let users = 0;
+    for (const [reference, count] of this.#counts) {
+      if (this.#secretOf(reference) === `${namespace}/${name}`) users += count;
+    }
+    return users;
+  }
+
+  #secretOf(reference: string | undefined): string | undefined {
+    if (reference === undefined) return undefined;
+    const slash = reference.indexOf("/");
+    const secret = this.#resolve(reference.slice(0, slash), reference.slice(slash + 1));
+    return secret === undefined ? undefined : `${secret.namespace}/${secret.name}`;
   }
 }

@@ -30,6 +30,8 @@ export type InformerEventType = "add" | "update" | "delete";
 export interface InformerEvent<T> {
   type: InformerEventType;
   object: T;
+  /** The cached object an update replaced. */
+  previous?: T;
 }
 
 /** Handlers must be quick and must not throw; by contract they only enqueue keys. */
@@ -438,7 +440,7 @@ export class ResilientInformer<T extends KubernetesObject = KubernetesObject> im
     const version = object.metadata?.resourceVersion;
     if (previous !== undefined && version !== undefined && previous.metadata?.resourceVersion === version) return;
     objects.set(name, object);
-    this.#emit({ type: previous === undefined ? "add" : "update", object });
+    this.#emit(previous === undefined ? { type: "add", object } : { type: "update", object, previous });
   }
 
   #remove(object: T): void {

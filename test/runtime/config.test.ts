@@ -28,11 +28,42 @@ describe("parseConfig", () => {
       renewDeadlineMs: 10_000,
       retryPeriodMs: 2000,
       gracefulShutdownTimeoutMs: 30_000,
-      apiRateLimit: 10,
+      apiRateLimit: 20,
+      apiBurst: 40,
+      maxReconcileRate: 0,
+      operationPolling: "batched",
+      shard: { index: 0, count: 1 },
       logLevel: "info",
       operationPollIntervalMs: 2000,
       cacheSyncTimeoutMs: 120_000,
     });
+  });
+
+  it("reads the scale flags: rate and burst, reconcile rate, operation polling, shards", () => {
+    const config = configOf(
+      parseConfig(
+        [
+          "--api-rate-limit=5",
+          "--api-burst=10",
+          "--max-reconcile-rate=1",
+          "--operation-polling=per-operation",
+          "--shard-count=3",
+          "--shard-index=2",
+        ],
+        {},
+      ),
+    );
+    expect(config).toMatchObject({
+      apiRateLimit: 5,
+      apiBurst: 10,
+      maxReconcileRate: 1,
+      operationPolling: "per-operation",
+      shard: { index: 2, count: 3 },
+    });
+    expect(errorOf(parseConfig(["--shard-count=2", "--shard-index=2"], {}))).toMatch(/--shard-index.*0 to 1/);
+    expect(errorOf(parseConfig(["--shard-index=-1"], {}))).toContain("--shard-index");
+    expect(errorOf(parseConfig(["--operation-polling=sometimes"], {}))).toContain("--operation-polling");
+    expect(errorOf(parseConfig(["--max-reconcile-rate=-1"], {}))).toContain("--max-reconcile-rate");
   });
 
   it("reads --cache-sync-timeout, where 0 means wait for ever", () => {
