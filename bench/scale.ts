@@ -40,6 +40,8 @@ const { values } = parseArgs({
     "timeout-s": { type: "string", default: "" },
     "anchor-timeout-s": { type: "string", default: "900" },
     "cpu-prof": { type: "boolean", default: false },
+    /** More operator flags, space-separated (to try a setting against the defaults). */
+    "operator-flags": { type: "string", default: "" },
     out: { type: "string", default: path.join(REPO_ROOT, "bench/results/runs") },
   },
 });
@@ -52,7 +54,11 @@ const sizes = (values.n ?? "")
 const syncPeriodMs = Number(values["sync-period-s"]) * 1000;
 const latencyMs = Number(values["latency-ms"]);
 const rate = { ratePerSec: 20, burst: 40 };
-const baseFlags = ["--sync-period", `${values["sync-period-s"]}s`];
+const baseFlags = [
+  "--sync-period",
+  `${values["sync-period-s"]}s`,
+  ...(values["operator-flags"] ?? "").split(" ").filter((flag) => flag !== ""),
+];
 const runId = new Date()
   .toISOString()
   .replaceAll(":", "-")

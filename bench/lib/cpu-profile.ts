@@ -61,12 +61,45 @@ export function topEntries(file: string, limit: number, sortBy: "total" | "self"
     .slice(0, limit);
 }
 
-/** `node bench/lib/cpu-profile.ts <file.cpuprofile> [limit] [self|total]` prints the top entries. */
+/** Where the self time went, by package (node_modules/<name>), Node internals, our folders and V8 itself. */
+export function selfByArea(file: string): { area: string; percent: number }[] {
+  const profile = JSON.parse(readFileSync(file, "utf8")) as CpuProfile;
+  const total = profile.nodes.reduce((sum, node) => sum + (node.hitCount ?? 0), 0);
+  const areas = new Map<string, number>();
+  for (const node of profile.nodes) {
+    const hits = node.hitCount ?? 0;
+    if (hits === 0) continue;
+    const url = node.callFrame.url;
+    const modules = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
+    const ours = /\/(src|bench)\/([^/]+)\//.exec(url);
+    const area = modules
+      ? modules[1]
+      : ours
+        ? `${ours[1]}/${ours[2]}`
+        : url.startsWith("node:")
+          ? "node internals"
+          : url === ""
+            ? node.callFrame.functionName || "(native)"
+            : url;
+    areas.set(area ?? "?", (areas.get(area ?? "?") ?? 0) + hits);
+  }
+  return [...areas]
+    .map(([area, hits]) => ({ area, percent: (100 * hits) / Math.max(1, total) }))
+    .sort((a, b) => b.percent - a.percent);
+}
+
+/** `node bench/lib/cpu-profile.ts <file.cpuprofile> [limit] [self|total|areas]` prints the top entries. */
 if (import.meta.url === `file://${process.argv[1]}`) {
   const [file, limit, sortBy] = process.argv.slice(2);
   if (file === undefined) {
     process.stderr.write("usage: node bench/lib/cpu-profile.ts <file.cpuprofile> [limit] [self|total]\n");
     process.exit(2);
+  }
+  if (sortBy === "areas") {
+    for (const { area, percent } of selfByArea(file).slice(0, Number(limit ?? 25))) {
+      process.stdout.write(`${percent.toFixed(1).padStart(5)} %  ${area}\n`);
+    }
+    process.exit(0);
   }
   for (const entry of topEntries(file, Number(limit ?? 25), sortBy === "self" ? "self" : "total")) {
     process.stdout.write(

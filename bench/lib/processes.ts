@@ -6,6 +6,7 @@ import { openSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import path from "node:path";
 import { createInterface } from "node:readline";
+import { OPERATOR_NODE_FLAGS } from "../../src/cli/node-flags.ts";
 
 export const REPO_ROOT = path.resolve(import.meta.dirname, "../..");
 const MAIN_SCRIPT = path.join(REPO_ROOT, "src/cli/main.ts");
@@ -155,6 +156,7 @@ export async function startOperatorProcess(options: {
   const metricsPort = await freePort();
   const logFile = path.join(options.workDir, `operator-${options.name}.log`);
   const nodeArgs = [
+    ...OPERATOR_NODE_FLAGS,
     ...(options.cpuProfileDir === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", options.cpuProfileDir]),
     ...(options.nodeArgs ?? []),
   ];

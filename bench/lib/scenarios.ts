@@ -169,6 +169,8 @@ export interface BurstResult {
   /** Writes to the managed objects (watch events after the create) per object until Ready, and over the run. */
   objectWritesToReadyPerObject: number;
   objectWritesToReadyMax: number;
+  /** Per kind: average and largest number of writes to an object until it was Ready. */
+  writesToReadyByKind: Record<string, { average: number; max: number }>;
   kubeWriteRequests: number;
   kubeWritesPerObject: number;
   operatorCpuSeconds: number;
@@ -178,6 +180,8 @@ export interface BurstResult {
   endRssMiB: number;
   eventLoopLagP99MaxMs: number;
   eventLoopLagMaxMs: number;
+  /** Every 5 s: seconds since the start, cloud calls so far, objects Ready so far. */
+  timeline: [number, number, number][];
 }
 
 const MiB = 1024 * 1024;
@@ -267,10 +271,19 @@ export async function runBurst(options: BurstOptions): Promise<{ result: BurstRe
     const started = Date.now();
     log(`  ${options.variant}: applying ${manifests.length} objects (load ${loadBefore.toFixed(1)})`);
     const progress = setInterval(() => log(`    ${watch.readyCount}/${manifests.length} Ready`), 30_000);
+    const timeline: [number, number, number][] = [];
+    const timelineTimer = setInterval(() => {
+      void simulatorCounts(env.sim.adminUrl)
+        .then((counts) =>
+          timeline.push([Math.round((Date.now() - started) / 1000), totalCalls(counts), watch.readyCount]),
+        )
+        .catch(() => undefined);
+    }, 5000);
     await env.http.createAll(manifests, 16);
     const allReady = await watch.waitForReady(manifests.length, options.timeoutMs - (Date.now() - started));
     const finished = Date.now();
     clearInterval(progress);
+    clearInterval(timelineTimer);
     await sampler.stop();
     const counts = await simulatorCounts(env.sim.adminUrl);
     const metricsAfter = sampler.lastMetrics ?? (await scrape(operator.metricsUrl));
@@ -291,6 +304,7 @@ export async function runBurst(options: BurstOptions): Promise<{ result: BurstRe
       kubeWrites: kubeWrites(metricsAfter) - kubeWrites(metricsBefore),
       calls429: throttled(metricsAfter) - throttled(metricsBefore),
       loadBefore,
+      timeline,
     });
     log(
       `    ${result.ready}/${result.n} Ready in ${result.timeToAllReadySeconds.toFixed(1)} s ` +
@@ -321,6 +335,7 @@ function summarize(input: {
   kubeWrites: number;
   calls429: number;
   loadBefore: number;
+  timeline: [number, number, number][];
 }): BurstResult {
   const { options, tracks, started, sampler } = input;
   const n = options.n;
@@ -362,6 +377,7 @@ function summarize(input: {
     callsByRoute: input.counts,
     objectWritesToReadyPerObject: writes.reduce((a, b) => a + b, 0) / Math.max(1, writes.length),
     objectWritesToReadyMax: Math.max(0, ...writes),
+    writesToReadyByKind: writesByKind(tracks),
     kubeWriteRequests: input.kubeWrites,
     kubeWritesPerObject: input.kubeWrites / n,
     operatorCpuSeconds: cpu,
@@ -371,7 +387,17 @@ function summarize(input: {
     endRssMiB: (last?.rssBytes ?? 0) / MiB,
     eventLoopLagP99MaxMs: Math.max(0, ...sampler.lagP99) * 1000,
     eventLoopLagMaxMs: Math.max(0, ...sampler.lagMax) * 1000,
+    timeline: input.timeline,
   };
+}
+
+function writesByKind(tracks: readonly ObjectTrack[]): Record<string, { average: number; max: number }> {
+  const byKind: Record<string, { average: number; max: number }> = {};
+  for (const kind of new Set(tracks.map((t) => t.kind))) {
+    const writes = tracks.filter((t) => t.kind === kind).map((t) => t.writesToReady);
+    byKind[kind] = { average: writes.reduce((a, b) => a + b, 0) / writes.length, max: Math.max(...writes) };
+  }
+  return byKind;
 }
 
 /** Cloud answers 429 the operator got (the simulator counts requests by route, not by answer). */

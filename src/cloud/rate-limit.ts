@@ -56,6 +56,8 @@ export class TokenBucket {
   #lastIncrease: number;
   #throttled = 0;
   #now: () => number;
+  /** Waiting callers, first come first served; `urgent` ones (reads that finish work) before the others. */
+  #urgent: Waiter[] = [];
   #waiters: Waiter[] = [];
   #timer: NodeJS.Timeout | undefined;
 
@@ -104,11 +106,15 @@ export class TokenBucket {
     return this.#throttled;
   }
 
-  /** Resolves when a token is taken; waiters are served first come, first served. */
-  take(signal?: AbortSignal): Promise<void> {
+  /**
+   * Resolves when a token is taken; waiters are served first come, first served, `urgent` ones first: the reads
+   * that finish work (an operation's poll, a settled resource's refresh) do not wait behind a backlog of creates.
+   */
+  take(signal?: AbortSignal, options: { urgent?: boolean } = {}): Promise<void> {
     if (signal?.aborted) return Promise.reject(abortError(signal));
     this.#refill();
-    if (this.#waiters.length === 0 && this.#tokens >= 1 && this.#now() >= this.#blockedUntil) {
+    const queued = this.#urgent.length + (options.urgent ? 0 : this.#waiters.length);
+    if (queued === 0 && this.#tokens >= 1 && this.#now() >= this.#blockedUntil) {
       this.#tokens -= 1;
       return Promise.resolve();
     }
@@ -118,12 +124,13 @@ export class TokenBucket {
         reject,
         signal,
         onAbort: () => {
+          this.#urgent = this.#urgent.filter((w) => w !== waiter);
           this.#waiters = this.#waiters.filter((w) => w !== waiter);
           reject(abortError(signal));
         },
       };
       signal?.addEventListener("abort", waiter.onAbort, { once: true });
-      this.#waiters.push(waiter);
+      (options.urgent ? this.#urgent : this.#waiters).push(waiter);
       this.#schedule();
     });
   }
@@ -174,7 +181,7 @@ export class TokenBucket {
   }
 
   #schedule(): void {
-    if (this.#timer !== undefined || this.#waiters.length === 0) return;
+    if (this.#timer !== undefined || this.#urgent.length + this.#waiters.length === 0) return;
     const missing = Math.max(0, 1 - this.#tokens);
     const blockedMs = Math.max(0, this.#blockedUntil - this.#now());
     const waitMs = Math.max(blockedMs, Math.ceil((missing / this.#rate) * 1000));
@@ -189,8 +196,8 @@ export class TokenBucket {
   #serve(): void {
     this.#refill();
     if (this.#now() >= this.#blockedUntil) {
-      while (this.#waiters.length > 0 && this.#tokens >= 1) {
-        const waiter = this.#waiters.shift();
+      while (this.#urgent.length + this.#waiters.length > 0 && this.#tokens >= 1) {
+        const waiter = this.#urgent.shift() ?? this.#waiters.shift();
         if (!waiter) break;
         this.#tokens -= 1;
         waiter.signal?.removeEventListener("abort", waiter.onAbort);

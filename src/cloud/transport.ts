@@ -108,7 +108,7 @@ export class Transport {
       fetch: this.#instrumentedFetch(call, authorization),
       retry: this.#retryOptions(call),
       hooks: {
-        beforeRequest: [async () => this.#takeToken(call.signal)],
+        beforeRequest: [async () => this.#takeToken(call.signal, call.method)],
         beforeRetry: [async ({ retryCount }) => this.#beforeRetry(call, retryCount)],
       },
     };
@@ -158,13 +158,14 @@ export class Transport {
     return false;
   }
 
-  async #takeToken(signal: AbortSignal | undefined): Promise<void> {
-    await this.#options.rateLimiter?.take(signal);
+  /** Reads go before writes in the account's bucket: they finish work (polls, refreshes) and are few. */
+  async #takeToken(signal: AbortSignal | undefined, method: HttpMethod): Promise<void> {
+    await this.#options.rateLimiter?.take(signal, { urgent: method === "GET" });
   }
 
   async #beforeRetry(call: EndpointCall<unknown>, retryCount: number): Promise<void> {
     this.#logger.debug({ method: call.method, route: call.route, retryCount }, "retrying cloud request");
-    await this.#takeToken(call.signal);
+    await this.#takeToken(call.signal, call.method);
   }
 
   /** Wraps fetch so that each attempt (retries included) is observed and logged once. */

@@ -5,7 +5,7 @@
 // A family whose list can be filtered by ids (VMs) and is larger than one page refreshes one resource without
 // listing the family:
 // `readOne` collects the ids asked for and lists them together (at most 150 per call, one such list in flight,
-// spaced like full lists), so a VM whose operation settled costs a share of one call, not ceil(N/500) calls.
+// at most one a second), so a VM whose operation settled costs a share of one call, not ceil(N/500) calls.
 export interface SnapshotView<T> {
   byId: ReadonlyMap<string, T>;
   byName: ReadonlyMap<string, T>;
@@ -31,6 +31,11 @@ export interface SnapshotOptions<T> {
    * ids are spaced the same way, apart from full lists.
    */
   minIntervalMs?: number;
+  /**
+   * Minimum spacing of lists by ids (default 1 s): every id asked for meanwhile rides along, so a burst of
+   * settled operations costs about one call per second, not one each.
+   */
+  idsIntervalMs?: number;
   /** List the resources with these ids (one call); a family without it refreshes whole for `readOne`. */
   listIds?(ids: string[], signal: AbortSignal): Promise<T[]>;
   /** Ids per list by ids (default 150: the query stays well below the 8 KiB many servers allow a URL). */
@@ -146,7 +151,7 @@ export class FamilySnapshot<T> {
 
   #scheduleIds(): void {
     if (this.#idsRunning || this.#idsTimer !== undefined || this.#wantedIds.size === 0) return;
-    const delayMs = Math.max(0, this.#lastIdsStartedAt + (this.#options.minIntervalMs ?? 500) - this.#now());
+    const delayMs = Math.max(0, this.#lastIdsStartedAt + (this.#options.idsIntervalMs ?? 1000) - this.#now());
     this.#idsTimer = setTimeout(() => {
       this.#idsTimer = undefined;
       void this.#listIds();

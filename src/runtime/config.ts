@@ -127,7 +127,12 @@ const FLAGS: readonly FlagSpec[] = [
     default: ":8081",
     help: "Address of /healthz and /readyz ('0' disables)",
   },
-  { name: "max-concurrent-reconciles", type: "int", default: "4", help: "Workers per controller" },
+  {
+    name: "max-concurrent-reconciles",
+    type: "int",
+    default: "16",
+    help: "Workers per controller (reconciles wait on the cloud's rate limit and on I/O, not on CPU)",
+  },
   {
     name: "sync-period",
     type: "duration",

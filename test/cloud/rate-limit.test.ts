@@ -99,6 +99,20 @@ describe("TokenBucket adapting to the server", () => {
     expect(bucket.currentRate()).toBe(20);
   });
 
+  it("serves urgent waiters (reads that finish work) before a backlog of others, each lane in order", async () => {
+    const bucket = new TokenBucket({ ratePerSec: 50, burst: 1 });
+    await bucket.take();
+    const order: string[] = [];
+    const all = [
+      bucket.take().then(() => order.push("create-1")),
+      bucket.take().then(() => order.push("create-2")),
+      bucket.take(undefined, { urgent: true }).then(() => order.push("poll-1")),
+      bucket.take(undefined, { urgent: true }).then(() => order.push("poll-2")),
+    ];
+    await Promise.all(all);
+    expect(order).toEqual(["poll-1", "poll-2", "create-1", "create-2"]);
+  });
+
   it("Retry-After holds every caller of the account until it has passed", async () => {
     const bucket = new TokenBucket({ ratePerSec: 100, burst: 10, adaptive: {} });
     await bucket.take();

@@ -142,6 +142,7 @@ describe("FamilySnapshot", () => {
         nameOf: (item) => item.name,
         maxAgeMs: 10_000,
         minIntervalMs: 0,
+        idsIntervalMs: 0,
         fullListUpTo: 10,
         maxIdsPerList: 3,
         now: () => clock,

@@ -22,7 +22,7 @@ describe("parseConfig", () => {
       leaderElectionNamespace: "default",
       metricsBindAddress: { host: "0.0.0.0", port: 8080 },
       healthProbeBindAddress: { host: "0.0.0.0", port: 8081 },
-      maxConcurrentReconciles: 4,
+      maxConcurrentReconciles: 16,
       syncPeriodMs: 600_000,
       leaseDurationMs: 15_000,
       renewDeadlineMs: 10_000,
