@@ -45,6 +45,21 @@ export class ReconcileError extends Error {
   }
 }
 
+/**
+ * The stall for an action this server cannot do (its endpoint is beyond the spec and missing): what cannot be
+ * done, and what to do instead.
+ */
+export function notSupported(cannot: string, error: unknown, whatToDo: string): ReconcileError {
+  const detail = error instanceof Error ? error.message : String(error);
+  return new ReconcileError(REASON.NotSupported, `this server cannot ${cannot} (${detail}); ${whatToDo}`, {
+    cause: error,
+  });
+}
+
+/** How to let go of an object whose cloud resource this server cannot delete. */
+export const ORPHAN_TO_RELEASE =
+  "set spec.deletionPolicy: Orphan to release this object and keep the cloud resource (remove it by other means)";
+
 export function isCloudError(error: unknown): error is CloudError {
   return error instanceof CloudError;
 }

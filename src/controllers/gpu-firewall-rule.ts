@@ -1,16 +1,23 @@
 // GpuFirewallRule: resolves networkRef and vmRef to cloud ids (waiting for them), creates the rule, PATCHes
 // the changeable fields when they drift, deletes. Compared after normalising (ports `*` = `1-65535` = all,
-// list order, duplicates), or drift never settles. A server without the contract's extra endpoints answers
-// CloudError kind "unsupported", which stalls the object as NotSupported.
+// list order, duplicates), or drift never settles. A server with only the spec's endpoints cannot read one rule,
+// change or delete it: rules are found in the list, and a change or a delete stalls as NotSupported with what
+// to do instead.
 import {
   type FirewallEndpoint,
   type GpuFirewallRuleSpec,
   GpuFirewallRuleSpec as GpuFirewallRuleSpecSchema,
   GpuFirewallRuleStatus,
 } from "../api/gpu-firewall-rule.ts";
+import { isUnsupported } from "../cloud/errors.ts";
 import type { EndpointRequest, FirewallRule, PatchFirewallRuleRequest } from "../cloud/wire.ts";
+import { notSupported, ORPHAN_TO_RELEASE } from "./classify.ts";
 import type { ExternalClient, Observation } from "./external.ts";
-import { findResource, type KindDefinition, type KindDeps, knownId, readyTarget } from "./kind-support.ts";
+import { findResource, idByName, type KindDefinition, type KindDeps, readyTarget } from "./kind-support.ts";
+
+/** What to do when the server cannot PATCH a rule. */
+const CHANGE_INSTEAD =
+  "put the spec back to match the rule, or create a new GpuFirewallRule with the change (and let this one go with deletionPolicy: Orphan)";
 
 const ALL_PORTS = new Set(["*", "1-65535", "0-65535"]);
 
@@ -144,21 +151,14 @@ export const gpuFirewallRule: KindDefinition<GpuFirewallRuleSpec> = {
         return { type: "ready" };
       },
       async observe(mr, options, signal) {
-        const rule = await findResource(
-          account.firewallRules,
-          knownId(mr),
-          options.cloudName,
-          options.notBefore,
-          (id) => client.firewallRules.get(projectId, id, { signal }),
+        const rule = await findResource(account.firewallRules, mr, options, (id) =>
+          client.firewallRules.get(projectId, id, { signal }),
         );
         if (rule === undefined) return { exists: false };
         if (desired !== undefined) desired.name = options.cloudName;
         return observeRule(desired, rule);
       },
-      async findByName(cloudName) {
-        const view = await account.firewallRules.read(Date.now());
-        return view.byName.get(cloudName)?.id;
-      },
+      findByName: (cloudName) => idByName(account.firewallRules, cloudName),
       async create(mr, target, signal) {
         if (desired === undefined || networkId === undefined) throw new Error("firewall rule create before resolve");
         const operation = await client.firewallRules.create(
@@ -188,11 +188,23 @@ export const gpuFirewallRule: KindDefinition<GpuFirewallRuleSpec> = {
           source_ports: desired.source_ports,
           destination_ports: desired.destination_ports,
         };
-        const operation = await client.firewallRules.patch(projectId, observed.id, change, { signal });
-        return { operation, note: `PATCH rule (${observed.diff ?? "drift"})` };
+        try {
+          const operation = await client.firewallRules.patch(projectId, observed.id, change, { signal });
+          return { operation, note: `PATCH rule (${observed.diff ?? "drift"})` };
+        } catch (error) {
+          if (!isUnsupported(error)) throw error;
+          // Nothing was changed: the rule in the cloud is still what it was; the spec must come back to it.
+          const cannot = notSupported("change firewall rules", error, CHANGE_INSTEAD);
+          return { refused: { reason: cannot.reason, message: `${cannot.message} (${observed.diff ?? "drift"})` } };
+        }
       },
       async delete(_mr, id, signal) {
-        return { operation: await client.firewallRules.delete(projectId, id, { signal }) };
+        try {
+          return { operation: await client.firewallRules.delete(projectId, id, { signal }) };
+        } catch (error) {
+          if (isUnsupported(error)) throw notSupported("delete firewall rules", error, ORPHAN_TO_RELEASE);
+          throw error;
+        }
       },
     };
   },

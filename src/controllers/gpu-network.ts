@@ -1,9 +1,12 @@
-// GpuNetwork: create, read, delete (the contract's endpoint) once no firewall rule or VM uses it.
+// GpuNetwork: create, read, delete (the contract's endpoint) once no firewall rule or VM uses it. A server with
+// only the spec's endpoints has neither the network list nor delete: networks are read by id, and deleting one
+// stalls as NotSupported (deletionPolicy: Orphan lets the object go).
 import { type GpuNetworkSpec, GpuNetworkSpec as GpuNetworkSpecSchema, GpuNetworkStatus } from "../api/gpu-network.ts";
+import { isUnsupported } from "../cloud/errors.ts";
 import type { VpcNetwork } from "../cloud/wire.ts";
-import { REASON } from "./classify.ts";
+import { notSupported, ORPHAN_TO_RELEASE, REASON } from "./classify.ts";
 import type { ExternalClient, Observation } from "./external.ts";
-import { findResource, type KindDefinition, knownId } from "./kind-support.ts";
+import { findResource, idByName, type KindDefinition } from "./kind-support.ts";
 
 export function networkAtProvider(network: VpcNetwork): Record<string, unknown> {
   return { cloudName: network.name, cidr: network.cidr, gateway: network.gateway, subnets: [...network.subnets] };
@@ -41,15 +44,14 @@ export const gpuNetwork: KindDefinition<GpuNetworkSpec> = {
     return {
       resolve: async () => ({ type: "ready" }),
       async observe(mr, options, signal) {
-        const network = await findResource(account.networks, knownId(mr), options.cloudName, options.notBefore, (id) =>
+        // On a server without the network list (beyond the spec), a network is read by the id its create
+        // operation named (metadata.id, kept in status.id); it cannot be looked up by name.
+        const network = await findResource(account.networks, mr, options, (id) =>
           client.networks.get(projectId, id, { signal }),
         );
         return network === undefined ? { exists: false } : observeNetwork(mr.spec, network);
       },
-      async findByName(cloudName) {
-        const view = await account.networks.read(Date.now());
-        return view.byName.get(cloudName)?.id;
-      },
+      findByName: (cloudName) => idByName(account.networks, cloudName),
       async create(mr, target, signal) {
         const operation = await client.networks.create(
           projectId,
@@ -60,7 +62,12 @@ export const gpuNetwork: KindDefinition<GpuNetworkSpec> = {
       },
       update: async () => ({}),
       async delete(_mr, id, signal) {
-        return { operation: await client.networks.delete(projectId, id, { signal }) };
+        try {
+          return { operation: await client.networks.delete(projectId, id, { signal }) };
+        } catch (error) {
+          if (isUnsupported(error)) throw notSupported("delete networks", error, ORPHAN_TO_RELEASE);
+          throw error;
+        }
       },
       deleteBlocker(mr) {
         // Rules of this namespace that still point at the network go first (the cloud would answer 409).

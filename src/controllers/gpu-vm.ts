@@ -97,9 +97,7 @@ export const gpuVm: KindDefinition<GpuVmSpec> = {
         return { type: "ready" };
       },
       async observe(mr, options, signal) {
-        const vm = await findResource(account.vms, knownId(mr), options.cloudName, options.notBefore, (id) =>
-          client.vms.get(projectId, id, { signal }),
-        );
+        const vm = await findResource(account.vms, mr, options, (id) => client.vms.get(projectId, id, { signal }));
         return vm === undefined ? { exists: false } : observeVm(desired, vm);
       },
       async findByName(cloudName, signal) {

@@ -184,6 +184,7 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
             usingCachedCredentials: usingCached,
             paymentProblem: (signal, options) => account.paymentProblem(signal, options),
             operation: (operationId, ownerKey) => account.operation(kind.family, operationId, ownerKey),
+            nextFollowTurnMs: () => account.nextFollowTurnMs(kind.family),
           },
         };
       },

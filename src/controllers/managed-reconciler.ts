@@ -3,7 +3,8 @@
 // delete | finalizer → create | update → ready. The steps live beside this file, by responsibility:
 //   creation.ts (absent → crash-safe create, adoption, location walk), existing-resource.ts (update, ready,
 //   observe-only mirror), deletion.ts (delete, release, pause), operation-tracking.ts / operation-failures.ts
-//   (operations in flight and what a FAILED one means), status-building.ts (conditions, the one status write).
+//   (operations in flight and what a FAILED one means), operation-following.ts (an operation the server cannot
+//   show, followed through its resource), status-building.ts (conditions, the one status write).
 // Conditions, events and status are written in `finish()` only, once per reconcile and only when they changed.
 // No worker ever waits on a cloud operation: the operation id goes into status, trackers wake the key, and a
 // fallback requeue covers lost wake-ups.
@@ -15,6 +16,7 @@ import { deleteResource, paused, release } from "./deletion.ts";
 import { mirror, reconcileExisting } from "./existing-resource.ts";
 import type { ManagedObject, ManagedSpecBase, ManagedStatusBase, Outcome } from "./external.ts";
 import { handleFailedOperation } from "./operation-failures.ts";
+import { followOperation } from "./operation-following.ts";
 import { settleOperation } from "./operation-tracking.ts";
 import {
   after,
@@ -236,12 +238,20 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     const lastReason = mr.status.conditions?.find((c) => c.type === "Ready")?.reason;
     const inTransition =
       pass.draft.id !== undefined && (lastReason === REASON.WaitingForOperation || lastReason === REASON.Creating);
-    const notBefore = settled.notBefore ?? (specChanged || inTransition ? this.#now() : periodic);
+    // Following an operation the server cannot show: one fresh list (or read) per turn, trusted as it is.
+    const following = settled.follow !== undefined;
+    const notBefore = following
+      ? this.#now()
+      : (settled.notBefore ?? (specChanged || inTransition ? this.#now() : periodic));
     const observed = await connection.external.observe(
       withDraft(mr, pass.draft),
-      { cloudName: pass.cloudName, ...(notBefore !== undefined ? { notBefore } : {}) },
+      { cloudName: pass.cloudName, ...(notBefore !== undefined ? { notBefore } : {}), trustList: following },
       pass.signal,
     );
+    if (settled.follow !== undefined) {
+      const waiting = followOperation(pass, connection, settled.follow, observed);
+      if (waiting !== undefined) return waiting;
+    }
     if (deleting) return deleteResource(pass, connection, observed);
     if (!holdsFinalizer) {
       const written = await this.#setFinalizer(mr, true);

@@ -4,8 +4,9 @@
 import { MAX_OPERATION_HISTORY } from "../api/common.ts";
 import type { Operation } from "../cloud/wire.ts";
 import { REASON, type Verdict } from "./classify.ts";
-import type { ManagedSpecBase } from "./external.ts";
+import type { ManagedSpecBase, OperationRecord } from "./external.ts";
 import { after, type CloudConnection, type Pass, verdict, wasReady } from "./reconcile-pass.ts";
+import { formatKubeTime } from "./status-building.ts";
 
 /** Put a just-started operation into the draft status and start tracking it. */
 export function recordOperation<Spec extends ManagedSpecBase>(
@@ -17,7 +18,8 @@ export function recordOperation<Spec extends ManagedSpecBase>(
     id: operation.operation_id,
     name: operation.metadata.operation_name,
     state: operation.state,
-    ...(operation.started_at ? { startedAt: operation.started_at } : {}),
+    // Kept even when the server leaves it out: following an operation it cannot show has a time limit.
+    startedAt: operation.started_at || formatKubeTime(pass.services.now()),
   };
   pass.draft.operation = recorded;
   pass.draft.operations = [recorded, ...(pass.draft.operations ?? [])].slice(0, MAX_OPERATION_HISTORY);
@@ -35,6 +37,18 @@ export interface Settlement {
   /** Lists taken before this time (ms) do not show the operation's effect. */
   notBefore?: number;
   failure?: OperationFailure;
+  /** The server cannot show this operation: its resource must tell when it is over (operation-following.ts). */
+  follow?: OperationRecord;
+}
+
+/** Move the operation in flight to history in its final state. */
+export function closeOperation<Spec extends ManagedSpecBase>(pass: Pass<Spec>, final: OperationRecord): void {
+  pass.draft.operation = final;
+  pass.draft.operations = [final, ...(pass.draft.operations ?? []).filter((o) => o.id !== final.id)].slice(
+    0,
+    MAX_OPERATION_HISTORY,
+  );
+  if (final.name === "CREATE" && final.state === "SUCCEEDED") delete pass.draft.createPending;
 }
 
 /** Move a finished operation from "in flight" to history; a still running one ends this reconcile. */
@@ -59,16 +73,13 @@ export function settleOperation<Spec extends ManagedSpecBase>(
       ),
     };
   }
-  const final =
+  if (progress.state === "unreadable") return { follow: current };
+  closeOperation(
+    pass,
     progress.state === "settled"
       ? { ...current, state: progress.operation.state, completedAt: progress.operation.completed_at }
-      : { ...current, state: "SUCCEEDED", completedAt: "" };
-  pass.draft.operation = final;
-  pass.draft.operations = [final, ...(pass.draft.operations ?? []).filter((o) => o.id !== final.id)].slice(
-    0,
-    MAX_OPERATION_HISTORY,
+      : { ...current, state: "SUCCEEDED", completedAt: "" },
   );
-  if (final.name === "CREATE" && final.state === "SUCCEEDED") delete pass.draft.createPending;
   if (progress.state === "settled" && progress.operation.state === "FAILED") {
     const message = failureText(progress.operation);
     pass.draft.lastError = message;

@@ -24,6 +24,8 @@ interface TestSpec extends ManagedSpecBase {
 }
 
 const NOW = Date.parse("2026-11-21T12:00:00Z");
+/** The wait the account gives an object following an operation the server cannot show. */
+const FOLLOW_TURN_MS = 1234;
 
 function operation(name: string, state = "IN_PROGRESS", result: unknown = null): Operation {
   return {
@@ -72,6 +74,8 @@ interface Row {
   reason: string;
   given: ManagedObject<TestSpec>;
   observe?: Observation;
+  /** What observe answers from its second call on (default: the same as the first). */
+  observeAfter?: Observation;
   create?: () => Promise<Mutation>;
   update?: Mutation;
   deleteResult?: () => Promise<Mutation>;
@@ -83,6 +87,8 @@ interface Row {
   now?: number;
   want: {
     outcome: string;
+    /** The wait of a requeueAfter outcome, when the row cares. */
+    afterMs?: number;
     calls: string[];
     ready?: string;
     conditionReason?: string;
@@ -93,9 +99,26 @@ interface Row {
   };
 }
 
+/** An object whose operation `name` (started a minute before NOW unless told) is in flight. */
+function withOperation(
+  name: string,
+  extra: { deleting?: boolean; startedAt?: string; status?: ManagedStatusBase } = {},
+): ManagedObject<TestSpec> {
+  const startedAt = extra.startedAt ?? "2026-11-21T11:59:00Z";
+  return object({
+    finalizers: [FINALIZER],
+    ...(extra.deleting ? { deleting: true } : {}),
+    status: {
+      id: "res-1",
+      ...extra.status,
+      operation: { id: `op-${name.toLowerCase()}`, name, state: "IN_PROGRESS", startedAt },
+    },
+  });
+}
+
 const available: Observation = { exists: true, id: "res-1", ready: true, upToDate: true, atProvider: { state: "ok" } };
 
-function run(row: Row): Promise<{ outcome: string; harness: Harness }> {
+function run(row: Row): Promise<{ outcome: string; afterMs: number | undefined; harness: Harness }> {
   const harness: Harness = { calls: [], statuses: [], finalizerWrites: [], events: [] };
   const stored = structuredClone(row.given);
   const kube: KubeAccess = {
@@ -114,7 +137,8 @@ function run(row: Row): Promise<{ outcome: string; harness: Harness }> {
     resolve: async () => ({ type: "ready" }),
     observe: async () => {
       harness.calls.push("observe");
-      return row.observe ?? { exists: false };
+      const first = harness.calls.filter((call) => call === "observe").length === 1;
+      return (first ? row.observe : (row.observeAfter ?? row.observe)) ?? { exists: false };
     },
     findByName: async () => {
       harness.calls.push("findByName");
@@ -139,6 +163,7 @@ function run(row: Row): Promise<{ outcome: string; harness: Harness }> {
     usingCachedCredentials: false,
     paymentProblem: async () => row.paymentProblem,
     operation: () => row.progress ?? { state: "pending" },
+    nextFollowTurnMs: () => FOLLOW_TURN_MS,
   };
   const reconciler = new ManagedReconciler<TestSpec>({
     kind: "GpuThing",
@@ -154,7 +179,11 @@ function run(row: Row): Promise<{ outcome: string; harness: Harness }> {
   const logger = pino({ level: "silent" });
   return reconciler
     .reconcile({ namespace: "ns", name: "thing" }, { signal: new AbortController().signal, logger })
-    .then((outcome) => ({ outcome: outcome.type, harness }));
+    .then((outcome) => ({
+      outcome: outcome.type,
+      afterMs: outcome.type === "requeueAfter" ? outcome.ms : undefined,
+      harness,
+    }));
 }
 
 const conflict = () =>
@@ -322,11 +351,105 @@ const rows: Row[] = [
     want: { outcome: "requeueAfter", calls: ["observe", "delete"], conditionReason: "Deleting", finalizerWrites: [] },
   },
   {
-    reason: "delete answered 404 means gone: the finalizer goes",
+    reason: "delete answered 404 means gone once a fresh read agrees: the finalizer goes",
+    given: object({ finalizers: [FINALIZER], deleting: true, status: { id: "res-1" } }),
+    observe: available,
+    observeAfter: { exists: false },
+    deleteResult: notFound,
+    want: { outcome: "done", calls: ["observe", "delete", "observe"], finalizerWrites: [false] },
+  },
+  {
+    reason: "delete answered 404 while the resource is still there: the server cannot delete it (NotSupported)",
     given: object({ finalizers: [FINALIZER], deleting: true, status: { id: "res-1" } }),
     observe: available,
     deleteResult: notFound,
-    want: { outcome: "done", calls: ["observe", "delete"], finalizerWrites: [false] },
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe", "delete", "observe"],
+      finalizerWrites: [],
+      conditionReason: "NotSupported",
+      eventIncludes: "deletionPolicy: Orphan",
+    },
+  },
+  {
+    reason: "a CREATE the server cannot show is followed through the resource: absent, wait for the next turn",
+    given: withOperation("CREATE"),
+    progress: { state: "unreadable", settledAt: NOW },
+    want: {
+      outcome: "requeueAfter",
+      afterMs: FOLLOW_TURN_MS,
+      calls: ["observe"],
+      ready: "False",
+      conditionReason: "Creating",
+      lastStatus: {
+        operation: { id: "op-create", name: "CREATE", state: "IN_PROGRESS", startedAt: "2026-11-21T11:59:00Z" },
+      },
+    },
+  },
+  {
+    reason: "a CREATE the server cannot show is over when the resource appears: SUCCEEDED in history, Ready",
+    given: withOperation("CREATE", {
+      status: { createPending: { cloudName: "ns-thing", requestedAt: "2026-11-21T11:58:00Z" } },
+    }),
+    progress: { state: "unreadable", settledAt: NOW },
+    observe: available,
+    want: {
+      outcome: "done",
+      calls: ["observe"],
+      ready: "True",
+      conditionReason: "Available",
+      lastStatus: {
+        operation: {
+          id: "op-create",
+          name: "CREATE",
+          state: "SUCCEEDED",
+          startedAt: "2026-11-21T11:59:00Z",
+          completedAt: "2026-11-21T12:00:00Z",
+        },
+      },
+    },
+  },
+  {
+    reason: "a CREATE the server cannot show that never appears is given up after followTimeoutMs and made again",
+    given: object({
+      finalizers: [FINALIZER],
+      status: {
+        id: "res-1",
+        operation: { id: "op-old", name: "CREATE", state: "IN_PROGRESS", startedAt: "2026-11-21T11:40:00Z" },
+      },
+    }),
+    progress: { state: "unreadable", settledAt: NOW },
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe", "create"],
+      conditionReason: "Creating",
+      eventIncludes: "did not show in the cloud resource within 15 min",
+    },
+  },
+  {
+    reason: "a DELETE the server cannot show waits while the resource is there, without deleting again",
+    given: withOperation("DELETE", { deleting: true }),
+    progress: { state: "unreadable", settledAt: NOW },
+    observe: available,
+    want: { outcome: "requeueAfter", afterMs: FOLLOW_TURN_MS, calls: ["observe"], conditionReason: "Deleting" },
+  },
+  {
+    reason: "a DELETE the server cannot show is over when the resource is gone: the finalizer goes",
+    given: withOperation("DELETE", { deleting: true }),
+    progress: { state: "unreadable", settledAt: NOW },
+    want: { outcome: "done", calls: ["observe"], finalizerWrites: [false] },
+  },
+  {
+    reason: "a RESIZE the server cannot show waits until the resource matches the spec",
+    given: withOperation("RESIZE"),
+    progress: { state: "unreadable", settledAt: NOW },
+    observe: { ...available, upToDate: false },
+    want: {
+      outcome: "requeueAfter",
+      afterMs: FOLLOW_TURN_MS,
+      calls: ["observe"],
+      conditionReason: "WaitingForOperation",
+    },
   },
   {
     reason: "a resource that reads as gone releases the object",
@@ -405,8 +528,9 @@ const rows: Row[] = [
 
 describe("ManagedReconciler", () => {
   it.each(rows)("$reason", async (row) => {
-    const { outcome, harness } = await run(row);
+    const { outcome, afterMs, harness } = await run(row);
     expect(outcome).toBe(row.want.outcome);
+    if (row.want.afterMs !== undefined) expect(afterMs).toBe(row.want.afterMs);
     expect(harness.calls).toEqual(row.want.calls);
     if (row.want.finalizerWrites) expect(harness.finalizerWrites).toEqual(row.want.finalizerWrites);
     const last = harness.statuses.at(-1);
@@ -532,6 +656,7 @@ describe("ManagedReconciler and a cache behind its own writes", () => {
           usingCachedCredentials: false,
           paymentProblem: async () => undefined,
           operation: () => ({ state: "pending" }),
+          nextFollowTurnMs: () => FOLLOW_TURN_MS,
         },
       }),
       now: () => NOW,
