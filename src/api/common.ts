@@ -125,18 +125,39 @@ export type ObjectMeta = z.infer<typeof ObjectMeta>;
 
 export const MAX_CLOUD_NAME_LENGTH = 63;
 
+const shortHash = (text: string): string => createHash("sha256").update(text).digest("hex").slice(0, 8);
+
+/** `head` cut so that `-<hash>` fits in 63 characters, without a separator left before the hash. */
+function withHash(head: string, hash: string): string {
+  return `${head.slice(0, MAX_CLOUD_NAME_LENGTH - hash.length - 1).replace(/[-.]+$/, "")}-${hash}`;
+}
+
 /**
- * The cloud name of an object without spec.cloudName: `<namespace>-<name>`, lowercase, at most 63 characters.
- * Longer names keep their start and get `-<8 hex digits of sha256>` so that two long names stay distinct and
- * a re-created object (or a restarted operator) finds the same cloud resource again.
+ * The cloud name of an object without spec.cloudName, lowercase, at most 63 characters, never the same for two
+ * objects: `<namespace>-<name>` when the namespace has no `-` (a namespace cannot hold a `.`, so the first `-`
+ * separates namespace and name: nothing else maps to the same text) and it fits. Otherwise the readable
+ * `<namespace>-<name>` (cut to fit) gets `-<8 hex digits of sha256("<namespace>/<name>")>`: `default/reset-vm`
+ * is `default-reset-vm`, `default-reset/vm` is `default-reset-vm-2e0de793`. Stable, so a re-created object or a
+ * restarted operator finds the same cloud resource again.
  */
 export function defaultCloudName(namespace: string, name: string): string {
   if (namespace === "" || name === "") throw new Error("defaultCloudName needs a namespace and a name");
+  if (!namespace.includes("-")) return legacyDefaultCloudName(namespace, name);
+  const full = `${namespace}-${name}`.toLowerCase();
+  return withHash(full, shortHash(`${namespace}/${name}`.toLowerCase()));
+}
+
+/**
+ * The default cloud name of versions before 0.2: `<namespace>-<name>`, hashed only beyond 63 characters. It
+ * is the same as defaultCloudName for namespaces without `-`; in others two objects could get the same one
+ * (`default/reset-vm` and `default-reset/vm`). Objects that created their resource under it keep it (the
+ * name recorded in status wins), and a resource found under it is never adopted without spec.id.
+ */
+export function legacyDefaultCloudName(namespace: string, name: string): string {
+  if (namespace === "" || name === "") throw new Error("defaultCloudName needs a namespace and a name");
   const full = `${namespace}-${name}`.toLowerCase();
   if (full.length <= MAX_CLOUD_NAME_LENGTH) return full;
-  const hash = createHash("sha256").update(full).digest("hex").slice(0, 8);
-  const head = full.slice(0, MAX_CLOUD_NAME_LENGTH - hash.length - 1).replace(/[-.]+$/, "");
-  return `${head}-${hash}`;
+  return withHash(full, shortHash(full));
 }
 
 /** The name of a resource in the cloud: spec.cloudName when set, else the deterministic default. */
@@ -167,8 +188,9 @@ export const managedSpecShape = {
     .optional()
     .meta({
       description:
-        "Name of the resource in the cloud. Defaults to <namespace>-<name> (lowercase, shortened with a hash " +
-        "suffix beyond 63 characters). Cannot change once set.",
+        "Name of the resource in the cloud. Defaults to <namespace>-<name> (lowercase), with a hash suffix " +
+        "when the namespace holds a '-' or the name is longer than 63 characters, so that no two objects share " +
+        "a default name. Cannot change once set.",
     }),
   credentialsRef: CredentialsRef.default({ name: DEFAULT_CREDENTIALS_SECRET }),
   deletionPolicy: z.enum(DELETION_POLICIES).default("Delete").meta({

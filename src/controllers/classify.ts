@@ -14,7 +14,6 @@ export const TERMINAL_REASONS: ReadonlySet<string> = new Set<string>([
   REASON.ImmutableFieldChanged,
   REASON.NotSupported,
   REASON.OperationFailed,
-  REASON.NameConflict,
 ]);
 
 /** How long a terminal stall waits before trying again without a spec change. */

@@ -26,6 +26,11 @@ export interface CloudAccountOptions {
   logger: Logger;
   now?: () => number;
   onListCall?(family: OperationFamily): void;
+  /**
+   * Resources of a family that are gone: deleted by an operation that settled, or missing from a new list.
+   * Whoever holds them is woken at once instead of at its next resync.
+   */
+  onGone?(family: OperationFamily, ids: string[]): void;
   onOperationSettled?(family: OperationFamily, name: string, result: string, durationMs: number): void;
 }
 
@@ -97,6 +102,7 @@ export class CloudAccount {
       idOf: (vm) => vm.id,
       nameOf: (vm) => vm.name,
       onRefresh: () => options.onListCall?.("vm"),
+      onVanished: (ids) => options.onGone?.("vm", ids),
     });
     this.disks = new FamilySnapshot<Disk>({
       ...common,
@@ -104,6 +110,7 @@ export class CloudAccount {
       idOf: (disk) => disk.id,
       nameOf: (disk) => disk.name,
       onRefresh: () => options.onListCall?.("disk"),
+      onVanished: (ids) => options.onGone?.("disk", ids),
     });
     this.networks = new FamilySnapshot<VpcNetwork>({
       ...common,
@@ -111,6 +118,7 @@ export class CloudAccount {
       idOf: (network) => network.id,
       nameOf: (network) => network.name,
       onRefresh: () => options.onListCall?.("network"),
+      onVanished: (ids) => options.onGone?.("network", ids),
     });
     this.firewallRules = new FamilySnapshot<FirewallRule>({
       ...common,
@@ -118,6 +126,7 @@ export class CloudAccount {
       idOf: (rule) => rule.id,
       nameOf: (rule) => rule.name,
       onRefresh: () => options.onListCall?.("firewall-rule"),
+      onVanished: (ids) => options.onGone?.("firewall-rule", ids),
     });
   }
 
@@ -166,6 +175,9 @@ export class CloudAccount {
           // Coalesced: the next read of each affected snapshot lists once for every key that asks meanwhile.
           for (const other of affected) this.snapshotOf(other).invalidate(settledAt);
           for (const owner of tracked.owners) this.#options.wake(family, owner, affected);
+          if (!outcome.vanished && name === "DELETE" && outcome.operation.state === "SUCCEEDED") {
+            this.#options.onGone?.(family, [outcome.operation.metadata.id]);
+          }
           this.#forgetOldOperations();
         },
         (error: unknown) => {

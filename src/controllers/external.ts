@@ -91,7 +91,19 @@ export type Observation =
       diff?: string;
       /** A terminal problem seen while comparing (e.g. an immutable field changed). */
       terminal?: { reason: string; message: string };
+      /**
+       * When the cloud created the resource (its created_at, or its CREATE operation's start), when known: a
+       * resource found by name is adopted only when it is younger than this object's own create intent.
+       */
+      createdAt?: string;
     };
+
+/** A resource looked up by its exact cloud name. */
+export interface FoundResource {
+  id: string;
+  /** As Observation.createdAt. */
+  createdAt?: string;
+}
 
 /** An accepted change: the operation it started, plus status fields to record with it. */
 export interface Mutation {
@@ -129,7 +141,7 @@ export interface ExternalClient<Spec extends ManagedSpecBase> {
   resolve(mr: ManagedObject<Spec>, signal: AbortSignal): Promise<Resolution>;
   observe(mr: ManagedObject<Spec>, options: ObserveOptions, signal: AbortSignal): Promise<Observation>;
   /** Look a resource up by its exact cloud name (adoption after a conflict or a lost answer). */
-  findByName(cloudName: string, signal: AbortSignal): Promise<string | undefined>;
+  findByName(cloudName: string, signal: AbortSignal): Promise<FoundResource | undefined>;
   create(mr: ManagedObject<Spec>, target: CreateTarget, signal: AbortSignal): Promise<Mutation>;
   /** One step towards the spec (a VM type change is STOP, then UPDATE, then START across reconciles). */
   update(

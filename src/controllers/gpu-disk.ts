@@ -4,7 +4,7 @@ import { parseSize } from "../cloud/sizes.ts";
 import type { Disk } from "../cloud/wire.ts";
 import { REASON } from "./classify.ts";
 import type { ExternalClient, Observation } from "./external.ts";
-import { findResource, idByName, type KindDefinition } from "./kind-support.ts";
+import { findResource, itemByName, type KindDefinition } from "./kind-support.ts";
 
 /** Observed disk → status fields. */
 export function diskAtProvider(disk: Disk): Record<string, unknown> {
@@ -43,6 +43,7 @@ export function observeDisk(spec: GpuDiskSpec, disk: Disk): Extract<Observation,
     ready: true,
     upToDate: size === "equal" || size === "unknown",
     atProvider: diskAtProvider(disk),
+    ...(disk.created_at ? { createdAt: disk.created_at } : {}),
     ...(size === "equal" ? {} : { diff: `size ${disk.size} → ${spec.size}` }),
   };
 }
@@ -65,7 +66,12 @@ export const gpuDisk: KindDefinition<GpuDiskSpec> = {
         );
         return disk === undefined ? { exists: false } : observeDisk(mr.spec, disk);
       },
-      findByName: (cloudName) => idByName(account.disks, cloudName),
+      async findByName(cloudName) {
+        const disk = await itemByName(account.disks, cloudName);
+        return disk === undefined
+          ? undefined
+          : { id: disk.id, ...(disk.created_at ? { createdAt: disk.created_at } : {}) };
+      },
       async create(mr, target, signal) {
         const operation = await client.disks.create(
           projectId,

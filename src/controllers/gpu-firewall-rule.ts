@@ -13,7 +13,15 @@ import { isUnsupported } from "../cloud/errors.ts";
 import type { EndpointRequest, FirewallRule, PatchFirewallRuleRequest } from "../cloud/wire.ts";
 import { notSupported, ORPHAN_TO_RELEASE } from "./classify.ts";
 import type { ExternalClient, Observation } from "./external.ts";
-import { findResource, idByName, type KindDefinition, type KindDeps, readyTarget } from "./kind-support.ts";
+import {
+  createdAtFromOperations,
+  findResource,
+  itemByName,
+  type KindDefinition,
+  type KindDeps,
+  knownId,
+  readyTarget,
+} from "./kind-support.ts";
 
 /** What to do when the server cannot PATCH a rule. */
 const CHANGE_INSTEAD =
@@ -156,9 +164,18 @@ export const gpuFirewallRule: KindDefinition<GpuFirewallRuleSpec> = {
         );
         if (rule === undefined) return { exists: false };
         if (desired !== undefined) desired.name = options.cloudName;
-        return observeRule(desired, rule);
+        const observed = observeRule(desired, rule);
+        // Found by name only: when it was created decides whether this object may adopt it.
+        if (knownId(mr) !== undefined) return observed;
+        const createdAt = await createdAtFromOperations(account, "firewall-rule", rule.id, signal);
+        return createdAt !== undefined ? { ...observed, createdAt } : observed;
       },
-      findByName: (cloudName) => idByName(account.firewallRules, cloudName),
+      async findByName(cloudName, signal) {
+        const rule = await itemByName(account.firewallRules, cloudName);
+        if (rule === undefined) return undefined;
+        const createdAt = await createdAtFromOperations(account, "firewall-rule", rule.id, signal);
+        return { id: rule.id, ...(createdAt !== undefined ? { createdAt } : {}) };
+      },
       async create(mr, target, signal) {
         if (desired === undefined || networkId === undefined) throw new Error("firewall rule create before resolve");
         const operation = await client.firewallRules.create(

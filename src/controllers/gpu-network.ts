@@ -6,7 +6,7 @@ import { isUnsupported } from "../cloud/errors.ts";
 import type { VpcNetwork } from "../cloud/wire.ts";
 import { notSupported, ORPHAN_TO_RELEASE, REASON } from "./classify.ts";
 import type { ExternalClient, Observation } from "./external.ts";
-import { findResource, idByName, type KindDefinition } from "./kind-support.ts";
+import { createdAtFromOperations, findResource, itemByName, type KindDefinition, knownId } from "./kind-support.ts";
 
 export function networkAtProvider(network: VpcNetwork): Record<string, unknown> {
   return { cloudName: network.name, cidr: network.cidr, gateway: network.gateway, subnets: [...network.subnets] };
@@ -49,9 +49,20 @@ export const gpuNetwork: KindDefinition<GpuNetworkSpec> = {
         const network = await findResource(account.networks, mr, options, (id) =>
           client.networks.get(projectId, id, { signal }),
         );
-        return network === undefined ? { exists: false } : observeNetwork(mr.spec, network);
+        if (network === undefined) return { exists: false };
+        const observed = observeNetwork(mr.spec, network);
+        // Found by name only: when it was created decides whether this object may adopt it.
+        if (knownId(mr) !== undefined) return observed;
+        const createdAt = await createdAtFromOperations(account, "network", network.id, signal);
+        return createdAt !== undefined ? { ...observed, createdAt } : observed;
       },
-      findByName: (cloudName) => idByName(account.networks, cloudName),
+      async findByName(cloudName, signal) {
+        // A server without the network list cannot look a name up: nothing to adopt (spec.id imports).
+        const network = await itemByName(account.networks, cloudName);
+        if (network === undefined) return undefined;
+        const createdAt = await createdAtFromOperations(account, "network", network.id, signal);
+        return { id: network.id, ...(createdAt !== undefined ? { createdAt } : {}) };
+      },
       async create(mr, target, signal) {
         const operation = await client.networks.create(
           projectId,

@@ -102,7 +102,8 @@ export const gpuVm: KindDefinition<GpuVmSpec> = {
       },
       async findByName(cloudName, signal) {
         const page = await client.vms.list(projectId, { names: [cloudName], limit: 10 }, { signal });
-        return page.items.find((vm) => vm.name === cloudName)?.id;
+        const vm = page.items.find((item) => item.name === cloudName);
+        return vm === undefined ? undefined : { id: vm.id, ...(vm.created_at ? { createdAt: vm.created_at } : {}) };
       },
       async create(mr, target, signal) {
         if (inputs === undefined || desired === undefined) throw new Error("VM create before resolve");

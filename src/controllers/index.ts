@@ -18,6 +18,7 @@ import type { KindDefinition, KindDeps } from "./kind-support.ts";
 import { parseManaged } from "./kind-support.ts";
 import { type KubeAccess, ManagedReconciler, type ReconcileTiming } from "./managed-reconciler.ts";
 import { registerOperatorMetrics } from "./metrics.ts";
+import { ClaimIndex } from "./ownership.ts";
 import { CREDENTIALS_FINALIZER, SecretUsageReconciler } from "./secret-usage.ts";
 
 export const MANAGED_KINDS: readonly KindDefinition<ManagedSpecBase>[] = [gpuVm, gpuDisk, gpuNetwork, gpuFirewallRule];
@@ -57,6 +58,17 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
   const controllers = new Map<string, Controller>();
   const kindOfFamily = new Map<OperationFamily, string>(MANAGED_KINDS.map((kind) => [kind.family, kind.kind]));
   const dependencies = new DependencyIndex();
+  // One claim index per kind over every object (all namespaces watched): a second claimant of a cloud resource
+  // or name gets NameConflict; a change of the first wakes it.
+  const claimIndexes = new Map(
+    MANAGED_KINDS.map((kind) => {
+      const claims = new ClaimIndex({ wake: (key) => controllers.get(kind.kind)?.enqueue(key) });
+      informers
+        .get(kind.kind)
+        ?.on((event) => (event.type === "delete" ? claims.remove(event.object) : claims.upsert(event.object)));
+      return [kind.kind, claims] as const;
+    }),
+  );
 
   const parse = (kindName: string, raw: unknown): ManagedObject | undefined => {
     const kind = kindByName.get(kindName);
@@ -86,6 +98,14 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
         }),
         projectId: parsed.projectId,
         credentialKey,
+        onGone: (family, ids) => {
+          const kindName = kindOfFamily.get(family);
+          const claims = kindName === undefined ? undefined : claimIndexes.get(kindName);
+          if (kindName === undefined || claims === undefined) return;
+          for (const id of ids) {
+            for (const key of claims.holdersOf(parsed.projectId, id)) controllers.get(kindName)?.enqueue(key);
+          }
+        },
         snapshotMaxAgeMs: config.syncPeriodMs,
         operationPollMs: config.operationPollIntervalMs,
         logger: logger.child({ credentialKey }),
@@ -170,6 +190,7 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
       parse: (raw) => parseManaged(raw, kind.specSchema, kind.statusSchema),
       locations: (spec) => kind.locations(spec),
       kube,
+      ...(claimIndexes.get(kind.kind) ? { claims: claimIndexes.get(kind.kind) } : {}),
       ...(options.now ? { now: options.now } : {}),
       timing: { ...options.timing },
       connect: async (mr) => {

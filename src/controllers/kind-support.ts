@@ -136,15 +136,43 @@ async function getIfPresent<T>(id: string, get: (id: string) => Promise<T>): Pro
   }
 }
 
-/** `findByName` on a family snapshot; a server without the family's list finds nothing (undefined). */
-export async function idByName<T extends { id: string }>(
+/** A resource by exact name in a fresh family snapshot; a server without the family's list finds nothing. */
+export async function itemByName<T>(
   snapshot: { read(notBefore?: number): Promise<SnapshotView<T>> },
   cloudName: string,
-): Promise<string | undefined> {
+): Promise<T | undefined> {
   try {
-    return (await snapshot.read(Date.now())).byName.get(cloudName)?.id;
+    return (await snapshot.read(Date.now())).byName.get(cloudName);
   } catch (error) {
     if (isUnsupported(error)) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * When the cloud created a resource whose answers carry no created_at (networks, firewall rules): the start of
+ * its CREATE operation. Undefined when the operation list does not show it (old, or a server without the
+ * endpoint): then nothing proves who created the resource, and it is not adopted by name.
+ */
+export async function createdAtFromOperations(
+  account: CloudAccount,
+  family: OperationFamily,
+  id: string,
+  signal?: AbortSignal,
+): Promise<string | undefined> {
+  try {
+    const operations = await account.client.operations.list(
+      account.projectId,
+      family,
+      { resource_id: id },
+      signal ? { signal } : {},
+    );
+    const create = operations.find((op) => op.metadata.operation_name === "CREATE" && op.metadata.id === id);
+    return create?.started_at || undefined;
+  } catch (error) {
+    if (isCloudError(error) && (error.status === 403 || error.status === 404 || error.kind === "unsupported")) {
+      return undefined;
+    }
     throw error;
   }
 }

@@ -8,16 +8,18 @@
 // Conditions, events and status are written in `finish()` only, once per reconcile and only when they changed.
 // No worker ever waits on a cloud operation: the operation id goes into status, trackers wake the key, and a
 // fallback requeue covers lost wake-ups.
-import { ANNOTATIONS, cloudNameOf, FINALIZER } from "../api/common.ts";
+import { ANNOTATIONS, FINALIZER } from "../api/common.ts";
 import { parseDuration } from "../runtime/index.ts";
+import { nameConflict, ownershipOf } from "./adoption.ts";
 import { classify, REASON, type Reason, TERMINAL_REASONS, type Verdict } from "./classify.ts";
 import { createAbsent } from "./creation.ts";
 import { deleteResource, paused, release } from "./deletion.ts";
 import { mirror, reconcileExisting } from "./existing-resource.ts";
-import type { ManagedObject, ManagedSpecBase, ManagedStatusBase, Outcome } from "./external.ts";
+import type { ManagedObject, ManagedSpecBase, ManagedStatusBase, Observation, Outcome } from "./external.ts";
 import { handleFailedOperation } from "./operation-failures.ts";
 import { followOperation } from "./operation-following.ts";
-import { settleOperation } from "./operation-tracking.ts";
+import { type Settlement, settleOperation } from "./operation-tracking.ts";
+import { ClaimIndex, cloudNameFor } from "./ownership.ts";
 import {
   after,
   type CloudConnection,
@@ -93,6 +95,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
       now: () => this.#now(),
       writeStatus: (mr, status) => this.#writeStatus(mr, status),
       setFinalizer: (mr, present) => this.#setFinalizer(mr, present),
+      claims: options.claims ?? new ClaimIndex(),
     };
   }
 
@@ -163,7 +166,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
       mr,
       draft: structuredClone(mr.status),
       key,
-      cloudName: mr.status.createPending?.cloudName ?? cloudNameOf(mr),
+      cloudName: cloudNameFor(mr),
       signal: ctx.signal,
       logger: ctx.logger,
       services: this.#services,
@@ -231,26 +234,16 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
       const waiting = await this.#resolve(pass, connection);
       if (waiting !== undefined) return waiting;
     }
-    // A spec change of an existing resource is compared against a fresh list (coalesced with other keys), not
-    // the periodic snapshot. A new object needs none: a create under its deterministic name cannot duplicate.
-    const specChanged = mr.status.observedGeneration !== mr.metadata.generation && pass.draft.id !== undefined;
-    // A resource last seen in transition is looked at afresh too, or it would wait for the next periodic list.
-    const lastReason = mr.status.conditions?.find((c) => c.type === "Ready")?.reason;
-    const inTransition =
-      pass.draft.id !== undefined && (lastReason === REASON.WaitingForOperation || lastReason === REASON.Creating);
-    // Following an operation the server cannot show: one fresh list (or read) per turn, trusted as it is.
-    const following = settled.follow !== undefined;
-    const notBefore = following
-      ? this.#now()
-      : (settled.notBefore ?? (specChanged || inTransition ? this.#now() : periodic));
-    const observed = await connection.external.observe(
-      withDraft(mr, pass.draft),
-      { cloudName: pass.cloudName, ...(notBefore !== undefined ? { notBefore } : {}), trustList: following },
-      pass.signal,
-    );
-    if (settled.follow !== undefined) {
-      const waiting = followOperation(pass, connection, settled.follow, observed);
-      if (waiting !== undefined) return waiting;
+    const look = await this.#look(pass, connection, settled, periodic);
+    if ("waiting" in look) return look.waiting;
+    const { observed } = look;
+    if (observed.exists) {
+      // One owner per resource: another object's (or a foreign) resource is never changed nor deleted.
+      const ownership = ownershipOf(pass, observed);
+      if (!ownership.owned) {
+        if (deleting) return release(pass, "Warning", `cloud resource ${observed.id} left as is: ${ownership.message}`);
+        return nameConflict(ownership.message, this.#timing.nameConflictRetryMs);
+      }
     }
     if (deleting) return deleteResource(pass, connection, observed);
     if (!holdsFinalizer) {
@@ -259,6 +252,46 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     }
     if (!observed.exists) return createAbsent(pass, connection);
     return reconcileExisting(pass, connection, observed);
+  }
+
+  /**
+   * A spec change of an existing resource is compared against a fresh list (coalesced with other keys), not the
+   * periodic snapshot; so is a resource last seen in transition, or it would wait for the next periodic list.
+   * A new object needs none: a create under its deterministic name cannot duplicate.
+   */
+  #needsFreshList(pass: Pass<Spec>): boolean {
+    const { mr } = pass;
+    if (pass.draft.id === undefined) return false;
+    if (mr.status.observedGeneration !== mr.metadata.generation) return true;
+    const lastReason = mr.status.conditions?.find((c) => c.type === "Ready")?.reason;
+    return lastReason === REASON.WaitingForOperation || lastReason === REASON.Creating;
+  }
+
+  /**
+   * Observe the resource against a list fresh enough for this pass. While following an operation the server
+   * cannot show: one fresh list (or read) per turn, trusted as it is, and the verdict to wait with until the
+   * resource shows the operation's effect.
+   */
+  async #look(
+    pass: Pass<Spec>,
+    connection: CloudConnection<Spec>,
+    settled: Settlement,
+    periodic: number | undefined,
+  ): Promise<{ waiting: Verdict } | { observed: Observation }> {
+    const following = settled.follow !== undefined;
+    const notBefore = following
+      ? this.#now()
+      : (settled.notBefore ?? (this.#needsFreshList(pass) ? this.#now() : periodic));
+    const observed = await connection.external.observe(
+      withDraft(pass.mr, pass.draft),
+      { cloudName: pass.cloudName, ...(notBefore !== undefined ? { notBefore } : {}), trustList: following },
+      pass.signal,
+    );
+    if (settled.follow !== undefined) {
+      const waiting = followOperation(pass, connection, settled.follow, observed);
+      if (waiting !== undefined) return { waiting };
+    }
+    return { observed };
   }
 
   /** References and inputs (other objects, Secrets, ConfigMaps) must be there before the cloud is touched. */

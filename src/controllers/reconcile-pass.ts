@@ -12,6 +12,7 @@ import type {
   Observation,
   Outcome,
 } from "./external.ts";
+import type { ClaimIndex } from "./ownership.ts";
 
 export type Existing = Extract<Observation, { exists: true }>;
 
@@ -77,6 +78,8 @@ export interface ManagedReconcilerOptions<Spec extends ManagedSpecBase> {
   timing?: Partial<ReconcileTiming>;
   /** Called with the keys an object refers to, so that a change of a target wakes its dependents. */
   onReconciled?(mr: ManagedObject<Spec>): void;
+  /** What every object of the kind claims (fed by the informer); a private index when absent (tests). */
+  claims?: ClaimIndex;
 }
 
 export interface ReconcileTiming {
@@ -96,6 +99,8 @@ export interface ReconcileTiming {
    * (then the resource is taken as it is: created again if absent, deleted again if present).
    */
   followTimeoutMs: number;
+  /** How often a NameConflict is looked at again (the index also wakes it when the other object changes). */
+  nameConflictRetryMs: number;
 }
 
 export const DEFAULT_TIMING: ReconcileTiming = {
@@ -106,6 +111,7 @@ export const DEFAULT_TIMING: ReconcileTiming = {
   shortMs: 2_000,
   dependencyMs: 30_000,
   followTimeoutMs: 15 * 60_000,
+  nameConflictRetryMs: 2 * 60_000,
 };
 
 export interface ReconcileRequest {
@@ -126,6 +132,7 @@ export interface PassServices<Spec extends ManagedSpecBase> {
   /** Status write through the guarded Kubernetes access; a success moves `mr` to the version it made. */
   writeStatus(mr: ManagedObject, status: ManagedStatusBase): Promise<WriteResult>;
   setFinalizer(mr: ManagedObject, present: boolean): Promise<WriteResult>;
+  claims: ClaimIndex;
 }
 
 /** One reconcile of one object: the object as read, the status being drafted, and what the steps may use. */

@@ -1,5 +1,6 @@
 // Operator configuration from flags and environment. Flag names follow controller-runtime's conventions; every
-// flag has an environment variable `GPUVM_<FLAG_IN_UPPER_SNAKE>`. Precedence: flag > env > default.
+// flag has an environment variable `GPUVM_<FLAG_IN_UPPER_SNAKE>`. Precedence: flag > env > default. A flag given
+// twice takes its last value; only list flags (--watch-namespace) accumulate.
 // Parsing never throws: it returns a result the run command turns into a message and exit code 2.
 import { DurationError, formatDuration, parseDuration } from "./time.ts";
 
@@ -164,9 +165,11 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
     const raw = collectRaw(argv);
     if (raw === "help") return { kind: "help" };
     const value = (name: string): string => {
-      const fromFlags = raw.get(name);
-      if (fromFlags !== undefined && fromFlags.length > 0) return fromFlags.join(",");
       const spec = specOf(name);
+      const fromFlags = raw.get(name);
+      // A list flag accumulates; a scalar given twice takes the last value (as Go's flag package does).
+      if (fromFlags !== undefined && fromFlags.length > 0)
+        return spec.type === "list" ? fromFlags.join(",") : (fromFlags.at(-1) ?? "");
       const fromEnv = env[envNameOf(name)] ?? (spec.fallbackEnv ? env[spec.fallbackEnv] : undefined);
       return fromEnv !== undefined && fromEnv !== "" ? fromEnv : spec.default;
     };

@@ -6,6 +6,7 @@ import { CloudError } from "../../src/cloud/errors.ts";
 import type { Operation } from "../../src/cloud/wire.ts";
 import type {
   ExternalClient,
+  FoundResource,
   ManagedObject,
   ManagedSpecBase,
   ManagedStatusBase,
@@ -18,6 +19,7 @@ import {
   ManagedReconciler,
   type OperationProgress,
 } from "../../src/controllers/managed-reconciler.ts";
+import { ClaimIndex } from "../../src/controllers/ownership.ts";
 
 interface TestSpec extends ManagedSpecBase {
   locations?: string[];
@@ -79,8 +81,11 @@ interface Row {
   create?: () => Promise<Mutation>;
   update?: Mutation;
   deleteResult?: () => Promise<Mutation>;
-  findByName?: string;
+  /** One answer for every lookup, or one per lookup in order. */
+  findByName?: FoundResource | (FoundResource | undefined)[];
   progress?: OperationProgress;
+  /** Other objects of the kind, as the informer shows them (the claim index is fed with them). */
+  others?: unknown[];
   credentialsMissing?: boolean;
   paymentProblem?: string;
   /** The clock (default NOW). */
@@ -91,6 +96,10 @@ interface Row {
     afterMs?: number;
     calls: string[];
     ready?: string;
+    stalled?: string;
+    reconciling?: string;
+    /** Fields the last status must not have (nothing of a resource this object does not own). */
+    absent?: string[];
     conditionReason?: string;
     finalizerWrites?: boolean[];
     firstStatus?: Partial<ManagedStatusBase>;
@@ -142,7 +151,9 @@ function run(row: Row): Promise<{ outcome: string; afterMs: number | undefined; 
     },
     findByName: async () => {
       harness.calls.push("findByName");
-      return row.findByName;
+      const answers = row.findByName;
+      if (!Array.isArray(answers)) return answers;
+      return answers[harness.calls.filter((call) => call === "findByName").length - 1];
     },
     create: async () => {
       harness.calls.push("create");
@@ -165,11 +176,14 @@ function run(row: Row): Promise<{ outcome: string; afterMs: number | undefined; 
     operation: () => row.progress ?? { state: "pending" },
     nextFollowTurnMs: () => FOLLOW_TURN_MS,
   };
+  const claims = new ClaimIndex();
+  for (const other of row.others ?? []) claims.upsert(other);
   const reconciler = new ManagedReconciler<TestSpec>({
     kind: "GpuThing",
     parse: (raw) => ({ ok: true, object: structuredClone(raw as ManagedObject<TestSpec>) }),
     locations: (spec) => spec.locations ?? [],
     kube,
+    claims,
     connect: async () =>
       row.credentialsMissing
         ? { type: "missing", message: "Secret ns/gpucloud-credentials not found" }
@@ -190,6 +204,29 @@ const conflict = () =>
   Promise.reject(new CloudError({ kind: "http", status: 409, message: "name used", method: "POST", route: "/x" }));
 const notFound = () =>
   Promise.reject(new CloudError({ kind: "http", status: 404, message: "gone", method: "DELETE", route: "/x" }));
+
+/** A create in flight under an intent recorded a minute ago. */
+const createInFlight = () =>
+  object({
+    finalizers: [FINALIZER],
+    status: {
+      createPending: { cloudName: "ns-thing", requestedAt: "2026-11-21T11:59:00Z" },
+      operation: { id: "op-create", name: "CREATE", state: "IN_PROGRESS" },
+    },
+  });
+
+const createFailed = (code: string, message: string): OperationProgress => ({
+  state: "settled",
+  operation: operation("CREATE", "FAILED", { code, message }),
+  settledAt: NOW,
+});
+
+/** An older object of another namespace that holds res-1. */
+const olderHolder = {
+  metadata: { namespace: "other", name: "first", creationTimestamp: "2026-11-01T00:00:00Z" },
+  spec: {},
+  status: { id: "res-1", projectId: "project-1", cloudName: "ns-thing" },
+};
 
 const rows: Row[] = [
   {
@@ -253,20 +290,123 @@ const rows: Row[] = [
     },
   },
   {
-    reason: "a create conflict adopts the resource with our name",
+    reason: "a create conflict on the first POST of an intent is NameConflict: that POST created nothing",
     given: object({ finalizers: [FINALIZER] }),
     create: conflict,
-    findByName: "res-9",
-    want: { outcome: "requeueAfter", calls: ["observe", "create", "findByName"], lastStatus: { id: "res-9" } },
+    findByName: { id: "res-9", createdAt: "2026-11-21T12:00:00.400Z" },
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe", "create", "findByName"],
+      conditionReason: "NameConflict",
+      absent: ["id", "createPending"],
+    },
+  },
+  {
+    reason: "a create conflict after an earlier POST of the intent adopts what the intent proves we made",
+    given: object({
+      finalizers: [FINALIZER],
+      status: { createPending: { cloudName: "ns-thing", requestedAt: "2026-11-21T11:59:00Z" } },
+    }),
+    create: conflict,
+    // Not readable yet when looked up before the POST; readable after the 409.
+    findByName: [undefined, { id: "res-9", createdAt: "2026-11-21T11:59:00.400Z" }],
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe", "findByName", "create", "findByName"],
+      lastStatus: { id: "res-9" },
+    },
+  },
+  {
+    reason: "a create conflict with a resource older than the intent is NameConflict, not adopted",
+    given: object({ finalizers: [FINALIZER] }),
+    create: conflict,
+    findByName: { id: "res-9", createdAt: "2026-11-20T08:00:00Z" },
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe", "create", "findByName"],
+      conditionReason: "NameConflict",
+      eventIncludes: "set spec.id: res-9",
+      absent: ["id"],
+    },
   },
   {
     reason: "an intent without id looks the name up first and adopts (crash after the POST)",
     given: object({
       finalizers: [FINALIZER],
+      status: {
+        projectId: "project-1",
+        createPending: { cloudName: "ns-thing", requestedAt: "2026-11-21T11:59:00Z" },
+      },
+    }),
+    findByName: { id: "res-7", createdAt: "2026-11-21T11:59:01Z" },
+    want: { outcome: "requeueAfter", calls: ["observe", "findByName"], lastStatus: { id: "res-7" } },
+  },
+  {
+    reason: "a resource found by its name without an intent of ours is NameConflict and never touched",
+    given: object({ finalizers: [FINALIZER] }),
+    observe: { ...available, upToDate: false, createdAt: "2026-11-20T08:00:00Z" },
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe"],
+      ready: "False",
+      conditionReason: "NameConflict",
+      eventIncludes: "did not create",
+      absent: ["id", "state"],
+    },
+  },
+  {
+    reason: "a resource found by name that our intent proves we made is adopted and reconciled",
+    given: object({
+      finalizers: [FINALIZER],
       status: { createPending: { cloudName: "ns-thing", requestedAt: "2026-11-21T11:59:00Z" } },
     }),
-    findByName: "res-7",
-    want: { outcome: "requeueAfter", calls: ["observe", "findByName"], lastStatus: { id: "res-7" } },
+    observe: { ...available, createdAt: "2026-11-21T11:59:02Z" },
+    want: { outcome: "done", calls: ["observe"], conditionReason: "Available", lastStatus: { id: "res-1" } },
+  },
+  {
+    reason: "a resource another (older) object holds is NameConflict naming it: no update is sent",
+    given: object({ finalizers: [FINALIZER], status: { id: "res-1", projectId: "project-1" } }),
+    others: [olderHolder],
+    observe: { ...available, upToDate: false },
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe"],
+      conditionReason: "NameConflict",
+      eventIncludes: "GpuThing other/first already manages cloud resource res-1",
+    },
+  },
+  {
+    reason: "deleting an object whose resource another object holds releases it without deleting the resource",
+    given: object({ finalizers: [FINALIZER], deleting: true, status: { id: "res-1", projectId: "project-1" } }),
+    others: [olderHolder],
+    observe: available,
+    want: { outcome: "done", calls: ["observe"], finalizerWrites: [false], eventIncludes: "left as is" },
+  },
+  {
+    reason: "deleting an object that never created anything leaves a foreign resource with its name alone",
+    given: object({ finalizers: [FINALIZER], deleting: true }),
+    observe: { ...available, createdAt: "2026-11-20T08:00:00Z" },
+    want: { outcome: "done", calls: ["observe"], finalizerWrites: [false], eventIncludes: "did not create" },
+  },
+  {
+    reason: "a name another object is creating is NameConflict before any intent is written",
+    given: object({ finalizers: [FINALIZER], status: { projectId: "project-1" } }),
+    others: [
+      {
+        metadata: { namespace: "ns-other", name: "first", creationTimestamp: "2026-11-01T00:00:00Z" },
+        spec: {},
+        status: {
+          projectId: "project-1",
+          createPending: { cloudName: "ns-thing", requestedAt: "2026-11-21T11:00:00Z" },
+        },
+      },
+    ],
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe"],
+      conditionReason: "NameConflict",
+      eventIncludes: "GpuThing ns-other/first is creating the cloud name ns-thing",
+    },
   },
   {
     reason: "out_of_stock moves to the next location",
@@ -307,18 +447,36 @@ const rows: Row[] = [
     },
   },
   {
-    reason: "already_exists adopts by name",
-    given: object({
-      finalizers: [FINALIZER],
-      status: { operation: { id: "op-create", name: "CREATE", state: "IN_PROGRESS" } },
-    }),
-    progress: {
-      state: "settled",
-      operation: operation("CREATE", "FAILED", { code: "already_exists", message: "dup" }),
-      settledAt: NOW,
-    },
-    findByName: "res-5",
+    reason: "already_exists adopts by name what the intent proves is ours",
+    given: createInFlight(),
+    progress: createFailed("already_exists", "dup"),
+    findByName: { id: "res-5", createdAt: "2026-11-21T11:59:00.300Z" },
     want: { outcome: "requeueAfter", calls: ["findByName"], lastStatus: { id: "res-5" } },
+  },
+  {
+    reason: "already_exists with a resource older than the intent is NameConflict",
+    given: createInFlight(),
+    progress: createFailed("already_exists", "dup"),
+    findByName: { id: "res-5", createdAt: "2026-01-01T00:00:00Z" },
+    want: {
+      outcome: "requeueAfter",
+      calls: ["findByName"],
+      conditionReason: "NameConflict",
+      absent: ["id"],
+    },
+  },
+  {
+    reason: "a transient operation failure (internal_error) retries with backoff: Reconciling, not Stalled",
+    given: createInFlight(),
+    progress: createFailed("internal_error", "try again"),
+    want: {
+      outcome: "retry",
+      calls: [],
+      conditionReason: "OperationFailed",
+      stalled: "False",
+      reconciling: "True",
+      lastStatus: { createPending: { cloudName: "ns-thing", requestedAt: "2026-11-21T11:59:00Z" } },
+    },
   },
   {
     reason: "other operation failures stall with the API's message",
@@ -331,7 +489,13 @@ const rows: Row[] = [
       operation: operation("CREATE", "FAILED", { code: "quota_exceeded", message: "too many GPUs" }),
       settledAt: NOW,
     },
-    want: { outcome: "done", calls: [], conditionReason: "OperationFailed", eventIncludes: "too many GPUs" },
+    want: {
+      outcome: "requeueAfter",
+      calls: [],
+      conditionReason: "OperationFailed",
+      stalled: "True",
+      eventIncludes: "too many GPUs",
+    },
   },
   {
     reason: "no payment method stalls before create",
@@ -537,12 +701,19 @@ describe("ManagedReconciler", () => {
     if (row.want.ready !== undefined) {
       expect(last?.conditions?.find((c) => c.type === "Ready")?.status).toBe(row.want.ready);
     }
+    if (row.want.stalled !== undefined) {
+      expect(last?.conditions?.find((c) => c.type === "Stalled")?.status).toBe(row.want.stalled);
+    }
+    if (row.want.reconciling !== undefined) {
+      expect(last?.conditions?.find((c) => c.type === "Reconciling")?.status).toBe(row.want.reconciling);
+    }
     if (row.want.conditionReason !== undefined) {
       expect(last?.conditions?.find((c) => c.type === "Ready")?.reason).toBe(row.want.conditionReason);
       expect(last?.observedGeneration).toBe(1);
     }
     if (row.want.firstStatus) expect(harness.statuses[0]).toMatchObject(row.want.firstStatus);
     if (row.want.lastStatus) expect(last).toMatchObject(row.want.lastStatus);
+    for (const field of row.want.absent ?? []) expect(last).not.toHaveProperty(field);
     if (row.want.eventIncludes) expect(harness.events.join("\n")).toContain(row.want.eventIncludes);
   });
 
