@@ -1,8 +1,11 @@
 // Credentials: spec.credentialsRef.name (default `gpucloud-credentials`) in the object's namespace, else the
 // operator's default Secret (--credentials-secret ns/name, the one documented cross-namespace exception).
-// A changed Secret (new resourceVersion) builds a new client without a restart. The last good credentials of
+// A changed Secret (new resourceVersion) builds a new client without a restart when its credentials, project or
+// URL changed; a change of its metadata alone (the in-use finalizer) keeps the account, with what it learned
+// (list snapshots, operations in flight, the server's capabilities). The last good credentials of
 // each Secret are kept in memory, so that an unreadable or deleted Secret never strands deletions; status says
 // when they are in use. Secret values never reach a log line.
+import { createHash } from "node:crypto";
 import type { Logger } from "pino";
 import { DEFAULT_CREDENTIALS_SECRET } from "../api/common.ts";
 import type { Credentials } from "../cloud/auth.ts";
@@ -81,7 +84,15 @@ export function parseCredentialsSecret(
 
 interface CacheEntry<A> {
   resourceVersion: string;
+  /** Digest of the parsed credentials, project and URL: the same digest keeps the account. */
+  fingerprint: string;
   account: A;
+}
+
+function fingerprintOf(parsed: ParsedCredentials): string {
+  return createHash("sha256")
+    .update(JSON.stringify([parsed.credentials, parsed.projectId, parsed.apiUrl]))
+    .digest("hex");
 }
 
 export class CredentialStore<A> {
@@ -127,10 +138,15 @@ export class CredentialStore<A> {
         return { type: "ok", handle: { account: cached.account, secret: secretRef, usingCached: true } };
       return { type: "missing", message: parsed.message };
     }
+    const fingerprint = fingerprintOf(parsed.parsed);
+    if (cached !== undefined && cached.fingerprint === fingerprint) {
+      cached.resourceVersion = resourceVersion;
+      return { type: "ok", handle: { account: cached.account, secret: secretRef, usingCached: false } };
+    }
     const credentialKey = credentialKeyOf(parsed.parsed.credentials, parsed.parsed.apiUrl);
     const account = this.#options.build(parsed.parsed, credentialKey);
     if (cached !== undefined) this.#options.dispose?.(cached.account);
-    this.#accounts.set(cacheKey, { resourceVersion, account });
+    this.#accounts.set(cacheKey, { resourceVersion, fingerprint, account });
     this.#options.logger.info({ secret: cacheKey, credentialKey, resourceVersion }, "cloud credentials loaded");
     return { type: "ok", handle: { account, secret: secretRef, usingCached: false } };
   }

@@ -81,6 +81,8 @@ export const gpuNetwork: KindDefinition<GpuNetworkSpec> = {
         }
       },
       deleteBlocker(mr) {
+        // Known impossible on this server: say so at once (NotSupported) rather than wait for the rules to go.
+        if (client.capabilities.supports("network-delete") === false) return undefined;
         // Rules of this namespace that still point at the network go first (the cloud would answer 409).
         const users = deps
           .listManaged("GpuFirewallRule", mr.metadata.namespace)

@@ -103,4 +103,27 @@ describe("on a server with only the spec's endpoints", () => {
     expect(cloud.firewallRules.map((r) => r.id)).toEqual([rule?.status?.id]);
     expect(cloud.networks.map((n) => n.id)).toContain(network?.status?.id);
   });
+
+  it("says NotSupported at once for a network whose rules remain, once the account knows it cannot delete", async () => {
+    await env.apply("GpuNetwork", "net2", { cidr: "10.21.0.0/16" });
+    await env.waitReady("GpuNetwork", "net2", 15_000);
+    await env.apply("GpuFirewallRule", "web", {
+      networkRef: { name: "net2" },
+      direction: "ingress",
+      action: "allow",
+      protocols: ["tcp"],
+      sources: [{ cidr: "0.0.0.0/0" }],
+      destinationPorts: ["443"],
+    });
+    await env.waitReady("GpuFirewallRule", "web", 15_000);
+    await env.remove("GpuNetwork", "net2");
+    // Not "waiting for firewall rules web": that wait would never end in a deletion.
+    const stalled = await env.waitFor("GpuNetwork", "net2", (o) => reasonOf(o) === "NotSupported", 15_000);
+    expect(condition(stalled, "Ready")?.message).toMatch(/cannot delete networks/);
+    await env.patchSpec("GpuNetwork", "net2", { deletionPolicy: "Orphan" });
+    await env.waitFor("GpuNetwork", "net2", (o) => o === undefined, 15_000);
+    await env.patchSpec("GpuFirewallRule", "web", { deletionPolicy: "Orphan" });
+    await env.remove("GpuFirewallRule", "web");
+    await env.waitFor("GpuFirewallRule", "web", (o) => o === undefined, 15_000);
+  });
 });
