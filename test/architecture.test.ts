@@ -15,7 +15,7 @@ const ALLOWED: Record<string, { internal: string[]; packages: string[] }> = {
   "kube-double": { internal: ["util/"], packages: ["pino", "yaml", "ajv", "ajv-formats"] },
   runtime: {
     internal: ["util/", "api/common.ts"],
-    packages: ["@kubernetes/client-node", "pino", "prom-client", "zod"],
+    packages: ["@kubernetes/client-node", "pino", "prom-client", "zod", "undici"],
   },
   controllers: {
     internal: ["util/", "api/", "cloud/", "runtime/"],

@@ -206,6 +206,16 @@ export class CloudAccount {
     return this.#trackers.get(family)?.inFlight() ?? 0;
   }
 
+  /** When this account began tracking its oldest operation of `family` still pending; undefined when none. */
+  oldestInFlightSince(family: OperationFamily): number | undefined {
+    let oldest: number | undefined;
+    for (const tracked of this.#operations.values()) {
+      if (tracked.family !== family || tracked.progress.state !== "pending") continue;
+      if (oldest === undefined || tracked.startedAt < oldest) oldest = tracked.startedAt;
+    }
+    return oldest;
+  }
+
   /**
    * A message with the billing link when the organization has no valid payment method; cached a while
    * (`fresh` skips the cache, e.g. after the cloud refused a create with 403).

@@ -17,7 +17,7 @@ import { gpuVm } from "./gpu-vm.ts";
 import type { KindDefinition, KindDeps } from "./kind-support.ts";
 import { parseManaged } from "./kind-support.ts";
 import { type KubeAccess, ManagedReconciler, type ReconcileTiming } from "./managed-reconciler.ts";
-import { registerOperatorMetrics } from "./metrics.ts";
+import { cloudOperationsSample, registerOperatorMetrics } from "./metrics.ts";
 import { ClaimIndex } from "./ownership.ts";
 import { CREDENTIALS_FINALIZER, SecretUsageReconciler } from "./secret-usage.ts";
 
@@ -246,9 +246,11 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
   registerOperatorMetrics(manager.metrics.registry, {
     kinds: MANAGED_KINDS.map((kind) => ({ kind: kind.kind, list: () => informers.get(kind.kind)?.list() ?? [] })),
     accounts: () => credentials.accounts(),
-    operationsInFlight: manager.metrics.cloudOperationsInFlight,
     logger,
   });
+  manager.metrics.observeCloudOperations(() =>
+    cloudOperationsSample(credentials.accounts(), (options.now ?? Date.now)()),
+  );
 
   return { controllers, credentials, stop: () => credentials.stop() };
 }

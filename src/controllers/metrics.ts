@@ -4,21 +4,21 @@ import type { KubernetesObject } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { Gauge, type Registry } from "prom-client";
 import { DISK_PRICE_PER_GB_HOUR, OPERATION_FAMILIES } from "../cloud/wire.ts";
+import type { CloudOperationsSample } from "../runtime/index.ts";
 import type { CloudAccount } from "./cloud-account.ts";
 
 export interface OperatorMetricsSources {
   kinds: { kind: string; list(): KubernetesObject[] }[];
   accounts(): CloudAccount[];
-  /** The runtime's gauge, filled here from the trackers at scrape time. */
-  operationsInFlight?: Gauge<"family">;
   logger: Logger;
   now?: () => number;
 }
 
 const USAGE_REFRESH_MS = 60 * 60_000;
+const SECONDS_PER_HOUR = 3600;
 
 interface StatusView {
-  conditions?: { type?: string; status?: string }[];
+  conditions?: { type?: string; status?: string; reason?: string }[];
   state?: string;
   hourlyPriceUSD?: number;
   sizeBytes?: number;
@@ -34,6 +34,16 @@ export function estimatedHourlyCost(kind: string, status: StatusView): number {
   if (kind === "GpuVm") return status.state === "STATE_RUNNING" ? (status.hourlyPriceUSD ?? 0) : 0;
   if (kind === "GpuDisk") return ((status.sizeBytes ?? 0) / 1e9) * DISK_PRICE_PER_GB_HOUR;
   return 0;
+}
+
+/** The runtime's cloud operation gauges, per family, from the accounts' trackers. */
+export function cloudOperationsSample(accounts: readonly CloudAccount[], now: number): CloudOperationsSample[] {
+  return OPERATION_FAMILIES.map((family) => {
+    const inFlight = accounts.reduce((sum, account) => sum + account.inFlight(family), 0);
+    const since = accounts.flatMap((account) => account.oldestInFlightSince(family) ?? []);
+    const oldestAgeSeconds = since.length === 0 ? 0 : Math.max(0, (now - Math.min(...since)) / 1000);
+    return { family, inFlight, oldestAgeSeconds };
+  });
 }
 
 export function registerOperatorMetrics(registry: Registry, sources: OperatorMetricsSources): void {
@@ -54,12 +64,36 @@ export function registerOperatorMetrics(registry: Registry, sources: OperatorMet
         }
         for (const [ready, count] of Object.entries(counts)) this.set({ kind, ready }, count);
       }
-      if (sources.operationsInFlight !== undefined) {
-        for (const family of OPERATION_FAMILIES) {
-          const inFlight = sources.accounts().reduce((sum, account) => sum + account.inFlight(family), 0);
-          sources.operationsInFlight.set({ family }, inFlight);
+    },
+  });
+  new Gauge({
+    name: "gpucloud_managed_resource_conditions",
+    help: "Managed objects per namespace, kind and condition (type, status, reason): e.g. how many are Stalled and why",
+    labelNames: ["namespace", "kind", "type", "status", "reason"],
+    registers: [registry],
+    collect(this: Gauge<"namespace" | "kind" | "type" | "status" | "reason">) {
+      this.reset();
+      const counts = new Map<string, { labels: Record<string, string>; count: number }>();
+      for (const { kind, list } of sources.kinds) {
+        for (const object of list()) {
+          const namespace = object.metadata?.namespace ?? "";
+          for (const condition of statusOf(object).conditions ?? []) {
+            if (condition.type === undefined) continue;
+            const labels = {
+              namespace,
+              kind,
+              type: condition.type,
+              status: condition.status ?? "Unknown",
+              reason: condition.reason ?? "",
+            };
+            const key = JSON.stringify(labels);
+            const entry = counts.get(key) ?? { labels, count: 0 };
+            entry.count++;
+            counts.set(key, entry);
+          }
         }
       }
+      for (const { labels, count } of counts.values()) this.set(labels, count);
     },
   });
   new Gauge({
@@ -80,9 +114,10 @@ export function registerOperatorMetrics(registry: Registry, sources: OperatorMet
     },
   });
   const usage = new Map<string, { at: number; quantity: number; refreshing: boolean }>();
+  // In seconds, Prometheus' base unit (promtool check metrics refuses "hours"): GPU-hours × 3600.
   new Gauge({
-    name: "gpucloud_usage_gpu_hours",
-    help: "GPU-hours used today (UTC) per project, as the cloud's usage endpoint reports (refreshed hourly)",
+    name: "gpucloud_usage_gpu_seconds",
+    help: "GPU time used today (UTC) per project in GPU-seconds (the cloud's usage endpoint reports GPU-hours; refreshed hourly)",
     labelNames: ["project"],
     registers: [registry],
     collect(this: Gauge<"project">) {
@@ -105,7 +140,7 @@ export function registerOperatorMetrics(registry: Registry, sources: OperatorMet
               entry.refreshing = false;
             });
         }
-        this.set({ project: account.projectId }, entry.quantity);
+        this.set({ project: account.projectId }, entry.quantity * SECONDS_PER_HOUR);
       }
     },
   });

@@ -17,6 +17,9 @@ import { readStateFile } from "./state-file.ts";
 import type { DuplicateNameMode } from "./store.ts";
 import { Store } from "./store.ts";
 
+/** Not 8080 or 8081: those are the operator's /metrics and probe ports, and both run side by side. */
+export const DEFAULT_SIMULATOR_PORT = 8070;
+
 export type { RateLimitOptions } from "./auth.ts";
 export type { Capacity } from "./catalogue.ts";
 export type { Clock, ManualClock } from "./clock.ts";
@@ -40,7 +43,7 @@ export interface SimulatorOptions {
   profile?: SimulatorProfile;
   /** How long a finished operation stays listed and readable. Default: kept (contract), 60 s (seed-only). */
   operationRetentionMs?: number;
-  /** 0 picks a free port (tests). Default 8080. */
+  /** 0 picks a free port (tests). Default 8070 (the operator's /metrics and probes default to 8080 and 8081). */
   port?: number;
   /** Default 127.0.0.1. */
   host?: string;
@@ -170,7 +173,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     });
   }
 
-  const address = await app.listen({ port: options.port ?? 8080, host: options.host ?? "127.0.0.1" });
+  const address = await app.listen({ port: options.port ?? DEFAULT_SIMULATOR_PORT, host: options.host ?? "127.0.0.1" });
   const base = address.replace("[::1]", "127.0.0.1");
   let closed = false;
   return {

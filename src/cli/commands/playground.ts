@@ -6,6 +6,7 @@ import { chmod, mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
+import { formatLogLine } from "../../runtime/logging.ts";
 import { isSimulatorProfile, SIMULATOR_PROFILES, type SimulatorProfile } from "../../simulator/profiles.ts";
 
 const REPO_ROOT = path.resolve(import.meta.dirname, "../../..");
@@ -209,33 +210,9 @@ async function ensureCredentials(
   await expectStatus(created, [200, 201], `creating Secret ${CREDENTIALS_NAMESPACE}/${CREDENTIALS_SECRET}`);
 }
 
-const LEVEL_NAMES: Record<number, string> = {
-  10: "TRACE",
-  20: "DEBUG",
-  30: "INFO",
-  40: "WARN",
-  50: "ERROR",
-  60: "FATAL",
-};
-const HIDDEN_LOG_FIELDS = new Set(["level", "time", "msg", "pid", "hostname", "v"]);
-
 /** One pino JSON line as `HH:MM:SS LEVEL message key=value …`; other lines unchanged. */
 export function formatOperatorLogLine(line: string): string {
-  let record: unknown;
-  try {
-    record = JSON.parse(line);
-  } catch {
-    return line; // not JSON (a stack trace, a warning from Node): show it as it is
-  }
-  if (typeof record !== "object" || record === null || Array.isArray(record)) return line;
-  const fields = record as Record<string, unknown>;
-  const time = typeof fields.time === "number" ? new Date(fields.time).toISOString().slice(11, 19) : "";
-  const level = typeof fields.level === "number" ? (LEVEL_NAMES[fields.level] ?? String(fields.level)) : "";
-  const message = typeof fields.msg === "string" ? fields.msg : "";
-  const extras = Object.entries(fields)
-    .filter(([key]) => !HIDDEN_LOG_FIELDS.has(key))
-    .map(([key, value]) => `${key}=${typeof value === "string" ? value : JSON.stringify(value)}`);
-  return [time, level.padEnd(5), message, ...extras].filter((part) => part !== "").join(" ");
+  return formatLogLine(line, { clock: true });
 }
 
 function forwardLines(stream: NodeJS.ReadableStream, write: (line: string) => void): void {

@@ -19,7 +19,7 @@ Flags:
   --operation-retention-ms <n>
                           how long a finished operation stays listed and readable
                           (default: kept with contract, 60000 with seed-only)
-  --port <n>              port to listen on (default 8080; 0 picks a free one)
+  --port <n>              port to listen on (default 8070; 0 picks a free one)
   --host <addr>           address to listen on (default 127.0.0.1)
   --api-key <key>         project API key (default: a fixed key, printed at start)
   --user <email:password> the user that can sign in with a password
@@ -162,7 +162,17 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const { startSimulator } = await import("../../simulator/index.ts");
-  const simulator = await startSimulator(options);
+  let simulator: Awaited<ReturnType<typeof startSimulator>>;
+  try {
+    simulator = await startSimulator(options);
+  } catch (error) {
+    const { code, address, port } = error as NodeJS.ErrnoException & { address?: string; port?: number };
+    if (code !== "EADDRINUSE" && code !== "EACCES" && code !== "EADDRNOTAVAIL") throw error;
+    process.stderr.write(
+      `gpuvm-operator simulator: cannot listen on ${address}:${port} (${code}): choose another port with --port (0 picks a free one) or another address with --host\n`,
+    );
+    return 1;
+  }
   process.stdout.write(
     [
       `GPU cloud API simulator listening (profile ${simulator.profile})`,
