@@ -52,6 +52,7 @@ export const REASONS = {
   Paused: "Paused",
   Observed: "Observed",
   Available: "Available",
+  StatusRejected: "StatusRejected",
 } as const;
 export type Reason = (typeof REASONS)[keyof typeof REASONS];
 
@@ -77,6 +78,9 @@ export const REASON_DESCRIPTIONS: Readonly<Record<Reason, string>> = {
   Paused: "The gpucloud.dev/paused annotation is set; the operator makes no cloud calls for this object.",
   Observed: "managementPolicy is Observe: the cloud resource is read into status but never changed.",
   Available: "The cloud resource exists and matches the spec.",
+  StatusRejected:
+    "The status could not be written (a value does not fit the CRD, or the API server refused it): a bug to " +
+    "report. Nothing more is sent for the object until its spec changes or 10 minutes pass.",
 };
 
 // ---------------------------------------------------------------------------------------------------------
@@ -316,6 +320,29 @@ export const CreatePending = z
   });
 export type CreatePending = z.infer<typeof CreatePending>;
 
+export const MAX_ACTION_FIELDS = 4;
+
+export const ActionPending = z
+  .object({
+    name: text("Operation name of the action: START, STOP, RESET, UPDATE, RESIZE, PATCH or DELETE.", 32),
+    id: text("Id of the cloud resource it is sent to.", 128),
+    requestedAt: timestamp("When the action was recorded, before it was sent."),
+    fields: z
+      .record(z.string().max(63), z.string().max(64).meta({ description: "The value to set." }))
+      .optional()
+      .meta({
+        description: "Status fields set once the action is confirmed (e.g. lastResetRequestedAt).",
+        maxProperties: MAX_ACTION_FIELDS,
+      }),
+  })
+  .meta({
+    description:
+      "A change that is not idempotent (START, STOP, RESET, UPDATE, RESIZE, PATCH, DELETE), recorded before it " +
+      "is sent: after a crash or a failed status write the operator looks its operation up instead of sending " +
+      "it again.",
+  });
+export type ActionPending = z.infer<typeof ActionPending>;
+
 /** Fields every kind's status starts with. Spread into each kind's z.object. */
 export const managedStatusShape = {
   observedGeneration: z
@@ -343,6 +370,7 @@ export const managedStatusShape = {
     .meta({ description: `Recent cloud operations, newest first (at most ${MAX_OPERATION_HISTORY}).` }),
   lastError: text("The last error met while reconciling, empty once resolved.", 4096).optional(),
   createPending: CreatePending.optional(),
+  actionPending: ActionPending.optional(),
   locationIndex: z
     .int()
     .min(0)

@@ -29,6 +29,8 @@ export const POWER_STATES = ["Running", "Stopped"] as const;
 export const SCRIPT_SOURCE_KINDS = ["ConfigMap", "Secret"] as const;
 export const MAX_LOCATIONS = 10;
 export const MAX_VM_DISKS = 16;
+/** status.lastResetRequestedAt holds at most this much of the reset annotation. */
+export const MAX_RESET_VALUE_LENGTH = 64;
 /** Startup and shutdown scripts are sent inline in the create request; keep them reasonable. */
 export const MAX_SCRIPT_LENGTH = 65536;
 
@@ -225,10 +227,11 @@ export const GpuVmStatus = z
       .max(MAX_VM_DISKS + 1)
       .optional()
       .meta({ description: "Data disks attached to the VM." }),
-    // Copied verbatim from the annotation, which users write by hand: no date-time format here.
+    // From the annotation, which users write by hand: no date-time format here.
     lastResetRequestedAt: text(
-      "Value of the gpucloud.dev/reset-requested-at annotation last acted on (one RESET per new value).",
-      64,
+      "Value of the gpucloud.dev/reset-requested-at annotation last acted on (one RESET per new value); a value " +
+        `longer than ${MAX_RESET_VALUE_LENGTH} characters is kept as its first characters and a hash.`,
+      MAX_RESET_VALUE_LENGTH,
     ).optional(),
   })
   .meta({ description: "Observed state of the VM." });

@@ -8,6 +8,7 @@ import type { ManagedSpecBase, ManagedStatusBase } from "./external.ts";
 import { recordOperation } from "./operation-tracking.ts";
 import { legacyNameToCheck } from "./ownership.ts";
 import { after, type CloudConnection, conflict, DONE, type Pass, verdict } from "./reconcile-pass.ts";
+import { intentRefused } from "./status-building.ts";
 
 /** The observation found nothing: wait for a fresh create to become readable, or (re)create. */
 export async function createAbsent<Spec extends ManagedSpecBase>(
@@ -125,6 +126,9 @@ async function recordIntent<Spec extends ManagedSpecBase>(
     requestedAt: new Date(services.now()).toISOString(),
   };
   const written = await services.writeStatus(mr, draft);
+  if (written.type === "invalid") {
+    return intentRefused(pass.logger, "CREATE", written.message, services.timing.terminalRetryMs);
+  }
   if (written.type !== "written") return conflict();
   mr.status = structuredClone(draft);
   return undefined;

@@ -30,6 +30,15 @@ export interface CreatePending {
   requestedAt: string;
 }
 
+/** A non-idempotent action recorded before it is sent (cleared once its operation is recorded). */
+export interface ActionPending {
+  name: string;
+  id: string;
+  requestedAt: string;
+  /** Status fields to set once the action is confirmed sent. */
+  fields?: Record<string, string>;
+}
+
 /** Fields every kind's spec shares (src/api/common.ts is the schema; this is the view the reconciler needs). */
 export interface ManagedSpecBase {
   cloudName?: string;
@@ -48,6 +57,7 @@ export interface ManagedStatusBase {
   operations?: OperationRecord[];
   lastError?: string;
   createPending?: CreatePending;
+  actionPending?: ActionPending;
   projectId?: string;
   locationIndex?: number;
   [field: string]: unknown;
@@ -105,9 +115,20 @@ export interface FoundResource {
   createdAt?: string;
 }
 
-/** An accepted change: the operation it started, plus status fields to record with it. */
+/**
+ * An accepted change. A create answers the operation it started (its intent is `createPending`). Every other
+ * change that is not idempotent (START, STOP, RESET, UPDATE, RESIZE, PATCH, DELETE) is handed back unsent, as
+ * `send`: the reconciler records its intent in status (`status.actionPending`) first and sends it only once
+ * that write is confirmed, so that a failed status write can never make it send the action again.
+ */
 export interface Mutation {
   operation?: Operation;
+  /** The request, not sent yet. */
+  send?: () => Promise<Operation>;
+  /** Its operation name, as the cloud will report it (looked up after a crash or a lost answer). */
+  action?: string;
+  /** Status fields of what the action serves (e.g. the reset annotation's value), recorded with its intent. */
+  intentFields?: Record<string, string>;
   statusFields?: Record<string, unknown>;
   /** Short note for the event stream ("STOP to change type"). */
   note?: string;

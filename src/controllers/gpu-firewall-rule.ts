@@ -9,9 +9,7 @@ import {
   GpuFirewallRuleSpec as GpuFirewallRuleSpecSchema,
   GpuFirewallRuleStatus,
 } from "../api/gpu-firewall-rule.ts";
-import { isUnsupported } from "../cloud/errors.ts";
 import type { EndpointRequest, FirewallRule, PatchFirewallRuleRequest } from "../cloud/wire.ts";
-import { notSupported, ORPHAN_TO_RELEASE } from "./classify.ts";
 import type { ExternalClient, Observation } from "./external.ts";
 import {
   createdAtFromOperations,
@@ -22,10 +20,6 @@ import {
   knownId,
   readyTarget,
 } from "./kind-support.ts";
-
-/** What to do when the server cannot PATCH a rule. */
-const CHANGE_INSTEAD =
-  "put the spec back to match the rule, or create a new GpuFirewallRule with the change (and let this one go with deletionPolicy: Orphan)";
 
 const ALL_PORTS = new Set(["*", "1-65535", "0-65535"]);
 
@@ -205,23 +199,14 @@ export const gpuFirewallRule: KindDefinition<GpuFirewallRuleSpec> = {
           source_ports: desired.source_ports,
           destination_ports: desired.destination_ports,
         };
-        try {
-          const operation = await client.firewallRules.patch(projectId, observed.id, change, { signal });
-          return { operation, note: `PATCH rule (${observed.diff ?? "drift"})` };
-        } catch (error) {
-          if (!isUnsupported(error)) throw error;
-          // Nothing was changed: the rule in the cloud is still what it was; the spec must come back to it.
-          const cannot = notSupported("change firewall rules", error, CHANGE_INSTEAD);
-          return { refused: { reason: cannot.reason, message: `${cannot.message} (${observed.diff ?? "drift"})` } };
-        }
+        return {
+          action: "UPDATE",
+          send: () => client.firewallRules.patch(projectId, observed.id, change, { signal }),
+          note: `PATCH rule (${observed.diff ?? "drift"})`,
+        };
       },
       async delete(_mr, id, signal) {
-        try {
-          return { operation: await client.firewallRules.delete(projectId, id, { signal }) };
-        } catch (error) {
-          if (isUnsupported(error)) throw notSupported("delete firewall rules", error, ORPHAN_TO_RELEASE);
-          throw error;
-        }
+        return { action: "DELETE", send: () => client.firewallRules.delete(projectId, id, { signal }) };
       },
     };
   },

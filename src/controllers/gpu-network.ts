@@ -2,9 +2,8 @@
 // only the spec's endpoints has neither the network list nor delete: networks are read by id, and deleting one
 // stalls as NotSupported (deletionPolicy: Orphan lets the object go).
 import { type GpuNetworkSpec, GpuNetworkSpec as GpuNetworkSpecSchema, GpuNetworkStatus } from "../api/gpu-network.ts";
-import { isUnsupported } from "../cloud/errors.ts";
 import type { VpcNetwork } from "../cloud/wire.ts";
-import { notSupported, ORPHAN_TO_RELEASE, REASON } from "./classify.ts";
+import { REASON } from "./classify.ts";
 import type { ExternalClient, Observation } from "./external.ts";
 import { createdAtFromOperations, findResource, itemByName, type KindDefinition, knownId } from "./kind-support.ts";
 
@@ -73,12 +72,7 @@ export const gpuNetwork: KindDefinition<GpuNetworkSpec> = {
       },
       update: async () => ({}),
       async delete(_mr, id, signal) {
-        try {
-          return { operation: await client.networks.delete(projectId, id, { signal }) };
-        } catch (error) {
-          if (isUnsupported(error)) throw notSupported("delete networks", error, ORPHAN_TO_RELEASE);
-          throw error;
-        }
+        return { action: "DELETE", send: () => client.networks.delete(projectId, id, { signal }) };
       },
       deleteBlocker(mr) {
         // Known impossible on this server: say so at once (NotSupported) rather than wait for the rules to go.

@@ -3,11 +3,12 @@
 // within its family through STOP → UPDATE type → START (one step per reconcile), data disks through UPDATE
 // disks, connection details published to a Secret or ConfigMap owned by the GpuVm.
 import { ANNOTATIONS } from "../api/common.ts";
-import { type GpuVmSpec, GpuVmSpec as GpuVmSpecSchema, GpuVmStatus } from "../api/gpu-vm.ts";
+import { type GpuVmSpec, GpuVmSpec as GpuVmSpecSchema, GpuVmStatus, MAX_RESET_VALUE_LENGTH } from "../api/gpu-vm.ts";
 import type { DiskRef } from "../cloud/wire.ts";
 import type { ExternalClient, ManagedObject } from "./external.ts";
 import { connectionDetails, type DesiredVm, nextVmStepFromObservation, observeVm } from "./gpu-vm-mappers.ts";
 import { findResource, type KindDefinition, type KindDeps, knownId, readyTarget } from "./kind-support.ts";
+import { fitText } from "./status-limits.ts";
 
 /** Inline value or a key of a Secret/ConfigMap; `waiting` names what is missing. */
 function valueOrRef(
@@ -45,6 +46,8 @@ function resolveCreateInputs(deps: KindDeps, mr: ManagedObject<GpuVmSpec>): Crea
   };
 }
 
+const intent = (fields: Record<string, string> | undefined) => (fields ? { intentFields: fields } : {});
+
 function resolveDisks(deps: KindDeps, mr: ManagedObject<GpuVmSpec>): DiskRef[] | { waiting: string } {
   const disks: DiskRef[] = [];
   for (const disk of mr.spec.disks ?? []) {
@@ -58,9 +61,15 @@ function resolveDisks(deps: KindDeps, mr: ManagedObject<GpuVmSpec>): DiskRef[] |
   return disks;
 }
 
+/**
+ * The reset annotation's value when it asks for a RESET not yet acted on. Compared as status can hold it (a long
+ * value shortened the same way every time), so that a value too long for status never asks again and again.
+ */
 function pendingReset(mr: ManagedObject<GpuVmSpec>): string | undefined {
-  const requested = mr.metadata.annotations[ANNOTATIONS.resetRequestedAt];
-  return requested !== undefined && requested !== mr.status.lastResetRequestedAt ? requested : undefined;
+  const annotation = mr.metadata.annotations[ANNOTATIONS.resetRequestedAt];
+  if (annotation === undefined) return undefined;
+  const requested = fitText(annotation, MAX_RESET_VALUE_LENGTH);
+  return requested !== mr.status.lastResetRequestedAt ? requested : undefined;
 }
 
 export const gpuVm: KindDefinition<GpuVmSpec> = {
@@ -134,41 +143,46 @@ export const gpuVm: KindDefinition<GpuVmSpec> = {
         const reset = desired.resetRequestedAt;
         // A reset asked while the VM is meant to be stopped is acknowledged without a call.
         const acknowledgeReset = reset !== undefined && (step.action === "RESET" || mr.spec.powerState === "Stopped");
-        const statusFields = acknowledgeReset ? { lastResetRequestedAt: reset } : {};
+        const fields = acknowledgeReset ? { lastResetRequestedAt: reset } : undefined;
+        const id = observed.id;
         switch (step.action) {
           case "none":
           case "wait":
-            return { statusFields };
+            return fields ? { statusFields: fields } : {};
           case "UPDATE": {
             const change = { ...(step.type ? { type: step.type } : {}), ...(step.disks ? { disks: step.disks } : {}) };
             return {
-              operation: await client.vms.update(projectId, observed.id, change, { signal }),
+              action: "UPDATE",
+              send: () => client.vms.update(projectId, id, change, { signal }),
               note: step.why,
-              statusFields,
+              ...intent(fields),
             };
           }
           case "START":
             return {
-              operation: await client.vms.start(projectId, observed.id, { signal }),
+              action: "START",
+              send: () => client.vms.start(projectId, id, { signal }),
               note: step.why,
-              statusFields,
+              ...intent(fields),
             };
           case "STOP":
             return {
-              operation: await client.vms.stop(projectId, observed.id, { signal }),
+              action: "STOP",
+              send: () => client.vms.stop(projectId, id, { signal }),
               note: step.why,
-              statusFields,
+              ...intent(fields),
             };
           case "RESET":
             return {
-              operation: await client.vms.reset(projectId, observed.id, { signal }),
+              action: "RESET",
+              send: () => client.vms.reset(projectId, id, { signal }),
               note: step.why,
-              statusFields,
+              ...intent(fields),
             };
         }
       },
       async delete(_mr, id, signal) {
-        return { operation: await client.vms.terminate(projectId, id, { signal }) };
+        return { action: "DELETE", send: () => client.vms.terminate(projectId, id, { signal }) };
       },
       async publish(mr, observed) {
         const target = mr.spec.connectionDetails;

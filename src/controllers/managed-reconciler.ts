@@ -10,6 +10,7 @@
 // fallback requeue covers lost wake-ups.
 import { ANNOTATIONS, FINALIZER } from "../api/common.ts";
 import { parseDuration } from "../runtime/index.ts";
+import { resolvePendingAction } from "./action-intents.ts";
 import { nameConflict, ownershipOf } from "./adoption.ts";
 import { classify, REASON, type Reason, TERMINAL_REASONS, type Verdict } from "./classify.ts";
 import { createAbsent } from "./creation.ts";
@@ -94,6 +95,8 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
       timing: this.#timing,
       now: () => this.#now(),
       writeStatus: (mr, status) => this.#writeStatus(mr, status),
+      fit: (status) => options.fitStatus?.(status) ?? [],
+      sentActions: new Map(),
       setFinalizer: (mr, present) => this.#setFinalizer(mr, present),
       claims: options.claims ?? new ClaimIndex(),
     };
@@ -124,6 +127,8 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
 
   /** Status write through the guarded Kubernetes access; a success moves `mr` to the version it made. */
   async #writeStatus(mr: ManagedObject, status: ManagedStatusBase): Promise<WriteResult> {
+    const problems = this.#options.fitStatus?.(status) ?? [];
+    if (problems.length > 0) return { type: "invalid", message: problems.join("; ") };
     const written = await this.#options.kube.writeStatus(mr, status);
     if (written.type === "written") this.#advance(mr, written.resourceVersion);
     return written;
@@ -221,6 +226,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     holdsFinalizer: boolean,
   ): Promise<Step> {
     const { mr } = pass;
+    await resolvePendingAction(pass, connection);
     const settled = settleOperation(pass, connection);
     if (settled.verdict !== undefined) return settled.verdict;
     if (settled.failure !== undefined) return handleFailedOperation(pass, connection, settled.failure);

@@ -33,6 +33,7 @@ export function followOperation<Spec extends ManagedSpecBase>(
     pass.logger.info({ operation: operation.id, name: operation.name }, "operation over, as its resource shows");
     return undefined;
   }
+  // The time limit counts from the operation's start (the spec shows `started_at` on every operation).
   const started = Date.parse(operation.startedAt ?? "");
   if (!Number.isNaN(started) && nowMs - started >= timing.followTimeoutMs) {
     const minutes = Math.round(timing.followTimeoutMs / 60_000);

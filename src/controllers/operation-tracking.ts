@@ -6,7 +6,6 @@ import type { Operation } from "../cloud/wire.ts";
 import { REASON, type Verdict } from "./classify.ts";
 import type { ManagedSpecBase, OperationRecord } from "./external.ts";
 import { after, type CloudConnection, type Pass, verdict, wasReady } from "./reconcile-pass.ts";
-import { formatKubeTime } from "./status-building.ts";
 
 /** Put a just-started operation into the draft status and start tracking it. */
 export function recordOperation<Spec extends ManagedSpecBase>(
@@ -18,8 +17,7 @@ export function recordOperation<Spec extends ManagedSpecBase>(
     id: operation.operation_id,
     name: operation.metadata.operation_name,
     state: operation.state,
-    // Kept even when the server leaves it out: following an operation it cannot show has a time limit.
-    startedAt: operation.started_at || formatKubeTime(pass.services.now()),
+    ...(operation.started_at ? { startedAt: operation.started_at } : {}),
   };
   pass.draft.operation = recorded;
   pass.draft.operations = [recorded, ...(pass.draft.operations ?? [])].slice(0, MAX_OPERATION_HISTORY);

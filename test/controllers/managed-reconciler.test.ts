@@ -67,6 +67,10 @@ function object(overrides: {
 
 interface Harness {
   calls: string[];
+  /** Status writes and sent requests, in order. */
+  sequence: string[];
+  /** Messages logged at error level. */
+  errors: string[];
   statuses: ManagedStatusBase[];
   finalizerWrites: boolean[];
   events: string[];
@@ -80,12 +84,17 @@ interface Row {
   observeAfter?: Observation;
   create?: () => Promise<Mutation>;
   update?: Mutation;
-  deleteResult?: () => Promise<Mutation>;
+  /** What the DELETE request does when sent (default: an operation in progress). */
+  deleteSend?: () => Promise<Operation>;
   /** One answer for every lookup, or one per lookup in order. */
   findByName?: FoundResource | (FoundResource | undefined)[];
   progress?: OperationProgress;
   /** Other objects of the kind, as the informer shows them (the claim index is fed with them). */
   others?: unknown[];
+  /** The API server refuses status writes for which this answers a message (a 422). */
+  refuseWrite?: (status: ManagedStatusBase) => string | undefined;
+  /** What the cloud lists for a recorded action. */
+  foundOperation?: Operation;
   credentialsMissing?: boolean;
   paymentProblem?: string;
   /** The clock (default NOW). */
@@ -102,9 +111,12 @@ interface Row {
     absent?: string[];
     conditionReason?: string;
     finalizerWrites?: boolean[];
-    firstStatus?: Partial<ManagedStatusBase>;
-    lastStatus?: Partial<ManagedStatusBase>;
+    firstStatus?: Record<string, unknown>;
+    lastStatus?: Record<string, unknown>;
     eventIncludes?: string;
+    /** Status writes and sent requests, in order. */
+    sequence?: string[];
+    errorLogged?: boolean;
   };
 }
 
@@ -128,12 +140,15 @@ function withOperation(
 const available: Observation = { exists: true, id: "res-1", ready: true, upToDate: true, atProvider: { state: "ok" } };
 
 function run(row: Row): Promise<{ outcome: string; afterMs: number | undefined; harness: Harness }> {
-  const harness: Harness = { calls: [], statuses: [], finalizerWrites: [], events: [] };
+  const harness: Harness = { calls: [], statuses: [], finalizerWrites: [], events: [], sequence: [], errors: [] };
   const stored = structuredClone(row.given);
   const kube: KubeAccess = {
     get: () => stored,
     writeStatus: async (_mr, status) => {
       harness.statuses.push(structuredClone(status));
+      harness.sequence.push(`write${status.actionPending ? ` intent ${status.actionPending.name}` : ""}`);
+      const refusal = row.refuseWrite?.(status);
+      if (refusal !== undefined) return { type: "invalid", message: refusal };
       return { type: "written", resourceVersion: String(harness.statuses.length + 1) };
     },
     setFinalizer: async (_mr, present) => {
@@ -161,11 +176,26 @@ function run(row: Row): Promise<{ outcome: string; afterMs: number | undefined; 
     },
     update: async () => {
       harness.calls.push("update");
-      return row.update ?? {};
+      const update = row.update ?? {};
+      const send = update.send;
+      if (send === undefined) return update;
+      return {
+        ...update,
+        send: () => {
+          harness.sequence.push(`send ${update.action}`);
+          return send();
+        },
+      };
     },
     delete: async () => {
       harness.calls.push("delete");
-      return row.deleteResult ? row.deleteResult() : { operation: operation("DELETE") };
+      return {
+        action: "DELETE",
+        send: async () => {
+          harness.calls.push("send DELETE");
+          return row.deleteSend ? row.deleteSend() : operation("DELETE");
+        },
+      };
     },
   };
   const connection: CloudConnection<TestSpec> = {
@@ -175,6 +205,10 @@ function run(row: Row): Promise<{ outcome: string; afterMs: number | undefined; 
     paymentProblem: async () => row.paymentProblem,
     operation: () => row.progress ?? { state: "pending" },
     nextFollowTurnMs: () => FOLLOW_TURN_MS,
+    findOperation: async (_id, name) => {
+      harness.calls.push(`findOperation ${name}`);
+      return row.foundOperation;
+    },
   };
   const claims = new ClaimIndex();
   for (const other of row.others ?? []) claims.upsert(other);
@@ -190,7 +224,10 @@ function run(row: Row): Promise<{ outcome: string; afterMs: number | undefined; 
         : { type: "connected", connection },
     now: () => row.now ?? NOW,
   });
-  const logger = pino({ level: "silent" });
+  const logger = pino(
+    { level: "error" },
+    { write: (line: string) => void harness.errors.push(String((JSON.parse(line) as { msg?: unknown }).msg)) },
+  );
   return reconciler
     .reconcile({ namespace: "ns", name: "thing" }, { signal: new AbortController().signal, logger })
     .then((outcome) => ({
@@ -278,10 +315,105 @@ const rows: Row[] = [
     },
   },
   {
+    reason: "an action is sent only after its intent is recorded, and the operation replaces the intent",
+    given: object({ finalizers: [FINALIZER], status: { id: "res-1" } }),
+    observe: { ...available, upToDate: false },
+    update: {
+      action: "RESET",
+      send: async () => operation("RESET"),
+      intentFields: { lastResetRequestedAt: "now" },
+    },
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe", "update"],
+      sequence: ["write intent RESET", "send RESET", "write"],
+      firstStatus: { actionPending: { name: "RESET", id: "res-1", fields: { lastResetRequestedAt: "now" } } },
+      lastStatus: { lastResetRequestedAt: "now", operation: { id: "op-reset", name: "RESET", state: "IN_PROGRESS" } },
+      absent: ["actionPending"],
+    },
+  },
+  {
+    reason: "an intent the API server refuses (422) is never sent: Stalled StatusRejected, an Event, an error log",
+    given: object({ finalizers: [FINALIZER], status: { id: "res-1" } }),
+    observe: { ...available, upToDate: false },
+    update: { action: "RESET", send: async () => operation("RESET") },
+    refuseWrite: (status) =>
+      status.actionPending ? "status.lastResetRequestedAt: Too long: may not be longer than 64" : undefined,
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe", "update"],
+      sequence: ["write intent RESET", "write"],
+      conditionReason: "StatusRejected",
+      stalled: "True",
+      eventIncludes: "Warning StatusRejected",
+      errorLogged: true,
+    },
+  },
+  {
+    reason: "a final status write the API server refuses stalls StatusRejected on the last accepted status",
+    given: object({ finalizers: [FINALIZER], status: { id: "res-1" } }),
+    observe: { ...available, atProvider: { state: "weird" } },
+    refuseWrite: (status) => (status.state === "weird" ? "status.state: Unsupported value" : undefined),
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe"],
+      sequence: ["write", "write"],
+      conditionReason: "StatusRejected",
+      stalled: "True",
+      absent: ["state"],
+      eventIncludes: "the Kubernetes API refused the status update",
+      errorLogged: true,
+    },
+  },
+  {
+    reason: "a recorded action without its operation is looked up and recorded, not sent again",
+    given: object({
+      finalizers: [FINALIZER],
+      status: {
+        id: "res-1",
+        actionPending: {
+          name: "RESET",
+          id: "res-1",
+          requestedAt: "2026-11-21T11:59:00.000Z",
+          fields: { lastResetRequestedAt: "now" },
+        },
+      },
+    }),
+    foundOperation: operation("RESET"),
+    observe: { ...available, upToDate: false },
+    update: { action: "RESET", send: async () => operation("RESET") },
+    want: {
+      outcome: "requeueAfter",
+      calls: ["findOperation RESET"],
+      sequence: ["write"],
+      conditionReason: "WaitingForOperation",
+      lastStatus: { lastResetRequestedAt: "now", operation: { id: "op-reset", name: "RESET" } },
+      absent: ["actionPending"],
+    },
+  },
+  {
+    reason: "a recorded action the cloud never saw is dropped and decided afresh",
+    given: object({
+      finalizers: [FINALIZER],
+      status: {
+        id: "res-1",
+        actionPending: { name: "START", id: "res-1", requestedAt: "2026-11-21T11:59:00.000Z" },
+      },
+    }),
+    observe: { ...available, upToDate: false },
+    update: { action: "START", send: async () => operation("START") },
+    want: {
+      outcome: "requeueAfter",
+      calls: ["findOperation START", "observe", "update"],
+      sequence: ["write intent START", "send START", "write"],
+      conditionReason: "Updating",
+    },
+  },
+  {
     reason: "drift is corrected through update",
     given: object({ finalizers: [FINALIZER], status: { id: "res-1" } }),
     observe: { ...available, upToDate: false },
-    update: { operation: operation("START"), note: "START to match powerState" },
+    update: { action: "START", send: async () => operation("START"), note: "START to match powerState" },
     want: {
       outcome: "requeueAfter",
       calls: ["observe", "update"],
@@ -512,24 +644,29 @@ const rows: Row[] = [
     reason: "delete requests the deletion and keeps the finalizer",
     given: object({ finalizers: [FINALIZER], deleting: true, status: { id: "res-1" } }),
     observe: available,
-    want: { outcome: "requeueAfter", calls: ["observe", "delete"], conditionReason: "Deleting", finalizerWrites: [] },
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe", "delete", "send DELETE"],
+      conditionReason: "Deleting",
+      finalizerWrites: [],
+    },
   },
   {
     reason: "delete answered 404 means gone once a fresh read agrees: the finalizer goes",
     given: object({ finalizers: [FINALIZER], deleting: true, status: { id: "res-1" } }),
     observe: available,
     observeAfter: { exists: false },
-    deleteResult: notFound,
-    want: { outcome: "done", calls: ["observe", "delete", "observe"], finalizerWrites: [false] },
+    deleteSend: notFound,
+    want: { outcome: "done", calls: ["observe", "delete", "send DELETE", "observe"], finalizerWrites: [false] },
   },
   {
     reason: "delete answered 404 while the resource is still there: the server cannot delete it (NotSupported)",
     given: object({ finalizers: [FINALIZER], deleting: true, status: { id: "res-1" } }),
     observe: available,
-    deleteResult: notFound,
+    deleteSend: notFound,
     want: {
       outcome: "requeueAfter",
-      calls: ["observe", "delete", "observe"],
+      calls: ["observe", "delete", "send DELETE", "observe"],
       finalizerWrites: [],
       conditionReason: "NotSupported",
       eventIncludes: "deletionPolicy: Orphan",
@@ -715,6 +852,8 @@ describe("ManagedReconciler", () => {
     if (row.want.lastStatus) expect(last).toMatchObject(row.want.lastStatus);
     for (const field of row.want.absent ?? []) expect(last).not.toHaveProperty(field);
     if (row.want.eventIncludes) expect(harness.events.join("\n")).toContain(row.want.eventIncludes);
+    if (row.want.sequence) expect(harness.sequence).toEqual(row.want.sequence);
+    if (row.want.errorLogged !== undefined) expect(harness.errors.length > 0).toBe(row.want.errorLogged);
   });
 
   it("writes nothing when a second pass finds the same state", async () => {

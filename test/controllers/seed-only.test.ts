@@ -63,7 +63,7 @@ describe("on a server with only the spec's endpoints", () => {
     await env.patchSpec("GpuFirewallRule", "ssh", { destinationPorts: ["22", "443"] });
     const stalled = await env.waitFor("GpuFirewallRule", "ssh", (o) => reasonOf(o) === "NotSupported", 15_000);
     expect(condition(stalled, "Stalled")?.status).toBe("True");
-    expect(condition(stalled, "Ready")?.message).toMatch(/cannot change firewall rules/);
+    expect(condition(stalled, "Ready")?.message).toMatch(/does not support changing a firewall rule/);
     const after = await counts();
     const patches = "PATCH /v0.1/projects/:projectId/vpc/firewall-rules/:ruleId";
     expect((after[patches] ?? 0) - (before[patches] ?? 0)).toBeLessThanOrEqual(1);
@@ -94,7 +94,9 @@ describe("on a server with only the spec's endpoints", () => {
     const network = await env.get("GpuNetwork", "net");
     await env.remove("GpuNetwork", "net");
     const stalledNet = await env.waitFor("GpuNetwork", "net", (o) => reasonOf(o) === "NotSupported", 15_000);
-    expect(condition(stalledNet, "Ready")?.message).toMatch(/cannot delete networks.*deletionPolicy: Orphan/);
+    expect(condition(stalledNet, "Ready")?.message).toMatch(
+      /does not support deleting a network.*deletionPolicy: Orphan/,
+    );
     await env.patchSpec("GpuNetwork", "net", { deletionPolicy: "Orphan" });
     await env.waitFor("GpuNetwork", "net", (o) => o === undefined, 15_000);
 
@@ -119,7 +121,7 @@ describe("on a server with only the spec's endpoints", () => {
     await env.remove("GpuNetwork", "net2");
     // Not "waiting for firewall rules web": that wait would never end in a deletion.
     const stalled = await env.waitFor("GpuNetwork", "net2", (o) => reasonOf(o) === "NotSupported", 15_000);
-    expect(condition(stalled, "Ready")?.message).toMatch(/cannot delete networks/);
+    expect(condition(stalled, "Ready")?.message).toMatch(/does not support deleting a network/);
     await env.patchSpec("GpuNetwork", "net2", { deletionPolicy: "Orphan" });
     await env.waitFor("GpuNetwork", "net2", (o) => o === undefined, 15_000);
     await env.patchSpec("GpuFirewallRule", "web", { deletionPolicy: "Orphan" });

@@ -180,7 +180,7 @@ describe("seed-only profile: a cloud with only the spec's endpoints", () => {
     }
     const [stalled] = await listObjects(playground, "gpufirewallrules");
     const message = stalled?.status?.conditions?.find((c) => c.type === "Stalled")?.message ?? "";
-    expect(message).toMatch(/cannot delete firewall rules .*deletionPolicy: Orphan/);
+    expect(message).toMatch(/does not support deleting a firewall rule .*deletionPolicy: Orphan/);
     for (const rule of ["allow-ssh", "waiting-rule"]) {
       await playground.kubectl("patch", `gpufirewallrule/${rule}`, "--type=merge", "-p", ORPHAN);
     }
