@@ -242,6 +242,18 @@ const conflict = () =>
 const notFound = () =>
   Promise.reject(new CloudError({ kind: "http", status: 404, message: "gone", method: "DELETE", route: "/x" }));
 
+/** An endpoint beyond the spec that this server lacks (the network delete). */
+const unsupported = () =>
+  Promise.reject(
+    new CloudError({
+      kind: "unsupported",
+      status: 404,
+      message: "DELETE /projects/:projectId/vpc/networks/:networkId is not supported by this server (HTTP 404)",
+      method: "DELETE",
+      route: "/projects/:projectId/vpc/networks/:networkId",
+    }),
+  );
+
 /** A create in flight under an intent recorded a minute ago. */
 const createInFlight = () =>
   object({
@@ -750,6 +762,21 @@ const rows: Row[] = [
       afterMs: FOLLOW_TURN_MS,
       calls: ["observe"],
       conditionReason: "WaitingForOperation",
+    },
+  },
+  {
+    reason: "a delete this server does not have stalls NotSupported, says how to let go, and drops its intent",
+    given: object({ finalizers: [FINALIZER], deleting: true, status: { id: "res-1" } }),
+    observe: available,
+    deleteSend: unsupported,
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe", "delete", "send DELETE"],
+      finalizerWrites: [],
+      stalled: "True",
+      conditionReason: "NotSupported",
+      eventIncludes: "does not support deleting a network",
+      absent: ["actionPending"],
     },
   },
   {
