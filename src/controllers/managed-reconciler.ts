@@ -181,11 +181,14 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
       step = await this.#lifecycle(pass);
     } catch (error) {
       step = classify(error);
-      ctx.logger.debug({ err: error, reason: step.reason }, "reconcile failed");
+      // An expected failure (the cloud or Kubernetes answered an error) is said in status; a bug is logged loudly.
+      if (step.reason === REASON.InternalError) ctx.logger.error({ err: error }, "reconcile failed: internal error");
+      else ctx.logger.debug({ reason: step.reason, detail: step.message }, "reconcile failed");
     }
     if (step === RELEASED) return { type: "done" };
     this.#options.onReconciled?.(mr);
-    return finish(this.#services, mr, pass.draft, step, ctx.logger);
+    const ended = pass.upToDate !== undefined ? { ...step, upToDate: pass.upToDate } : step;
+    return finish(this.#services, mr, pass.draft, ended, ctx.logger);
   }
 
   async #lifecycle(pass: Pass<Spec>): Promise<Step> {

@@ -175,6 +175,8 @@ export interface Pass<Spec extends ManagedSpecBase> {
   signal: AbortSignal;
   logger: Logger;
   services: PassServices<Spec>;
+  /** The UpToDate condition this pass found (create-only values), written with whatever verdict ends it. */
+  upToDate?: Verdict["upToDate"];
 }
 
 /** The object is released (finalizer removed or never held): no status to write. */

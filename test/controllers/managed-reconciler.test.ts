@@ -107,6 +107,7 @@ interface Row {
     ready?: string;
     stalled?: string;
     reconciling?: string;
+    upToDate?: string;
     /** Fields the last status must not have (nothing of a resource this object does not own). */
     absent?: string[];
     conditionReason?: string;
@@ -419,6 +420,40 @@ const rows: Row[] = [
       calls: ["findOperation START", "observe", "update"],
       sequence: ["write intent START", "send START", "write"],
       conditionReason: "Updating",
+    },
+  },
+  {
+    reason: "a create-only value changed since creation is UpToDate=False with an Event; Ready stays True",
+    given: object({
+      finalizers: [FINALIZER],
+      status: { id: "res-1", createOnlyDigests: { sshPublicKey: "aaaa", image: "bbbb" } },
+    }),
+    observe: {
+      ...available,
+      createOnly: {
+        sshPublicKey: { digest: "cccc", source: "Secret ns/keys key id" },
+        image: { digest: "bbbb", source: "spec.image" },
+      },
+    },
+    want: {
+      outcome: "done",
+      calls: ["observe"],
+      ready: "True",
+      conditionReason: "Available",
+      upToDate: "False",
+      eventIncludes: "Warning CreateOnlyFieldChanged sshPublicKey (Secret ns/keys key id) changed",
+      lastStatus: { createOnlyDigests: { sshPublicKey: "aaaa", image: "bbbb" } },
+    },
+  },
+  {
+    reason: "a resource without recorded create-only values (an older version made it) records the current ones",
+    given: object({ finalizers: [FINALIZER], status: { id: "res-1" } }),
+    observe: { ...available, createOnly: { image: { digest: "bbbb", source: "spec.image" } } },
+    want: {
+      outcome: "done",
+      calls: ["observe"],
+      upToDate: "True",
+      lastStatus: { createOnlyDigests: { image: "bbbb" } },
     },
   },
   {
@@ -862,14 +897,14 @@ describe("ManagedReconciler", () => {
     expect(harness.calls).toEqual(row.want.calls);
     if (row.want.finalizerWrites) expect(harness.finalizerWrites).toEqual(row.want.finalizerWrites);
     const last = harness.statuses.at(-1);
-    if (row.want.ready !== undefined) {
-      expect(last?.conditions?.find((c) => c.type === "Ready")?.status).toBe(row.want.ready);
-    }
-    if (row.want.stalled !== undefined) {
-      expect(last?.conditions?.find((c) => c.type === "Stalled")?.status).toBe(row.want.stalled);
-    }
-    if (row.want.reconciling !== undefined) {
-      expect(last?.conditions?.find((c) => c.type === "Reconciling")?.status).toBe(row.want.reconciling);
+    const wantedConditions = {
+      Ready: row.want.ready,
+      Stalled: row.want.stalled,
+      UpToDate: row.want.upToDate,
+      Reconciling: row.want.reconciling,
+    };
+    for (const [type, status] of Object.entries(wantedConditions)) {
+      if (status !== undefined) expect(last?.conditions?.find((c) => c.type === type)?.status, type).toBe(status);
     }
     if (row.want.conditionReason !== undefined) {
       expect(last?.conditions?.find((c) => c.type === "Ready")?.reason).toBe(row.want.conditionReason);
