@@ -71,6 +71,8 @@ export interface SimulatorOptions {
   random?: () => number;
   /** Fastify request logging. Default off (throughput). */
   logger?: boolean;
+  /** Request bodies above this many bytes are refused with 413 (default 1 MiB). */
+  maxRequestBytes?: number;
 }
 
 export interface RunningSimulator {
@@ -149,6 +151,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     requestCounts,
     profile,
     logger: options.logger ?? false,
+    maxRequestBytes: options.maxRequestBytes ?? 1024 * 1024,
     reset: () => {
       store.load(seed());
       store.networks.ensureDefault(projectId);

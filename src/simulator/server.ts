@@ -42,6 +42,8 @@ export interface ServerDeps {
   /** Re-seed everything (admin reset). */
   reset: () => void;
   logger: boolean;
+  /** Request bodies above this are refused with 413 before they are read in full. */
+  maxRequestBytes: number;
 }
 
 type Query = Record<string, string | string[] | undefined>;
@@ -111,7 +113,7 @@ function answerUnknownRoute(request: FastifyRequest, reply: FastifyReply): void 
 
 export function buildServer(deps: ServerDeps): FastifyInstance {
   const { store, auth, faults, rateLimiter, requestCounts } = deps;
-  const app = Fastify({ logger: deps.logger, bodyLimit: 1024 * 1024 });
+  const app = Fastify({ logger: deps.logger, bodyLimit: deps.maxRequestBytes });
 
   // JSON bodies, tolerating an empty body (DELETE and PATCH clients sometimes send the header without one).
   app.removeContentTypeParser("application/json");

@@ -1,5 +1,6 @@
 // A JSON state file that survives a restart: read back at start (absent → `undefined`), written debounced and
-// atomically (temp file + rename). The caller checks the shape of what it reads. Depends on nothing of ours.
+// atomically (temp file + rename), readable by its owner only (0600: the files hold API keys and passwords).
+// The caller checks the shape of what it reads. Depends on nothing of ours.
 import { readFile, rename, writeFile } from "node:fs/promises";
 
 export class StateFileError extends Error {
@@ -60,7 +61,8 @@ export class JsonStateFileWriter {
     const temp = `${this.#path}.${process.pid}.${this.#sequence++}.tmp`;
     this.#writing = this.#writing
       .then(async () => {
-        await writeFile(temp, text);
+        // The temp file's mode is what the renamed file keeps, also over an older file with looser permissions.
+        await writeFile(temp, text, { mode: 0o600 });
         await rename(temp, this.#path);
       })
       .catch(this.#onError);

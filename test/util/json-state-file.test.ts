@@ -1,0 +1,60 @@
+// State files hold API keys and passwords (simulator, Kubernetes API test double, playground): written 0600, also
+// over an older file with looser permissions, and read back as written.
+import { chmod, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { startKubeDouble } from "../../src/kube-double/index.ts";
+import { startSimulator } from "../../src/simulator/index.ts";
+import { JsonStateFileWriter, readJsonStateFile } from "../../src/util/json-state-file.ts";
+
+let dir: string | undefined;
+afterEach(async () => {
+  if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+  dir = undefined;
+});
+
+const modeOf = async (file: string): Promise<number> => (await stat(file)).mode & 0o777;
+
+describe("JSON state files", () => {
+  it("are written owner-only, replacing a world-readable older file", async () => {
+    dir = await mkdtemp(path.join(tmpdir(), "state-file-"));
+    const file = path.join(dir, "state.json");
+    await writeFile(file, "{}");
+    await chmod(file, 0o644);
+    const writer = new JsonStateFileWriter({
+      path: file,
+      snapshot: () => ({ apiKey: "k" }),
+      debounceMs: 1,
+      onError: (error) => {
+        throw error;
+      },
+    });
+    writer.markDirty();
+    await writer.flush();
+    expect(await modeOf(file)).toBe(0o600);
+    expect(await readJsonStateFile(file)).toEqual({ apiKey: "k" });
+  });
+
+  it("the simulator's and the test double's state files (API key, password, Secrets) are 0600", async () => {
+    dir = await mkdtemp(path.join(tmpdir(), "state-file-"));
+    const cloudState = path.join(dir, "cloud-state.json");
+    const clusterState = path.join(dir, "cluster-state.json");
+    const sim = await startSimulator({ port: 0, latencyMs: 0, stateFile: cloudState, stateFileDebounceMs: 1 });
+    const double = await startKubeDouble({ port: 0, stateFile: clusterState, persistDebounceMs: 1 });
+    await fetch(`${double.url}/api/v1/namespaces/default/secrets`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ metadata: { name: "creds" }, stringData: { apiKey: sim.apiKey } }),
+    });
+    await fetch(`${sim.url}/projects/${sim.projectId}/vpc/networks`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${sim.apiKey}` },
+      body: JSON.stringify({ name: "n1", location: "us-east1-a" }),
+    });
+    await double.close();
+    await sim.close();
+    expect(await modeOf(cloudState)).toBe(0o600);
+    expect(await modeOf(clusterState)).toBe(0o600);
+  });
+});
