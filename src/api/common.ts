@@ -31,7 +31,7 @@ export const MIN_SYNC_PERIOD_MS = 10_000;
 export const DEFAULT_CREDENTIALS_SECRET = "gpucloud-credentials";
 
 /** kstatus-compatible condition types (kubectl wait, Argo CD and Flux read these). */
-export const CONDITION_TYPES = ["Ready", "Reconciling", "Stalled"] as const;
+export const CONDITION_TYPES = ["Ready", "Reconciling", "Stalled", "UpToDate"] as const;
 export type ConditionType = (typeof CONDITION_TYPES)[number];
 export const CONDITION_STATUSES = ["True", "False", "Unknown"] as const;
 export type ConditionStatus = (typeof CONDITION_STATUSES)[number];
@@ -59,6 +59,9 @@ export const REASONS = {
   Observed: "Observed",
   Available: "Available",
   StatusRejected: "StatusRejected",
+  CreateOnlyFieldChanged: "CreateOnlyFieldChanged",
+  CreateOnlyFieldsApplied: "CreateOnlyFieldsApplied",
+  InternalError: "InternalError",
 } as const;
 export type Reason = (typeof REASONS)[keyof typeof REASONS];
 
@@ -89,6 +92,13 @@ export const REASON_DESCRIPTIONS: Readonly<Record<Reason, string>> = {
   StatusRejected:
     "The status could not be written (a value does not fit the CRD, or the API server refused it): a bug to " +
     "report. Nothing more is sent for the object until its spec changes or 10 minutes pass.",
+  CreateOnlyFieldChanged:
+    "UpToDate=False: a value the cloud takes only at creation (a GpuVm's SSH key or a script from a Secret or " +
+    "ConfigMap) changed after the resource was created; it is not applied. Restore it, or re-create the object.",
+  CreateOnlyFieldsApplied: "UpToDate=True: the resource was created with the current create-only values.",
+  InternalError:
+    "The operator met an unexpected error of its own (a bug, logged at error level with its stack); retried " +
+    "with backoff.",
 };
 
 // ---------------------------------------------------------------------------------------------------------
@@ -238,11 +248,11 @@ export function immutableOnceSet(field: string): CelRule {
   };
 }
 
-/** `field` cannot change, be added or be removed after creation. */
-export function immutable(field: string): CelRule {
+/** `field` cannot change, be added or be removed after creation; `instead` says what to do instead. */
+export function immutable(field: string, instead?: string): CelRule {
   return {
     rule: `has(self.${field}) == has(oldSelf.${field}) && (!has(self.${field}) || self.${field} == oldSelf.${field})`,
-    message: `${field} is immutable`,
+    message: instead === undefined ? `${field} is immutable` : `${field} is immutable: ${instead}`,
     fieldPath: `.${field}`,
   };
 }
@@ -376,6 +386,15 @@ export const managedStatusShape = {
   lastError: text("The last error met while reconciling, empty once resolved.", 4096).optional(),
   createPending: CreatePending.optional(),
   actionPending: ActionPending.optional(),
+  createOnlyDigests: z
+    .record(z.string().max(63), z.string().max(16).meta({ description: "First 16 hex digits of its sha256." }))
+    .optional()
+    .meta({
+      description:
+        "Digests of the create-only values the resource was created with (a GpuVm's image, SSH key and " +
+        "scripts, inline or from a Secret/ConfigMap): a later change shows as UpToDate=False.",
+      maxProperties: 8,
+    }),
   locationIndex: z
     .int()
     .min(0)

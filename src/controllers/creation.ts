@@ -153,6 +153,9 @@ async function sendCreate<Spec extends ManagedSpecBase>(
       event: "Warning",
     });
   }
+  if (mutation.waiting !== undefined) {
+    return verdict(REASON.WaitingForDependency, mutation.waiting, after(timing.dependencyMs), { progressing: true });
+  }
   if (mutation.operation === undefined)
     return verdict(REASON.Creating, "create requested", after(timing.shortMs), { progressing: true });
   draft.id = mutation.operation.metadata.id;

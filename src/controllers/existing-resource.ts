@@ -16,6 +16,7 @@ export async function reconcileExisting<Spec extends ManagedSpecBase>(
   draft.id = observed.id;
   delete draft.createPending;
   Object.assign(draft, observed.atProvider);
+  pass.upToDate = createOnlyState(pass, observed);
   if (observed.terminal !== undefined) {
     return verdict(observed.terminal.reason as Reason, observed.terminal.message, DONE, {
       stalled: true,
@@ -55,11 +56,42 @@ export async function reconcileExisting<Spec extends ManagedSpecBase>(
   }
   await connection.external.publish?.(mr, observed, pass.signal);
   delete draft.lastError;
-  const cached = connection.usingCachedCredentials ? " (using cached credentials: the Secret is unreadable)" : "";
-  return verdict(REASON.Available, `cloud resource ${observed.id} is available${cached}`, DONE, {
+  return verdict(REASON.Available, `cloud resource ${observed.id} is available`, DONE, {
     ready: true,
     event: "Normal",
   });
+}
+
+/**
+ * Whether the resource still has the create-only values the spec asks for now (image, SSH key and scripts,
+ * inline or from a Secret/ConfigMap): the cloud cannot change them, so a change is reported, never applied.
+ * The first time a resource is seen without recorded values (made by an older version), the current ones are
+ * taken as those it was created with.
+ */
+function createOnlyState<Spec extends ManagedSpecBase>(pass: Pass<Spec>, observed: Existing): Pass<Spec>["upToDate"] {
+  const current = observed.createOnly;
+  if (current === undefined) return undefined;
+  const digests = Object.fromEntries(Object.entries(current).map(([field, value]) => [field, value.digest]));
+  const recorded = pass.draft.createOnlyDigests as Record<string, string> | undefined;
+  if (recorded === undefined) pass.draft.createOnlyDigests = digests;
+  const before = recorded ?? digests;
+  const fields = [...new Set([...Object.keys(before), ...Object.keys(digests)])].sort();
+  const changed = fields.filter((field) => before[field] !== digests[field]);
+  if (changed.length === 0) {
+    return {
+      status: "True",
+      reason: REASON.CreateOnlyFieldsApplied,
+      message: "created with the current create-only values",
+    };
+  }
+  const what = changed.map((field) => `${field} (${current[field]?.source ?? "removed"})`).join(", ");
+  return {
+    status: "False",
+    reason: REASON.CreateOnlyFieldChanged,
+    message:
+      `${what} changed after the resource was created and is not applied: the cloud takes it only at creation. ` +
+      "Restore the previous value, or delete and re-create the object to use the new one",
+  };
 }
 
 /** managementPolicy Observe: mirror the cloud into status; never write to it. */

@@ -102,11 +102,24 @@ export type Observation =
       /** A terminal problem seen while comparing (e.g. an immutable field changed). */
       terminal?: { reason: string; message: string };
       /**
+       * The create-only values the resource would be created with now (a GpuVm's image, SSH key, scripts), as
+       * digests with where each comes from: compared with the ones it was created with (UpToDate condition).
+       * Undefined when they cannot be read now (a Secret gone): nothing is concluded then.
+       */
+      createOnly?: Record<string, CreateOnlyValue>;
+      /**
        * When the cloud created the resource (its created_at, or its CREATE operation's start), when known: a
        * resource found by name is adopted only when it is younger than this object's own create intent.
        */
       createdAt?: string;
     };
+
+/** One create-only value, as a digest (never the value: it may be a secret) and where it comes from. */
+export interface CreateOnlyValue {
+  digest: string;
+  /** `spec.sshPublicKey`, `Secret ns/name key k`, … */
+  source: string;
+}
 
 /** A resource looked up by its exact cloud name. */
 export interface FoundResource {
@@ -136,6 +149,8 @@ export interface Mutation {
   capacityUnavailable?: string;
   /** Nothing was sent: the change cannot be made (a shrink, a type outside its family). */
   refused?: { reason: string; message: string };
+  /** Nothing was sent: an input is missing (a Secret key with the SSH key, a referenced object). */
+  waiting?: string;
 }
 
 /** Outcome of resolving references and preconditions before touching the cloud. */

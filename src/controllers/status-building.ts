@@ -44,6 +44,22 @@ export function applyVerdict(
     condition("Reconciling", result.progressing ? "True" : "False"),
     condition("Stalled", result.stalled ? "True" : "False"),
   ];
+  // UpToDate (create-only values) has its own reason and story; a pass that did not look keeps the last one.
+  const previousUpToDate = previous.find((c) => c.type === "UpToDate");
+  if (result.upToDate !== undefined) {
+    const { status, reason, message } = result.upToDate;
+    const transition = previousUpToDate?.status === status ? previousUpToDate.lastTransitionTime : at;
+    draft.conditions.push({
+      type: "UpToDate",
+      status,
+      reason,
+      message,
+      lastTransitionTime: transition,
+      observedGeneration: generation,
+    });
+  } else if (previousUpToDate !== undefined) {
+    draft.conditions.push(previousUpToDate);
+  }
   draft.observedGeneration = generation;
   if (result.stalled) draft.lastError = result.message;
   return readyStatus;
@@ -117,6 +133,11 @@ export async function finish<Spec extends ManagedSpecBase>(
     const written = await services.writeStatus(mr, draft);
     if (written.type === "conflict") return after(0);
     if (written.type === "invalid") verdict = await writeRejected(services, mr, written.message, logger);
+  }
+  const previousUpToDate = mr.status.conditions?.find((c) => c.type === "UpToDate");
+  const upToDate = verdict.upToDate ?? result.upToDate;
+  if (upToDate?.status === "False" && previousUpToDate?.status !== "False") {
+    services.options.kube.event(mr, "Warning", upToDate.reason, upToDate.message);
   }
   const storyChanged = previousReady?.reason !== verdict.reason || previousReady?.status !== built.readyStatus;
   if ((storyChanged || verdict.reason === REASON.StatusRejected) && verdict.event !== undefined) {

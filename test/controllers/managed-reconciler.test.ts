@@ -92,6 +92,8 @@ interface Row {
   /** What the cloud lists for a recorded action. */
   foundOperation?: Operation;
   credentialsMissing?: boolean;
+  /** The credentials Secret is being deleted or gone: its last credentials are in use. */
+  cachedCredentials?: boolean;
   paymentProblem?: string;
   /** The clock (default NOW). */
   now?: number;
@@ -101,6 +103,7 @@ interface Row {
     ready?: string;
     stalled?: string;
     reconciling?: string;
+    upToDate?: string;
     /** Fields the last status must not have (nothing of a resource this object does not own). */
     absent?: string[];
     conditionReason?: string;
@@ -177,7 +180,8 @@ function run(row: Row): Promise<{ outcome: string; harness: Harness }> {
   const connection: CloudConnection<TestSpec> = {
     external,
     projectId: "project-1",
-    usingCachedCredentials: false,
+    usingCachedCredentials: row.cachedCredentials ?? false,
+    credentialsSource: "Secret ns/gpucloud-credentials (key apiKey)",
     paymentProblem: async () => row.paymentProblem,
     operation: () => row.progress ?? { state: "pending" },
     findOperation: async (_id, name) => {
@@ -264,6 +268,25 @@ const rows: Row[] = [
       conditionReason: "CredentialsMissing",
       finalizerWrites: [],
     },
+  },
+  {
+    reason: "cached credentials (the Secret is being deleted or gone) create nothing: CredentialsMissing",
+    given: object({}),
+    cachedCredentials: true,
+    want: {
+      outcome: "requeueAfter",
+      calls: [],
+      conditionReason: "CredentialsMissing",
+      eventIncludes: "Secret ns/gpucloud-credentials (key apiKey) is being deleted, gone or unreadable",
+      finalizerWrites: [],
+    },
+  },
+  {
+    reason: "cached credentials still delete what was created with them",
+    given: object({ finalizers: [FINALIZER], deleting: true, status: { id: "res-1" } }),
+    cachedCredentials: true,
+    observe: available,
+    want: { outcome: "requeueAfter", calls: ["observe", "delete", "send DELETE"], conditionReason: "Deleting" },
   },
   {
     reason: "an operation in flight ends the pass without touching the cloud",
@@ -378,6 +401,40 @@ const rows: Row[] = [
       calls: ["findOperation START", "observe", "update"],
       sequence: ["write intent START", "send START", "write"],
       conditionReason: "Updating",
+    },
+  },
+  {
+    reason: "a create-only value changed since creation is UpToDate=False with an Event; Ready stays True",
+    given: object({
+      finalizers: [FINALIZER],
+      status: { id: "res-1", createOnlyDigests: { sshPublicKey: "aaaa", image: "bbbb" } },
+    }),
+    observe: {
+      ...available,
+      createOnly: {
+        sshPublicKey: { digest: "cccc", source: "Secret ns/keys key id" },
+        image: { digest: "bbbb", source: "spec.image" },
+      },
+    },
+    want: {
+      outcome: "done",
+      calls: ["observe"],
+      ready: "True",
+      conditionReason: "Available",
+      upToDate: "False",
+      eventIncludes: "Warning CreateOnlyFieldChanged sshPublicKey (Secret ns/keys key id) changed",
+      lastStatus: { createOnlyDigests: { sshPublicKey: "aaaa", image: "bbbb" } },
+    },
+  },
+  {
+    reason: "a resource without recorded create-only values (an older version made it) records the current ones",
+    given: object({ finalizers: [FINALIZER], status: { id: "res-1" } }),
+    observe: { ...available, createOnly: { image: { digest: "bbbb", source: "spec.image" } } },
+    want: {
+      outcome: "done",
+      calls: ["observe"],
+      upToDate: "True",
+      lastStatus: { createOnlyDigests: { image: "bbbb" } },
     },
   },
   {
@@ -716,6 +773,9 @@ describe("ManagedReconciler", () => {
     }
     if (row.want.stalled !== undefined) {
       expect(last?.conditions?.find((c) => c.type === "Stalled")?.status).toBe(row.want.stalled);
+    }
+    if (row.want.upToDate !== undefined) {
+      expect(last?.conditions?.find((c) => c.type === "UpToDate")?.status).toBe(row.want.upToDate);
     }
     if (row.want.reconciling !== undefined) {
       expect(last?.conditions?.find((c) => c.type === "Reconciling")?.status).toBe(row.want.reconciling);

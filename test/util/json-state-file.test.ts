@@ -1,24 +1,45 @@
-// State files hold API keys and passwords (simulator, Kubernetes API test double, playground): written 0600, also
-// over an older file with looser permissions, and read back as written.
-import { chmod, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
+// writeFileAtomic: the mode is set from the first byte written, the old content stays until the rename, and no
+// temporary file is left behind (also when the rename fails). State files hold API keys and passwords (simulator,
+// Kubernetes API test double, playground): written 0600, also over an older file with looser permissions.
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { startKubeDouble } from "../../src/kube-double/index.ts";
 import { startSimulator } from "../../src/simulator/index.ts";
-import { JsonStateFileWriter, readJsonStateFile } from "../../src/util/json-state-file.ts";
+import { JsonStateFileWriter, readJsonStateFile, writeFileAtomic } from "../../src/util/json-state-file.ts";
 
-let dir: string | undefined;
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), "atomic-"));
+});
 afterEach(async () => {
-  if (dir !== undefined) await rm(dir, { recursive: true, force: true });
-  dir = undefined;
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe("writeFileAtomic", () => {
+  it("replaces the file with the given mode and leaves no temporary file", async () => {
+    const file = path.join(dir, "secret.json");
+    await writeFile(file, "old", { mode: 0o644 });
+    await writeFileAtomic(file, '{"token":"x"}', { mode: 0o600, durable: true });
+    expect(await readFile(file, "utf8")).toBe('{"token":"x"}');
+    expect((await stat(file)).mode & 0o777).toBe(0o600);
+    expect(await readdir(dir)).toEqual(["secret.json"]);
+    expect(await readJsonStateFile(file)).toEqual({ token: "x" });
+  });
+
+  it("cleans up its temporary file when the rename fails", async () => {
+    const target = path.join(dir, "a-directory");
+    await mkdir(path.join(target, "inside"), { recursive: true });
+    await expect(writeFileAtomic(target, "text")).rejects.toThrow();
+    expect(await readdir(dir)).toEqual(["a-directory"]);
+  });
 });
 
 const modeOf = async (file: string): Promise<number> => (await stat(file)).mode & 0o777;
 
 describe("JSON state files", () => {
   it("are written owner-only, replacing a world-readable older file", async () => {
-    dir = await mkdtemp(path.join(tmpdir(), "state-file-"));
     const file = path.join(dir, "state.json");
     await writeFile(file, "{}");
     await chmod(file, 0o644);
@@ -37,7 +58,6 @@ describe("JSON state files", () => {
   });
 
   it("the simulator's and the test double's state files (API key, password, Secrets) are 0600", async () => {
-    dir = await mkdtemp(path.join(tmpdir(), "state-file-"));
     const cloudState = path.join(dir, "cloud-state.json");
     const clusterState = path.join(dir, "cluster-state.json");
     const sim = await startSimulator({ port: 0, latencyMs: 0, stateFile: cloudState, stateFileDebounceMs: 1 });
