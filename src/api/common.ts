@@ -21,6 +21,11 @@ export const ANNOTATIONS = {
 export const PAUSED_ANNOTATION = ANNOTATIONS.paused;
 export const RESET_ANNOTATION = ANNOTATIONS.resetRequestedAt;
 export const SYNC_PERIOD_ANNOTATION = ANNOTATIONS.syncPeriod;
+/**
+ * The shortest `gpucloud.dev/sync-period` honoured: a tenant's object cannot make the operator list its cloud
+ * account more often than this (a shorter value is raised to it and reported in an Event and a log line).
+ */
+export const MIN_SYNC_PERIOD_MS = 10_000;
 
 /** The Secret a resource uses when spec.credentialsRef is left out. */
 export const DEFAULT_CREDENTIALS_SECRET = "gpucloud-credentials";
@@ -42,6 +47,7 @@ export const REASONS = {
   PaymentMethodRequired: "PaymentMethodRequired",
   CredentialsMissing: "CredentialsMissing",
   CredentialsInvalid: "CredentialsInvalid",
+  ApiUrlNotAllowed: "ApiUrlNotAllowed",
   InvalidSpec: "InvalidSpec",
   ImmutableFieldChanged: "ImmutableFieldChanged",
   NameConflict: "NameConflict",
@@ -70,6 +76,9 @@ export const REASON_DESCRIPTIONS: Readonly<Record<Reason, string>> = {
   PaymentMethodRequired: "The organization has no valid payment method; resources cannot be created until it does.",
   CredentialsMissing: "The credentials Secret, or a key in it, does not exist.",
   CredentialsInvalid: "The cloud API rejected the credentials (401/403); fixed by updating the Secret.",
+  ApiUrlNotAllowed:
+    "The credentials Secret names an apiUrl the operator may not call (--allowed-api-urls); no request is sent. " +
+    "Fix the Secret, or have the operator's administrator allow the URL.",
   InvalidSpec: "The spec is invalid for the cloud (rejected with 400, or unknown type, image or location).",
   ImmutableFieldChanged: "A field that cannot change after creation was changed; revert it or recreate the object.",
   NameConflict:

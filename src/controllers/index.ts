@@ -8,6 +8,8 @@ import { structuralSchemaOf } from "../api/crd.ts";
 import type { OperationFamily } from "../cloud/wire.ts";
 import type { Controller, KubeResource, Manager, Reconciler } from "../runtime/index.ts";
 import { CONFIG_MAPS, KubeApiError, SECRETS } from "../runtime/index.ts";
+import { ApiUrlPolicy } from "../util/api-url.ts";
+import { AccountAdmissions } from "./account-admission.ts";
 import { CloudAccount } from "./cloud-account.ts";
 import { CredentialStore, clientFor, type SecretLike } from "./credentials.ts";
 import { DependencyIndex } from "./dependency-index.ts";
@@ -97,11 +99,15 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
     secrets: { getSecret: readSecret },
     ...(config.credentialsSecret ? { defaultSecret: config.credentialsSecret } : {}),
     ...(config.apiUrl ? { defaultApiUrl: config.apiUrl } : {}),
+    apiUrls: new ApiUrlPolicy(config.allowedApiUrls),
     logger,
     build: (parsed, credentialKey) =>
       new CloudAccount({
         client: clientFor(parsed, credentialKey, {
           ratePerSec: config.apiRateLimit,
+          accountConcurrency: config.apiAccountConcurrency,
+          timeoutMs: config.apiTimeoutMs,
+          maxResponseBytes: config.apiMaxResponseBytes,
           observer: (event) => {
             const code = String(event.status);
             manager.metrics.cloudApiRequestsTotal.inc({ method: event.method, route: event.route, code });
@@ -204,7 +210,8 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
     const informer = informers.get(kind.kind);
     if (informer === undefined) continue;
     const kube = kubeAccessFor(manager, resource, (namespace, name) => informer.get(namespace, name));
-    const reconciler: Reconciler = new ManagedReconciler<ManagedSpecBase>({
+    const admissions = new AccountAdmissions(kind.kind.toLowerCase());
+    const managed: Reconciler = new ManagedReconciler<ManagedSpecBase>({
       kind: kind.kind,
       parse: (raw) => parseManaged(raw, kind.specSchema, kind.statusSchema),
       locations: (spec) => kind.locations(spec),
@@ -217,6 +224,8 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
         const resolved = credentials.resolve(mr.metadata.namespace, mr.spec.credentialsRef?.name);
         if (resolved.type === "missing") return resolved;
         const { account, usingCached, secret, keys } = resolved.handle;
+        // A slot of the account's bulkhead, or a requeue: a busy or failing account never takes every worker.
+        admissions.admit(`${mr.metadata.namespace}/${mr.metadata.name}`, account.client.bulkhead);
         return {
           type: "connected",
           connection: {
@@ -241,6 +250,7 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
         dependencies.record(kind.kind, mr.metadata.namespace, mr.metadata.name, references);
       },
     });
+    const reconciler = admissions.wrap(managed);
     const watched = new Set([
       "Secret",
       "ConfigMap",

@@ -50,10 +50,13 @@ export interface CloudConnection<Spec extends ManagedSpecBase> {
   ): Promise<Operation | undefined>;
 }
 
+/** `missing`: no usable credentials (reason CredentialsMissing unless told, e.g. ApiUrlNotAllowed); stalls. */
 export type Connect<Spec extends ManagedSpecBase> = (
   mr: ManagedObject<Spec>,
   signal: AbortSignal,
-) => Promise<{ type: "connected"; connection: CloudConnection<Spec> } | { type: "missing"; message: string }>;
+) => Promise<
+  { type: "connected"; connection: CloudConnection<Spec> } | { type: "missing"; message: string; reason?: Reason }
+>;
 
 /**
  * A guarded write: written, lost to another writer (409: re-read), gone, or refused (the API server rejected it,

@@ -75,8 +75,8 @@ describe("create-only values from a Secret", () => {
 
   it("a VM gone from the cloud is created again with its inputs read anew, never an internal error", async () => {
     await keySecret("again-key", SSH_KEY);
-    // Checked every second, so that the vanished VM is seen without waiting for the 30 s resync.
-    await env.apply("GpuVm", "again", vmWithKeyFrom("again-key"), { "gpucloud.dev/sync-period": "1s" });
+    // Checked every 10 s (the floor of the annotation), so that the vanished VM is seen before the 30 s resync.
+    await env.apply("GpuVm", "again", vmWithKeyFrom("again-key"), { "gpucloud.dev/sync-period": "10s" });
     const ready = await env.waitReady("GpuVm", "again");
     await env.admin("DELETE", `/resources/vms/${ready.status?.id as string}`);
     const seen: string[] = [];
@@ -88,14 +88,14 @@ describe("create-only values from a Secret", () => {
         const id = o?.status?.id;
         return condition(o, "Ready")?.status === "True" && id !== undefined && id !== ready.status?.id;
       },
-      10_000,
+      25_000,
     );
     expect(recreated?.status?.id).toBeDefined();
     expect(seen.filter((line) => /ApiUnavailable|InternalError|before resolve/.test(line))).toEqual([]);
     // A state shown only between two looks is still in the events.
     const events = await eventsAbout(env, "again");
     expect(events.filter((line) => /ApiUnavailable|InternalError|before resolve/.test(line))).toEqual([]);
-  });
+  }, 60_000);
 });
 
 describe("connection details", () => {
