@@ -5,7 +5,7 @@
 // apart per family (CloudAccount.nextFollowTurnMs), so waiting costs one request per interval per family.
 import { REASON, type Verdict } from "./classify.ts";
 import type { ManagedSpecBase, Observation, OperationRecord } from "./external.ts";
-import { closeOperation } from "./operation-tracking.ts";
+import { closeOperation, UNKNOWN_OUTCOME } from "./operation-tracking.ts";
 import { after, type CloudConnection, type Pass, verdict, wasReady } from "./reconcile-pass.ts";
 import { formatKubeTime } from "./status-building.ts";
 
@@ -38,7 +38,7 @@ export function followOperation<Spec extends ManagedSpecBase>(
   if (!Number.isNaN(started) && nowMs - started >= timing.followTimeoutMs) {
     const minutes = Math.round(timing.followTimeoutMs / 60_000);
     const message = `${operation.name} operation ${operation.id} did not show in the cloud resource within ${minutes} min (this server cannot show the operation); going on from the resource as it is`;
-    closeOperation(pass, { ...operation, state: "UNKNOWN", completedAt: formatKubeTime(nowMs) });
+    closeOperation(pass, { ...operation, state: UNKNOWN_OUTCOME, completedAt: formatKubeTime(nowMs) });
     pass.draft.lastError = message;
     options.kube.event(pass.mr, "Warning", REASON.OperationFailed, message);
     return undefined;

@@ -24,6 +24,9 @@ export function recordOperation<Spec extends ManagedSpecBase>(
   if (operation.state === "IN_PROGRESS") connection.operation(operation.operation_id, pass.key);
 }
 
+/** `status.operation.state` of an operation that left the lists before anyone saw how it ended. */
+export const UNKNOWN_OUTCOME = "UNKNOWN";
+
 export interface OperationFailure {
   code: string;
   message: string;
@@ -72,11 +75,13 @@ export function settleOperation<Spec extends ManagedSpecBase>(
     };
   }
   if (progress.state === "unreadable") return { follow: current };
+  // An operation that vanished from the lists (retention, a server that forgets) has an unknown outcome: it is
+  // recorded as such, and the fresh observation that follows (notBefore) decides what became of the resource.
   closeOperation(
     pass,
     progress.state === "settled"
       ? { ...current, state: progress.operation.state, completedAt: progress.operation.completed_at }
-      : { ...current, state: "SUCCEEDED", completedAt: "" },
+      : { ...current, state: UNKNOWN_OUTCOME, completedAt: new Date(progress.settledAt).toISOString() },
   );
   if (progress.state === "settled" && progress.operation.state === "FAILED") {
     const message = failureText(progress.operation);

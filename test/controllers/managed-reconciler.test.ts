@@ -259,10 +259,11 @@ const unsupported = () =>
   );
 
 /** A create in flight under an intent recorded a minute ago. */
-const createInFlight = () =>
+const createInFlight = (status: ManagedStatusBase = {}) =>
   object({
     finalizers: [FINALIZER],
     status: {
+      ...status,
       createPending: { cloudName: "ns-thing", requestedAt: "2026-11-21T11:59:00Z" },
       operation: { id: "op-create", name: "CREATE", state: "IN_PROGRESS" },
     },
@@ -610,6 +611,32 @@ const rows: Row[] = [
     },
   },
   {
+    reason: "an operation that vanished is recorded with an unknown outcome, and the resource is read to decide",
+    given: createInFlight({ id: "res-1" }),
+    progress: { state: "vanished", settledAt: NOW },
+    observe: available,
+    want: {
+      outcome: "done",
+      calls: ["observe"],
+      conditionReason: "Available",
+      lastStatus: { operation: { id: "op-create", name: "CREATE", state: "UNKNOWN" } },
+    },
+  },
+  {
+    reason: "a vanished create whose resource is not readable yet is waited for, not created again",
+    given: createInFlight({ id: "res-1" }),
+    progress: { state: "vanished", settledAt: NOW },
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe"],
+      conditionReason: "Creating",
+      lastStatus: {
+        createPending: { cloudName: "ns-thing" },
+        operation: { name: "CREATE", state: "UNKNOWN" },
+      },
+    },
+  },
+  {
     reason: "out_of_stock moves to the next location",
     given: object({
       spec: { locations: ["a", "b"] },
@@ -780,7 +807,8 @@ const rows: Row[] = [
     },
   },
   {
-    reason: "a CREATE the server cannot show that never appears is given up after followTimeoutMs and made again",
+    reason:
+      "a CREATE the server cannot show that never appears is given up after followTimeoutMs (UNKNOWN: one create grace, then made again)",
     given: object({
       finalizers: [FINALIZER],
       status: {
@@ -791,7 +819,8 @@ const rows: Row[] = [
     progress: { state: "unreadable", settledAt: NOW },
     want: {
       outcome: "requeueAfter",
-      calls: ["observe", "create"],
+      calls: ["observe"],
+      lastStatus: { operation: { id: "op-old", name: "CREATE", state: "UNKNOWN" } },
       conditionReason: "Creating",
       eventIncludes: "did not show in the cloud resource within 15 min",
     },
