@@ -3,13 +3,14 @@
 // on Secrets, and the operator's own metrics.
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { z } from "zod";
-import { FINALIZER, GROUP, VERSION } from "../api/common.ts";
+import { FINALIZER, GROUP, SECRET_WATCH_LABEL, SECRET_WATCH_SELECTOR, VERSION } from "../api/common.ts";
 import { structuralSchemaOf } from "../api/crd.ts";
 import type { OperationFamily } from "../cloud/wire.ts";
 import type { Controller, KubeResource, Manager, Reconciler } from "../runtime/index.ts";
 import { CONFIG_MAPS, KubeApiError, SECRETS } from "../runtime/index.ts";
 import { ApiUrlPolicy } from "../util/api-url.ts";
 import { AccountAdmissions } from "./account-admission.ts";
+import { REASON, ReconcileError } from "./classify.ts";
 import { CloudAccount } from "./cloud-account.ts";
 import { CredentialStore, clientFor, type SecretLike } from "./credentials.ts";
 import { DependencyIndex } from "./dependency-index.ts";
@@ -57,13 +58,16 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
   const config = manager.config;
   const logger = manager.logger.child({ component: "controllers" });
   const informers = new Map(MANAGED_KINDS.map((kind) => [kind.kind, manager.informerFor(resourceOf(kind))]));
-  const secrets = manager.informerFor<KubernetesObject & SecretLike>(SECRETS);
-  // The default credentials Secret (--credentials-secret) usually lives in the operator's own namespace, which
-  // the watched namespaces need not include: it gets an informer of its own, of that one object.
+  // Only labelled Secrets are cached (credentials, keys and scripts objects refer to, and the connection details
+  // written here), never every Secret of the cluster.
+  const secretSelection = { labelSelector: SECRET_WATCH_SELECTOR };
+  const secrets = manager.informerFor<KubernetesObject & SecretLike>(SECRETS, undefined, secretSelection);
+  // The default credentials Secret (--credentials-secret) is the administrator's: it needs no label, and usually
+  // lives in the operator's own namespace, which the watched namespaces need not include. It gets an informer of
+  // its own, of that one object.
   const defaultSecret = config.credentialsSecret;
-  const watchedEverywhere = config.watchNamespaces.length === 0;
   const defaultSecretInformer =
-    defaultSecret !== undefined && !watchedEverywhere && !config.watchNamespaces.includes(defaultSecret.namespace)
+    defaultSecret !== undefined
       ? manager.informerForObject<KubernetesObject & SecretLike>(SECRETS, defaultSecret.namespace, defaultSecret.name)
       : undefined;
   const readSecret = (namespace: string, name: string): (KubernetesObject & SecretLike) | undefined =>
@@ -196,6 +200,7 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
   const usageController = manager.addController({
     name: "credentials-usage",
     resource: SECRETS,
+    ...secretSelection,
     reconciler: secretUsage,
     workers: 1,
     watches: MANAGED_KINDS.map((kind) => ({
@@ -266,6 +271,7 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
             : watchedKind === "ConfigMap"
               ? CONFIG_MAPS
               : resourceOf(kindByName.get(watchedKind) ?? kind),
+        ...(watchedKind === "Secret" ? secretSelection : {}),
         mapToKeys: (object: KubernetesObject) =>
           dependencies.dependents(
             kind.kind,
@@ -378,6 +384,12 @@ function kubeAccessFor(
   };
 }
 
+/** What publishing reads of an existing connection-details Secret or ConfigMap. */
+interface PublishedObject {
+  data?: Record<string, string>;
+  metadata?: { ownerReferences?: { uid?: string }[]; labels?: Record<string, string> };
+}
+
 /** Create or update the Secret/ConfigMap holding a VM's connection details, owned by the GpuVm. */
 async function publishConnectionDetails(
   manager: Manager,
@@ -385,7 +397,7 @@ async function publishConnectionDetails(
   owner: ManagedObject,
   name: string,
   data: Record<string, string>,
-  cached: { data?: Record<string, string> } | undefined,
+  cached: PublishedObject | undefined,
 ): Promise<void> {
   const namespace = owner.metadata.namespace;
   const ownerReferences = [
@@ -398,20 +410,38 @@ async function publishConnectionDetails(
       blockOwnerDeletion: false,
     },
   ];
-  const metadata = { name, namespace, ownerReferences, labels: { "app.kubernetes.io/managed-by": "gpuvm-operator" } };
-  if (kind === "Secret") {
-    const encoded = Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString("base64")]));
-    // The informer cache answers "unchanged" without a request; a cache miss reads once before creating.
-    if (cached !== undefined && sameData(cached.data, encoded)) return;
-    const existing = cached ?? (await manager.kube.getSecret(namespace, name));
-    if (existing === undefined) await manager.kube.createSecret(namespace, { metadata, data: encoded, type: "Opaque" });
-    else if (!sameData(existing.data, encoded)) await manager.kube.patchSecret(namespace, name, { data: encoded });
+  // The watch label keeps them in the (label-selected) Secret cache, so that an unchanged value costs no request.
+  const labels = { "app.kubernetes.io/managed-by": "gpuvm-operator", [SECRET_WATCH_LABEL]: "true" };
+  const metadata = { name, namespace, ownerReferences, labels };
+  const values =
+    kind === "Secret"
+      ? Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString("base64")]))
+      : data;
+  // The informer cache answers "unchanged" without a request; a cache miss reads once before creating.
+  if (cached !== undefined && sameData(cached.data, values)) return;
+  const existing =
+    cached ??
+    (kind === "Secret"
+      ? await manager.kube.getSecret(namespace, name)
+      : await manager.kube.getConfigMap(namespace, name));
+  if (existing === undefined) {
+    if (kind === "Secret") await manager.kube.createSecret(namespace, { metadata, data: values, type: "Opaque" });
+    else await manager.kube.createConfigMap(namespace, { metadata, data: values });
     return;
   }
-  if (cached !== undefined && sameData(cached.data, data)) return;
-  const existing = cached ?? (await manager.kube.getConfigMap(namespace, name));
-  if (existing === undefined) await manager.kube.createConfigMap(namespace, { metadata, data });
-  else if (!sameData(existing.data, data)) await manager.kube.patchConfigMap(namespace, name, { data });
+  // Only objects this GpuVm owns are ever written: a Secret or ConfigMap of the same name that is somebody
+  // else's is left alone, and the object says so.
+  const owned = (existing.metadata?.ownerReferences ?? []).some((ref) => ref.uid === owner.metadata.uid);
+  if (!owned) {
+    throw new ReconcileError(
+      REASON.NameConflict,
+      `${kind} ${namespace}/${name} for the connection details exists and is not owned by this GpuVm: choose another name in spec.connectionDetails or delete it`,
+    );
+  }
+  if (sameData(existing.data, values) && existing.metadata?.labels?.[SECRET_WATCH_LABEL] === "true") return;
+  const patch = { metadata: { labels }, data: values };
+  if (kind === "Secret") await manager.kube.patchSecret(namespace, name, patch);
+  else await manager.kube.patchConfigMap(namespace, name, patch);
 }
 
 function sameData(a: Record<string, string> | undefined, b: Record<string, string>): boolean {

@@ -48,3 +48,37 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- printf "%s:%s" .Values.image.repository $tag -}}
 {{- end -}}
 {{- end -}}
+
+{{/* The operator's RBAC rules: a ClusterRole's (installScope cluster) or each watched namespace's Role's
+     (installScope namespace). The same as deploy/rbac.yaml (test/deploy/manifests.test.ts compares them). */}}
+{{- define "gpuvm-operator.rbacRules" -}}
+# The four kinds: read through informers (list, watch), finalizers written with merge patches.
+- apiGroups: ["gpucloud.dev"]
+  resources: ["gpuvms", "gpudisks", "gpunetworks", "gpufirewallrules"]
+  verbs: ["list", "watch", "patch"]
+- apiGroups: ["gpucloud.dev"]
+  resources: ["gpuvms/status", "gpudisks/status", "gpunetworks/status", "gpufirewallrules/status"]
+  verbs: ["patch"]
+# Secrets: credentials and referenced keys are read (the cache holds only those labelled gpucloud.dev/watch=true);
+# written are only the connection-details Secrets a GpuVm owns (create, patch) and the credentials-in-use
+# finalizer (patch). RBAC cannot say "only objects we own"; the operator never writes any other.
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get", "list", "watch", "create", "patch"]
+# ConfigMaps: read for referenced scripts; written only when a GpuVm publishes its connection details to one.
+- apiGroups: [""]
+  resources: ["configmaps"]
+  verbs: ["get", "list", "watch", "create", "patch"]
+- apiGroups: ["events.k8s.io"]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+{{- end -}}
+
+{{/* Namespaces the operator watches: watchNamespaces, or with installScope namespace and none given, its own. */}}
+{{- define "gpuvm-operator.watchNamespaces" -}}
+{{- if .Values.watchNamespaces -}}
+{{- join "," .Values.watchNamespaces -}}
+{{- else if eq .Values.installScope "namespace" -}}
+{{- .Release.Namespace -}}
+{{- end -}}
+{{- end -}}
