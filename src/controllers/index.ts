@@ -10,7 +10,6 @@ import type { Controller, KubeResource, Manager, Reconciler } from "../runtime/i
 import { CONFIG_MAPS, KubeApiError, SECRETS } from "../runtime/index.ts";
 import { ApiUrlPolicy } from "../util/api-url.ts";
 import { AccountAdmissions } from "./account-admission.ts";
-import { REASON, ReconcileError } from "./classify.ts";
 import { CloudAccount } from "./cloud-account.ts";
 import { CredentialStore, clientFor, type SecretLike } from "./credentials.ts";
 import { DependencyIndex } from "./dependency-index.ts";
@@ -19,7 +18,7 @@ import { gpuDisk } from "./gpu-disk.ts";
 import { gpuFirewallRule } from "./gpu-firewall-rule.ts";
 import { gpuNetwork } from "./gpu-network.ts";
 import { gpuVm } from "./gpu-vm.ts";
-import type { KindDefinition, KindDeps } from "./kind-support.ts";
+import type { KindDefinition, KindDeps, OwnedObject } from "./kind-support.ts";
 import { parseManaged } from "./kind-support.ts";
 import { type KubeAccess, ManagedReconciler, type ReconcileTiming } from "./managed-reconciler.ts";
 import { cloudOperationsSample, registerOperatorMetrics } from "./metrics.ts";
@@ -157,6 +156,8 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
     dispose: (account) => account.stop(),
   });
 
+  const cachedObject = (kind: "Secret" | "ConfigMap", namespace: string, name: string): OwnableObject | undefined =>
+    kind === "Secret" ? secrets.get(namespace, name) : configMaps.get(namespace, name);
   const deps: KindDeps = {
     managed: (kind, namespace, name) => parse(kind, informers.get(kind)?.get(namespace, name)),
     listManaged: (kind, namespace) =>
@@ -168,13 +169,8 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
       }
       return configMaps.get(namespace, name)?.data?.[key];
     },
-    publish: (kind, owner, name, data) => {
-      const cached =
-        kind === "Secret"
-          ? secrets.get(owner.metadata.namespace, name)
-          : configMaps.get(owner.metadata.namespace, name);
-      return publishConnectionDetails(manager, kind, owner, name, data, cached);
-    },
+    publish: (kind, owner, name, data) =>
+      publishConnectionDetails(manager, kind, owner, name, data, cachedObject(kind, owner.metadata.namespace, name)),
   };
 
   const secretUsage = new SecretUsageReconciler({
@@ -247,6 +243,10 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
               account.findOperation(kind.family, resourceId, name, sinceMs, signal),
           },
         };
+      },
+      onReleased: async (mr) => {
+        const owned = kind.ownedObjects?.(mr.spec) ?? [];
+        if (owned.length > 0) await deleteOwnedObjects(manager, mr, owned, cachedObject);
       },
       onReconciled: (mr) => {
         const secret = credentials.secretFor(mr.metadata.namespace, mr.spec.credentialsRef?.name);
@@ -384,21 +384,35 @@ function kubeAccessFor(
   };
 }
 
-/** What publishing reads of an existing connection-details Secret or ConfigMap. */
-interface PublishedObject {
+/**
+ * The labels on every Secret/ConfigMap the operator writes; the watch label keeps them in the (label-selected)
+ * Secret cache, so that an unchanged value costs no request.
+ */
+const MANAGED_BY = { "app.kubernetes.io/managed-by": "gpuvm-operator", [SECRET_WATCH_LABEL]: "true" };
+
+interface OwnableObject {
+  metadata?: { uid?: string; ownerReferences?: { uid?: string }[]; labels?: Record<string, string> };
   data?: Record<string, string>;
-  metadata?: { ownerReferences?: { uid?: string }[]; labels?: Record<string, string> };
 }
 
-/** Create or update the Secret/ConfigMap holding a VM's connection details, owned by the GpuVm. */
+/** Written by this object: it carries an owner reference to it (the label alone could be copied). */
+function ownedBy(object: OwnableObject, owner: ManagedObject): boolean {
+  return (object.metadata?.ownerReferences ?? []).some((reference) => reference.uid === owner.metadata.uid);
+}
+
+/**
+ * Create or update the Secret/ConfigMap holding a VM's connection details, owned by the GpuVm (owner reference
+ * and label). One that exists without our owner reference (someone's database password, say) is never written:
+ * the answer says so and the GpuVm stalls.
+ */
 async function publishConnectionDetails(
   manager: Manager,
   kind: "Secret" | "ConfigMap",
   owner: ManagedObject,
   name: string,
   data: Record<string, string>,
-  cached: PublishedObject | undefined,
-): Promise<void> {
+  cached: OwnableObject | undefined,
+): Promise<string | undefined> {
   const namespace = owner.metadata.namespace;
   const ownerReferences = [
     {
@@ -410,38 +424,52 @@ async function publishConnectionDetails(
       blockOwnerDeletion: false,
     },
   ];
-  // The watch label keeps them in the (label-selected) Secret cache, so that an unchanged value costs no request.
-  const labels = { "app.kubernetes.io/managed-by": "gpuvm-operator", [SECRET_WATCH_LABEL]: "true" };
-  const metadata = { name, namespace, ownerReferences, labels };
-  const values =
+  const metadata = { name, namespace, ownerReferences, labels: MANAGED_BY };
+  const wanted =
     kind === "Secret"
       ? Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString("base64")]))
       : data;
   // The informer cache answers "unchanged" without a request; a cache miss reads once before creating.
-  if (cached !== undefined && sameData(cached.data, values)) return;
+  if (cached !== undefined && ownedBy(cached, owner) && sameData(cached.data, wanted)) return undefined;
   const existing =
     cached ??
     (kind === "Secret"
       ? await manager.kube.getSecret(namespace, name)
       : await manager.kube.getConfigMap(namespace, name));
+  if (existing !== undefined && !ownedBy(existing, owner)) {
+    const field = kind === "Secret" ? "secretName" : "configMapName";
+    return `${kind} ${namespace}/${name} exists and was not written by this GpuVm: it is left as it is. Choose another spec.connectionDetails.${field}, or delete that ${kind} if it is not needed`;
+  }
   if (existing === undefined) {
-    if (kind === "Secret") await manager.kube.createSecret(namespace, { metadata, data: values, type: "Opaque" });
-    else await manager.kube.createConfigMap(namespace, { metadata, data: values });
-    return;
+    if (kind === "Secret") await manager.kube.createSecret(namespace, { metadata, data: wanted, type: "Opaque" });
+    else await manager.kube.createConfigMap(namespace, { metadata, data: wanted });
+  } else if (!sameData(existing.data, wanted) || existing.metadata?.labels?.[SECRET_WATCH_LABEL] !== "true") {
+    // Written before the watch label existed: the label comes with the next write.
+    const patch = { metadata: { labels: MANAGED_BY }, data: wanted };
+    if (kind === "Secret") await manager.kube.patchSecret(namespace, name, patch);
+    else await manager.kube.patchConfigMap(namespace, name, patch);
   }
-  // Only objects this GpuVm owns are ever written: a Secret or ConfigMap of the same name that is somebody
-  // else's is left alone, and the object says so.
-  const owned = (existing.metadata?.ownerReferences ?? []).some((ref) => ref.uid === owner.metadata.uid);
-  if (!owned) {
-    throw new ReconcileError(
-      REASON.NameConflict,
-      `${kind} ${namespace}/${name} for the connection details exists and is not owned by this GpuVm: choose another name in spec.connectionDetails or delete it`,
-    );
+  return undefined;
+}
+
+/** Delete what an object wrote (when it still carries the object's owner reference). */
+async function deleteOwnedObjects(
+  manager: Manager,
+  owner: ManagedObject,
+  objects: readonly OwnedObject[],
+  cachedOf: (kind: "Secret" | "ConfigMap", namespace: string, name: string) => OwnableObject | undefined,
+): Promise<void> {
+  const namespace = owner.metadata.namespace;
+  for (const { kind, name } of objects) {
+    const existing =
+      cachedOf(kind, namespace, name) ??
+      (kind === "Secret"
+        ? await manager.kube.getSecret(namespace, name)
+        : await manager.kube.getConfigMap(namespace, name));
+    const uid = existing?.metadata?.uid;
+    if (existing === undefined || uid === undefined || !ownedBy(existing, owner)) continue;
+    await manager.kube.deleteOwned(kind, namespace, name, uid);
   }
-  if (sameData(existing.data, values) && existing.metadata?.labels?.[SECRET_WATCH_LABEL] === "true") return;
-  const patch = { metadata: { labels }, data: values };
-  if (kind === "Secret") await manager.kube.patchSecret(namespace, name, patch);
-  else await manager.kube.patchConfigMap(namespace, name, patch);
 }
 
 function sameData(a: Record<string, string> | undefined, b: Record<string, string>): boolean {

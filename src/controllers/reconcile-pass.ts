@@ -91,6 +91,8 @@ export interface ManagedReconcilerOptions<Spec extends ManagedSpecBase> {
   timing?: Partial<ReconcileTiming>;
   /** Called with the keys an object refers to, so that a change of a target wakes its dependents. */
   onReconciled?(mr: ManagedObject<Spec>): void;
+  /** The object is let go (its finalizer is about to be removed): delete what it wrote (connection details). */
+  onReleased?(mr: ManagedObject<Spec>): Promise<void>;
   /** What every object of the kind claims (fed by the informer); a private index when absent (tests). */
   claims?: ClaimIndex;
   /**

@@ -159,7 +159,7 @@ describe("the Secret cache", () => {
     await vm("squatter", "someone-elses");
     await expect
       .poll(async () => condition(await readVm("squatter"), "Ready")?.message ?? "", { timeout: 10_000 })
-      .toContain("Secret default/someone-elses for the connection details exists and is not owned by this GpuVm");
+      .toContain("Secret default/someone-elses exists and was not written by this GpuVm");
     const untouched = await kube()
       .makeApiClient(CoreV1Api)
       .readNamespacedSecret({ namespace: "default", name: "someone-elses" });

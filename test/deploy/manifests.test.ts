@@ -482,7 +482,7 @@ describe("kustomize tree (deploy/)", () => {
     expect(only(manifests, "Role").rules).toEqual(only(chart, "Role").rules);
   });
 
-  it("grants the least the operator needs: no update or delete anywhere, Secrets and ConfigMaps written only by create and patch", async () => {
+  it("grants the least the operator needs: no update anywhere, no get or /finalizers on its kinds, Leases get/create/update", async () => {
     const manifests = parseManifests((await run("kubectl", ["kustomize", path.join(REPO_ROOT, "deploy")])).stdout);
     expect(grants(only(manifests, "ClusterRole"))).toEqual(LEAST_PRIVILEGE);
     expect(grants(only(manifests, "Role"))).toEqual(["coordination.k8s.io/leases: create get update"]);
@@ -520,8 +520,8 @@ describe("kustomize tree (deploy/)", () => {
 
 /** The operator's rules, one line per resource: what test/kubernetes (#10) proves the operator uses. */
 const LEAST_PRIVILEGE = [
-  "/configmaps: create get list patch watch",
-  "/secrets: create get list patch watch",
+  "/configmaps: create delete get list patch watch",
+  "/secrets: create delete get list patch watch",
   "events.k8s.io/events: create patch",
   ...["gpudisks", "gpufirewallrules", "gpunetworks", "gpuvms"].flatMap((plural) => [
     `gpucloud.dev/${plural}: list patch watch`,

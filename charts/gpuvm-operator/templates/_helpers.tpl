@@ -60,15 +60,16 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
   resources: ["gpuvms/status", "gpudisks/status", "gpunetworks/status", "gpufirewallrules/status"]
   verbs: ["patch"]
 # Secrets: credentials and referenced keys are read (the cache holds only those labelled gpucloud.dev/watch=true);
-# written are only the connection-details Secrets a GpuVm owns (create, patch) and the credentials-in-use
-# finalizer (patch). RBAC cannot say "only objects we own"; the operator never writes any other.
+# written are only the connection-details Secrets a GpuVm owns (create, patch; delete when the GpuVm names another,
+# with the owner's uid as precondition) and the credentials-in-use finalizer (patch). RBAC cannot say "only objects
+# we own"; the operator never writes any other.
 - apiGroups: [""]
   resources: ["secrets"]
-  verbs: ["get", "list", "watch", "create", "patch"]
-# ConfigMaps: read for referenced scripts; written only when a GpuVm publishes its connection details to one.
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+# ConfigMaps: read for referenced scripts; written (and deleted) only as the connection details a GpuVm owns.
 - apiGroups: [""]
   resources: ["configmaps"]
-  verbs: ["get", "list", "watch", "create", "patch"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
   verbs: ["create", "patch"]
