@@ -45,7 +45,7 @@ await core.createNamespace({ body: { metadata: { name: NAMESPACE } } }).catch(()
 await core.createNamespacedSecret({
   namespace: NAMESPACE,
   body: {
-    metadata: { name: "gpucloud-credentials" },
+    metadata: { name: "gpucloud-credentials", labels: { "gpucloud.dev/watch": "true" } },
     stringData: { apiKey: sim.apiKey, projectId: sim.projectId, apiUrl: sim.url },
   },
 });
@@ -57,6 +57,7 @@ const manager = new Manager({
     metricsBindAddress: undefined,
     healthProbeBindAddress: undefined,
     syncPeriodMs: SYNC_MS,
+    allowedApiUrls: [sim.url],
     apiRateLimit: 100,
     maxConcurrentReconciles: 8,
   }),

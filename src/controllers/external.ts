@@ -164,6 +164,11 @@ export interface ObserveOptions {
   notBefore?: number;
   /** Cloud name to look up when status has no id yet (create pending, adopt, observe-only). */
   cloudName: string;
+  /**
+   * The family list (at least as fresh as notBefore) is enough: an id it lacks is absent, with no confirming
+   * read. Used while following an operation the server cannot show (one request per turn).
+   */
+  trustList?: boolean;
 }
 
 /** The seam every kind implements for one object (bound to one credential's cloud connection). */
@@ -181,12 +186,15 @@ export interface ExternalClient<Spec extends ManagedSpecBase> {
     signal: AbortSignal,
   ): Promise<Mutation>;
   delete(mr: ManagedObject<Spec>, id: string, signal: AbortSignal): Promise<Mutation>;
-  /** Publish what users need to connect (VM connection details) once the resource is ready. */
+  /**
+   * Publish what users need to connect (VM connection details) once the resource is ready. Answers a message
+   * when it cannot, because the target (a Secret or ConfigMap) exists and is not this object's to write.
+   */
   publish?(
     mr: ManagedObject<Spec>,
     observed: Extract<Observation, { exists: true }>,
     signal: AbortSignal,
-  ): Promise<void>;
+  ): Promise<string | undefined>;
   /** Why deletion must wait (a disk still attached, a network still used), or undefined. */
   deleteBlocker?(mr: ManagedObject<Spec>, observed: Extract<Observation, { exists: true }>): string | undefined;
 }

@@ -3,12 +3,19 @@
 // within its family through STOP → UPDATE type → START (one step per reconcile), data disks through UPDATE
 // disks, connection details published to a Secret or ConfigMap owned by the GpuVm.
 import { createHash } from "node:crypto";
-import { ANNOTATIONS } from "../api/common.ts";
+import { ANNOTATIONS, SECRET_WATCH_HINT } from "../api/common.ts";
 import { type GpuVmSpec, GpuVmSpec as GpuVmSpecSchema, GpuVmStatus, MAX_RESET_VALUE_LENGTH } from "../api/gpu-vm.ts";
 import type { DiskRef } from "../cloud/wire.ts";
 import type { CreateOnlyValue, ExternalClient, ManagedObject } from "./external.ts";
 import { connectionDetails, type DesiredVm, nextVmStepFromObservation, observeVm } from "./gpu-vm-mappers.ts";
-import { findResource, type KindDefinition, type KindDeps, knownId, readyTarget } from "./kind-support.ts";
+import {
+  findResource,
+  type KindDefinition,
+  type KindDeps,
+  knownId,
+  type OwnedObject,
+  readyTarget,
+} from "./kind-support.ts";
 import { fitText } from "./status-limits.ts";
 
 /** Inline value or a key of a Secret/ConfigMap (and where it came from); `waiting` names what is missing. */
@@ -22,7 +29,9 @@ function valueOrRef(
   if (ref === undefined) return {};
   const value = deps.dataKey(ref.kind, namespace, ref.name, ref.key);
   const where = `${ref.kind} ${namespace}/${ref.name} key ${ref.key}`;
-  return value === undefined ? { waiting: `${where} not found` } : { value, source: where };
+  // An unlabelled Secret is invisible to the operator: say so where it is missing.
+  const hint = ref.kind === "Secret" ? ` (${SECRET_WATCH_HINT})` : "";
+  return value === undefined ? { waiting: `${where} not found${hint}` } : { value, source: where };
 }
 
 interface CreateInputs {
@@ -76,6 +85,16 @@ function resolveCreateInputs(deps: KindDeps, mr: ManagedObject<GpuVmSpec>): Crea
   };
 }
 
+/** Where the connection details go (spec.connectionDetails): written and deleted with the GpuVm. */
+function ownedObjectsOf(spec: GpuVmSpec): OwnedObject[] {
+  const target = spec.connectionDetails;
+  if (target === undefined) return [];
+  return [
+    ...(target.secretName !== undefined ? [{ kind: "Secret" as const, name: target.secretName }] : []),
+    ...(target.configMapName !== undefined ? [{ kind: "ConfigMap" as const, name: target.configMapName }] : []),
+  ];
+}
+
 const intent = (fields: Record<string, string> | undefined) => (fields ? { intentFields: fields } : {});
 
 function resolveDisks(deps: KindDeps, mr: ManagedObject<GpuVmSpec>): DiskRef[] | { waiting: string } {
@@ -114,6 +133,7 @@ export const gpuVm: KindDefinition<GpuVmSpec> = {
     ...(spec.sshPublicKeySecretRef ? [`Secret/${spec.sshPublicKeySecretRef.name}`] : []),
     ...[spec.startupScriptRef, spec.shutdownScriptRef].flatMap((ref) => (ref ? [`${ref.kind}/${ref.name}`] : [])),
   ],
+  ownedObjects: (spec) => ownedObjectsOf(spec),
   external(account, deps): ExternalClient<GpuVmSpec> {
     const { client, projectId } = account;
     let desired: DesiredVm | undefined;
@@ -136,9 +156,7 @@ export const gpuVm: KindDefinition<GpuVmSpec> = {
         return { type: "ready" };
       },
       async observe(mr, options, signal) {
-        const vm = await findResource(account.vms, knownId(mr), options.cloudName, options.notBefore, (id) =>
-          client.vms.get(projectId, id, { signal }),
-        );
+        const vm = await findResource(account.vms, mr, options, (id) => client.vms.get(projectId, id, { signal }));
         if (vm === undefined) return { exists: false };
         const observed = observeVm(desired, vm);
         return inputs !== undefined ? { ...observed, createOnly: inputs.createOnly } : observed;
@@ -225,11 +243,13 @@ export const gpuVm: KindDefinition<GpuVmSpec> = {
         return { action: "DELETE", send: () => client.vms.terminate(projectId, id, { signal }) };
       },
       async publish(mr, observed) {
-        const target = mr.spec.connectionDetails;
-        if (target === undefined || deps.publish === undefined) return;
+        if (deps.publish === undefined) return undefined;
         const data = connectionDetails(observed.atProvider);
-        if (target.secretName !== undefined) await deps.publish("Secret", mr, target.secretName, data);
-        if (target.configMapName !== undefined) await deps.publish("ConfigMap", mr, target.configMapName, data);
+        for (const target of ownedObjectsOf(mr.spec)) {
+          const problem = await deps.publish(target.kind, mr, target.name, data);
+          if (problem !== undefined) return problem;
+        }
+        return undefined;
       },
     };
   },

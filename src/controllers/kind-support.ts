@@ -3,10 +3,10 @@
 // dependencies a kind reads from Kubernetes (other objects, Secrets, ConfigMaps).
 import { z } from "zod";
 import { ObjectMeta } from "../api/common.ts";
-import { isCloudError } from "../cloud/errors.ts";
+import { isCloudError, isUnsupported } from "../cloud/errors.ts";
 import type { OperationFamily } from "../cloud/wire.ts";
 import type { CloudAccount } from "./cloud-account.ts";
-import type { ExternalClient, ManagedObject, ManagedSpecBase, ManagedStatusBase } from "./external.ts";
+import type { ExternalClient, ManagedObject, ManagedSpecBase, ManagedStatusBase, ObserveOptions } from "./external.ts";
 import type { SnapshotView } from "./snapshots.ts";
 
 const Envelope = z.looseObject({
@@ -65,13 +65,22 @@ export interface KindDeps {
   listManaged(kind: string, namespace: string): ManagedObject[];
   /** A key of a Secret or ConfigMap, decoded; undefined when the object or key is absent. */
   dataKey(kind: "Secret" | "ConfigMap", namespace: string, name: string, key: string): string | undefined;
-  /** Create or update the Secret/ConfigMap with the connection details, owned by the object. */
+  /**
+   * Create or update the Secret/ConfigMap with the connection details, owned by the object (owner reference and
+   * label). One that exists and is not owned by the object is never written: the answer says so.
+   */
   publish?(
     kind: "Secret" | "ConfigMap",
     owner: ManagedObject,
     name: string,
     data: Record<string, string>,
-  ): Promise<void>;
+  ): Promise<string | undefined>;
+}
+
+/** A Secret or ConfigMap an object writes (and deletes when it goes). */
+export interface OwnedObject {
+  kind: "Secret" | "ConfigMap";
+  name: string;
 }
 
 /** A kind: its API info, where it lives and how to talk to the cloud about one object. */
@@ -85,6 +94,8 @@ export interface KindDefinition<Spec extends ManagedSpecBase> {
   /** Names of objects this one refers to, as `Kind/name` (same namespace): their changes wake it. */
   references(spec: Spec): string[];
   external(account: CloudAccount, deps: KindDeps): ExternalClient<Spec>;
+  /** The Secrets/ConfigMaps an object of this kind writes (deleted with it when it carries its owner reference). */
+  ownedObjects?(spec: Spec): OwnedObject[];
 }
 
 export function isReady(object: ManagedObject | undefined): boolean {
@@ -98,8 +109,10 @@ export function knownId(mr: ManagedObject): string | undefined {
 
 /**
  * Find an object's resource in the family snapshot. By id when known (a fresh view of that one resource when
- * `notBefore` asks for it, see FamilySnapshot.readOne); an id missing from the snapshot is
- * confirmed with one GET before it counts as gone (404 → gone; an endpoint this server lacks → trust the list).
+ * `notBefore` asks for it, see FamilySnapshot.readOne); an id missing from the snapshot is confirmed with one
+ * GET before it counts as gone (404 → gone; an endpoint this server lacks → trust the list), unless `trustList`
+ * says a fresh list is enough (following an operation that cannot be read: one request per turn). A server
+ * without the family's list (the network list is beyond the spec) is read by id alone.
  * Without an id, by exact cloud name only: nothing else is ever adopted.
  */
 export async function findResource<T>(
@@ -108,20 +121,45 @@ export async function findResource<T>(
     readOne(id: string, notBefore?: number): Promise<T | undefined>;
     remember(item: T): void;
   },
-  id: string | undefined,
-  cloudName: string,
-  notBefore: number | undefined,
+  mr: ManagedObject,
+  options: ObserveOptions,
   get: (id: string) => Promise<T>,
 ): Promise<T | undefined> {
-  if (id === undefined) return (await snapshot.read(notBefore)).byName.get(cloudName);
-  const hit = await snapshot.readOne(id, notBefore);
-  if (hit !== undefined) return hit;
+  const id = knownId(mr);
+  const { cloudName, trustList } = options;
+  let hit: T | undefined;
   try {
-    const item = await get(id);
-    snapshot.remember(item);
-    return item;
+    if (id === undefined) return (await snapshot.read(options.notBefore)).byName.get(cloudName);
+    hit = await snapshot.readOne(id, options.notBefore);
+  } catch (error) {
+    if (!isUnsupported(error)) throw error;
+    // No list on this server: only a known id can be read; a name cannot be looked up.
+    return id === undefined ? undefined : getIfPresent(id, get);
+  }
+  if (hit !== undefined || trustList === true) return hit;
+  const item = await getIfPresent(id, get);
+  if (item !== undefined) snapshot.remember(item);
+  return item;
+}
+
+async function getIfPresent<T>(id: string, get: (id: string) => Promise<T>): Promise<T | undefined> {
+  try {
+    return await get(id);
   } catch (error) {
     if (isCloudError(error) && (error.status === 404 || error.kind === "unsupported")) return undefined;
+    throw error;
+  }
+}
+
+/** A resource by exact name in a fresh family snapshot; a server without the family's list finds nothing. */
+export async function itemByName<T>(
+  snapshot: { read(notBefore?: number): Promise<SnapshotView<T>> },
+  cloudName: string,
+): Promise<T | undefined> {
+  try {
+    return (await snapshot.read(Date.now())).byName.get(cloudName);
+  } catch (error) {
+    if (isUnsupported(error)) return undefined;
     throw error;
   }
 }

@@ -3,21 +3,23 @@
 // delete | finalizer → create | update → ready. The steps live beside this file, by responsibility:
 //   creation.ts (absent → crash-safe create, adoption, location walk), existing-resource.ts (update, ready,
 //   observe-only mirror), deletion.ts (delete, release, pause), operation-tracking.ts / operation-failures.ts
-//   (operations in flight and what a FAILED one means), status-building.ts (conditions, the one status write).
+//   (operations in flight and what a FAILED one means), operation-following.ts (an operation the server cannot
+//   show, followed through its resource), status-building.ts (conditions, the one status write).
 // Conditions, events and status are written in `finish()` only, once per reconcile and only when they changed.
 // No worker ever waits on a cloud operation: the operation id goes into status, trackers wake the key, and a
 // fallback requeue covers lost wake-ups.
-import { ANNOTATIONS, FINALIZER } from "../api/common.ts";
-import { parseDuration } from "../runtime/index.ts";
+import { ANNOTATIONS, FINALIZER, MIN_SYNC_PERIOD_MS } from "../api/common.ts";
+import { formatDuration, syncPeriodOf } from "../runtime/index.ts";
 import { resolvePendingAction } from "./action-intents.ts";
 import { nameConflict, ownershipOf } from "./adoption.ts";
 import { classify, REASON, type Reason, TERMINAL_REASONS, type Verdict } from "./classify.ts";
 import { createAbsent } from "./creation.ts";
 import { deleteResource, paused, release } from "./deletion.ts";
 import { mirror, reconcileExisting } from "./existing-resource.ts";
-import type { ManagedObject, ManagedSpecBase, ManagedStatusBase, Outcome } from "./external.ts";
+import type { ManagedObject, ManagedSpecBase, ManagedStatusBase, Observation, Outcome } from "./external.ts";
 import { handleFailedOperation } from "./operation-failures.ts";
-import { settleOperation } from "./operation-tracking.ts";
+import { followOperation } from "./operation-following.ts";
+import { type Settlement, settleOperation } from "./operation-tracking.ts";
 import { ClaimIndex, cloudNameFor } from "./ownership.ts";
 import {
   after,
@@ -54,18 +56,6 @@ export type {
 } from "./reconcile-pass.ts";
 export { formatKubeTime } from "./status-building.ts";
 
-/** The object's `gpucloud.dev/sync-period` in ms; undefined when absent or not a positive duration. */
-function syncPeriodOf(mr: ManagedObject): number | undefined {
-  const annotation = mr.metadata.annotations[ANNOTATIONS.syncPeriod];
-  if (annotation === undefined) return undefined;
-  try {
-    const ms = parseDuration(annotation);
-    return ms > 0 ? ms : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * What our own writes did to one object: every resourceVersion they replaced and the one the last write made.
  * A pass can write several times (finalizer, create intent, final status), and the watch event of each write
@@ -83,6 +73,8 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
   readonly #services: PassServices<Spec>;
   /** key → the versions our writes replaced and the last one they made (to recognise a cache not caught up). */
   readonly #ownWrites = new Map<string, OwnWrites>();
+  /** key → the sync-period annotation value last reported as raised to the floor (one Event per value). */
+  readonly #raisedSyncPeriods = new Map<string, string>();
 
   constructor(options: ManagedReconcilerOptions<Spec>) {
     this.#options = options;
@@ -105,6 +97,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     const raw = this.#options.kube.get(request.namespace, request.name);
     if (raw === undefined) {
       this.#ownWrites.delete(key);
+      this.#raisedSyncPeriods.delete(key);
       return { type: "done" };
     }
     const parsed = this.#options.parse(raw);
@@ -121,6 +114,28 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     // no foreign version falls between them): caught up.
     this.#ownWrites.delete(key);
     return this.#reconcileParsed(parsed, key, ctx);
+  }
+
+  /**
+   * The object's `gpucloud.dev/sync-period` in ms (raised to MIN_SYNC_PERIOD_MS, reported once per value with a
+   * Warning Event); undefined when absent or not a positive duration.
+   */
+  #ownSyncPeriod(pass: Pass<Spec>): number | undefined {
+    const { mr, key } = pass;
+    const annotation = mr.metadata.annotations[ANNOTATIONS.syncPeriod];
+    if (annotation === undefined) return undefined;
+    const period = syncPeriodOf(annotation, MIN_SYNC_PERIOD_MS);
+    if ("error" in period) return undefined;
+    if (period.raisedFrom !== undefined && this.#raisedSyncPeriods.get(key) !== annotation) {
+      this.#raisedSyncPeriods.set(key, annotation);
+      this.#options.kube.event(
+        mr,
+        "Warning",
+        "SyncPeriodRaised",
+        `${ANNOTATIONS.syncPeriod} ${annotation} is below the floor of ${formatDuration(MIN_SYNC_PERIOD_MS)}: ${formatDuration(MIN_SYNC_PERIOD_MS)} is used`,
+      );
+    }
+    return period.ms;
   }
 
   /** Status write through the guarded Kubernetes access; a success moves `mr` to the version it made. */
@@ -179,6 +194,11 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
       step = await this.#lifecycle(pass);
     } catch (error) {
       step = classify(error);
+      if (step.reason === REASON.CredentialsInvalid && pass.credentialsSource !== undefined) {
+        // Say which Secret and key to fix, not only what the cloud said.
+        const message = `the cloud rejected the credentials in ${pass.credentialsSource}: ${step.message}; correct the key in the Secret (the change is picked up at once)`;
+        step = { ...step, message };
+      }
       // An expected failure (the cloud or Kubernetes answered an error) is said in status; a bug is logged loudly.
       if (step.reason === REASON.InternalError) ctx.logger.error({ err: error }, "reconcile failed: internal error");
       else ctx.logger.debug({ reason: step.reason, detail: step.message }, "reconcile failed");
@@ -210,13 +230,26 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
         ? `${connected.message}; the cloud resource cannot be deleted without them (or set deletionPolicy: Orphan to keep it and release the object)`
         : connected.message;
       pass.draft.lastError = message;
+      return verdict(connected.reason ?? REASON.CredentialsMissing, message, after(this.#timing.dependencyMs), {
+        stalled: true,
+        event: "Warning",
+      });
+    }
+    const connection = connected.connection;
+    pass.credentialsSource = connection.credentialsSource;
+    if (connection.usingCachedCredentials && !deleting) {
+      // The last good credentials of a Secret that is gone or unreadable serve one purpose: deleting what was
+      // created with them. Nothing new is created or changed with credentials nobody can see any more.
+      const source = connection.credentialsSource ?? "the credentials Secret";
+      const message = `${source} is being deleted, gone or unreadable: its credentials are kept only to delete the resources created with them; restore the Secret to create or change anything`;
+      pass.draft.lastError = message;
       return verdict(REASON.CredentialsMissing, message, after(this.#timing.dependencyMs), {
         stalled: true,
         event: "Warning",
       });
     }
-    pass.draft.projectId = connected.connection.projectId;
-    return this.#withConnection(pass, connected.connection, deleting, holdsFinalizer);
+    pass.draft.projectId = connection.projectId;
+    return this.#withConnection(pass, connection, deleting, holdsFinalizer);
   }
 
   /** Credentials are good: settle the operation in flight, resolve references, observe, then act. */
@@ -234,19 +267,16 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
 
     // An object with its own (shorter) sync period is checked against a list at most that old: the shared
     // snapshot may otherwise be as old as --sync-period, and drift would go unseen at the object's resyncs.
-    const ownPeriodMs = syncPeriodOf(mr);
+    const ownPeriodMs = this.#ownSyncPeriod(pass);
     const periodic = ownPeriodMs !== undefined ? this.#now() - ownPeriodMs : undefined;
     if (mr.spec.managementPolicy === "Observe") return mirror(pass, connection, settled.notBefore ?? periodic);
     if (!deleting) {
       const waiting = await this.#resolve(pass, connection);
       if (waiting !== undefined) return waiting;
     }
-    const notBefore = settled.notBefore ?? (this.#needsFreshList(pass) ? this.#now() : periodic);
-    const observed = await connection.external.observe(
-      withDraft(mr, pass.draft),
-      { cloudName: pass.cloudName, ...(notBefore !== undefined ? { notBefore } : {}) },
-      pass.signal,
-    );
+    const look = await this.#look(pass, connection, settled, periodic);
+    if ("waiting" in look) return look.waiting;
+    const { observed } = look;
     if (observed.exists) {
       // One owner per resource: another object's (or a foreign) resource is never changed nor deleted.
       const ownership = ownershipOf(pass, observed);
@@ -275,6 +305,33 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     if (mr.status.observedGeneration !== mr.metadata.generation) return true;
     const lastReason = mr.status.conditions?.find((c) => c.type === "Ready")?.reason;
     return lastReason === REASON.WaitingForOperation || lastReason === REASON.Creating;
+  }
+
+  /**
+   * Observe the resource against a list fresh enough for this pass. While following an operation the server
+   * cannot show: one fresh list (or read) per turn, trusted as it is, and the verdict to wait with until the
+   * resource shows the operation's effect.
+   */
+  async #look(
+    pass: Pass<Spec>,
+    connection: CloudConnection<Spec>,
+    settled: Settlement,
+    periodic: number | undefined,
+  ): Promise<{ waiting: Verdict } | { observed: Observation }> {
+    const following = settled.follow !== undefined;
+    const notBefore = following
+      ? this.#now()
+      : (settled.notBefore ?? (this.#needsFreshList(pass) ? this.#now() : periodic));
+    const observed = await connection.external.observe(
+      withDraft(pass.mr, pass.draft),
+      { cloudName: pass.cloudName, ...(notBefore !== undefined ? { notBefore } : {}), trustList: following },
+      pass.signal,
+    );
+    if (settled.follow !== undefined) {
+      const waiting = followOperation(pass, connection, settled.follow, observed);
+      if (waiting !== undefined) return { waiting };
+    }
+    return { observed };
   }
 
   /** References and inputs (other objects, Secrets, ConfigMaps) must be there before the cloud is touched. */

@@ -17,18 +17,25 @@ import type { ClaimIndex } from "./ownership.ts";
 
 export type Existing = Extract<Observation, { exists: true }>;
 
-/** Progress of a cloud operation as the per-credential trackers know it. */
+/**
+ * Progress of a cloud operation as the per-credential trackers know it. `vanished`: the server no longer knows
+ * the id (taken as done; the resource tells the rest). `unreadable`: this server cannot show operations of the
+ * family at all, so the resource itself must show when the operation is over.
+ */
 export type OperationProgress =
   | { state: "pending" }
   | { state: "settled"; operation: Operation; settledAt: number }
-  | { state: "vanished"; settledAt: number };
+  | { state: "vanished"; settledAt: number }
+  | { state: "unreadable"; settledAt: number };
 
 /** A working connection to the cloud for one object: credentials resolved, kind client bound. */
 export interface CloudConnection<Spec extends ManagedSpecBase> {
   external: ExternalClient<Spec>;
   projectId: string;
-  /** The Secret could not be read; the last good credentials of it are in use. */
+  /** The Secret is being deleted, gone or unreadable: its last good credentials serve only deletions. */
   usingCachedCredentials: boolean;
+  /** Where the credentials come from, for messages: `Secret ns/name (key apiKey)`. */
+  credentialsSource?: string;
   /**
    * A message (with the billing link) when the organization cannot pay, else undefined. Cached per credential;
    * `fresh` reads it again.
@@ -36,6 +43,12 @@ export interface CloudConnection<Spec extends ManagedSpecBase> {
   paymentProblem(signal: AbortSignal, options?: { fresh?: boolean }): Promise<string | undefined>;
   /** Where an operation stands; starts tracking it (waking `ownerKey` when it settles) if it is not yet. */
   operation(operationId: string, ownerKey: string): OperationProgress;
+  /**
+   * While following an operation the server cannot show: how long until this object's next look at its
+   * resource. Turns are spaced one poll interval apart per (account, family), so waiting costs at most one
+   * request per interval per family however many objects wait.
+   */
+  nextFollowTurnMs(): number;
   /**
    * The operation `name` the cloud lists for a resource since a moment (ms), if any: what became of an action
    * recorded before it was sent. Undefined when none shows (or the server cannot list them).
@@ -48,10 +61,13 @@ export interface CloudConnection<Spec extends ManagedSpecBase> {
   ): Promise<Operation | undefined>;
 }
 
+/** `missing`: no usable credentials (reason CredentialsMissing unless told, e.g. ApiUrlNotAllowed); stalls. */
 export type Connect<Spec extends ManagedSpecBase> = (
   mr: ManagedObject<Spec>,
   signal: AbortSignal,
-) => Promise<{ type: "connected"; connection: CloudConnection<Spec> } | { type: "missing"; message: string }>;
+) => Promise<
+  { type: "connected"; connection: CloudConnection<Spec> } | { type: "missing"; message: string; reason?: Reason }
+>;
 
 /**
  * A guarded write: written, lost to another writer (409: re-read), gone, or refused (the API server rejected it,
@@ -86,6 +102,8 @@ export interface ManagedReconcilerOptions<Spec extends ManagedSpecBase> {
   timing?: Partial<ReconcileTiming>;
   /** Called with the keys an object refers to, so that a change of a target wakes its dependents. */
   onReconciled?(mr: ManagedObject<Spec>): void;
+  /** The object is let go (its finalizer is about to be removed): delete what it wrote (connection details). */
+  onReleased?(mr: ManagedObject<Spec>): Promise<void>;
   /** What every object of the kind claims (fed by the informer); a private index when absent (tests). */
   claims?: ClaimIndex;
   /**
@@ -107,6 +125,11 @@ export interface ReconcileTiming {
   /** Requeue while waiting for a transition we did not start or for a dependency. */
   shortMs: number;
   dependencyMs: number;
+  /**
+   * How long an operation the server cannot show is followed through its resource before it is given up
+   * (then the resource is taken as it is: created again if absent, deleted again if present).
+   */
+  followTimeoutMs: number;
   /** How often a NameConflict is looked at again (the index also wakes it when the other object changes). */
   nameConflictRetryMs: number;
 }
@@ -118,6 +141,7 @@ export const DEFAULT_TIMING: ReconcileTiming = {
   createGraceMs: 30_000,
   shortMs: 2_000,
   dependencyMs: 30_000,
+  followTimeoutMs: 15 * 60_000,
   nameConflictRetryMs: 2 * 60_000,
 };
 
@@ -158,6 +182,8 @@ export interface Pass<Spec extends ManagedSpecBase> {
   signal: AbortSignal;
   logger: Logger;
   services: PassServices<Spec>;
+  /** Where this pass's credentials come from (set once connected), for messages. */
+  credentialsSource?: string;
   /** The UpToDate condition this pass found (create-only values), written with whatever verdict ends it. */
   upToDate?: Verdict["upToDate"];
 }

@@ -20,8 +20,33 @@ export const CREDENTIALS_FINALIZER = "gpucloud.dev/credentials-in-use";
 export interface SecretUsageOptions {
   kube: Pick<KubeClient, "patchSecret">;
   secrets: Pick<ObjectInformer<KubernetesObject>, "get">;
-  /** How many managed objects holding our finalizer use this Secret. */
-  usersOf(namespace: string, name: string): number;
+  /**
+   * The managed objects holding our finalizer that use this Secret: how many, and the first `limit` of them as
+   * `Kind namespace/name` (never the whole list: a Secret may have 10,000 users).
+   */
+  usersOf(namespace: string, name: string, limit: number): Users;
+  /** Record an Event on the Secret. */
+  event(secret: KubernetesObject, type: "Normal" | "Warning", reason: string, note: string): void;
+}
+
+/** Users of a Secret: their number and a few of them by name. */
+export interface Users {
+  count: number;
+  named: string[];
+}
+
+/** At most this many users are named in the Secret's Event. */
+const NAMED_USERS = 10;
+
+/** Why a Secret being deleted waits, naming who holds it and how to let it go. */
+export function heldMessage(users: Users): string {
+  const named = users.named.slice(0, NAMED_USERS).join(", ");
+  const more = users.count > NAMED_USERS ? ` and ${users.count - NAMED_USERS} more` : "";
+  return (
+    `deletion waits (finalizer ${CREDENTIALS_FINALIZER}): the cloud resources of ${named}${more} can only be ` +
+    "deleted with these credentials. Delete those objects first (or set their deletionPolicy: Orphan), and this " +
+    "Secret goes"
+  );
 }
 
 export class SecretUsageReconciler implements Reconciler {
@@ -36,10 +61,14 @@ export class SecretUsageReconciler implements Reconciler {
     if (secret === undefined) return { type: "done" };
     const finalizers = secret.metadata?.finalizers ?? [];
     const held = finalizers.includes(CREDENTIALS_FINALIZER);
-    const inUse = this.#options.usersOf(request.namespace, request.name) > 0;
+    const users = this.#options.usersOf(request.namespace, request.name, NAMED_USERS);
+    const inUse = users.count > 0;
+    const deleting = secret.metadata?.deletionTimestamp !== undefined && secret.metadata.deletionTimestamp !== null;
+    // `kubectl delete secret` waits on our finalizer: the Secret says why, and who holds it.
+    if (deleting && held && inUse) this.#options.event(secret, "Warning", "CredentialsInUse", heldMessage(users));
     if (held === inUse) return { type: "done" };
     // Only Secrets the operator already uses get the finalizer; a Secret being deleted can still lose it.
-    if (inUse && secret.metadata?.deletionTimestamp !== undefined) return { type: "done" };
+    if (inUse && deleting) return { type: "done" };
     const next = inUse ? [...finalizers, CREDENTIALS_FINALIZER] : finalizers.filter((f) => f !== CREDENTIALS_FINALIZER);
     const result = await this.#options.kube.patchSecret(request.namespace, request.name, {
       metadata: { resourceVersion: secret.metadata?.resourceVersion, finalizers: next },
@@ -66,6 +95,12 @@ function referenceOf(object: unknown): string | undefined {
   return `${namespace}/${typeof ref === "string" && ref !== "" ? ref : DEFAULT_CREDENTIALS_SECRET}`;
 }
 
+/** `Kind/namespace/name` → `Kind namespace/name`, as the Secret's Event names its users. */
+function userOf(key: string): string {
+  const slash = key.indexOf("/");
+  return `${key.slice(0, slash)} ${key.slice(slash + 1)}`;
+}
+
 function keyOfObject(kind: string, object: unknown): string | undefined {
   if (!isRecord(object) || !isRecord(object.metadata)) return undefined;
   const { namespace, name } = object.metadata;
@@ -82,8 +117,8 @@ function keyOfObject(kind: string, object: unknown): string | undefined {
 export class CredentialsUsage {
   /** `Kind/namespace/name` → its reference, for objects holding our finalizer. */
   readonly #references = new Map<string, string>();
-  /** reference → how many objects hold it. */
-  readonly #counts = new Map<string, number>();
+  /** reference → the objects that hold it (`Kind namespace/name`). */
+  readonly #users = new Map<string, Set<string>>();
   readonly #resolve: ResolveSecret;
 
   constructor(resolve: ResolveSecret) {
@@ -100,26 +135,34 @@ export class CredentialsUsage {
     const before = this.#references.get(key);
     const after = type === "delete" ? undefined : referenceOf(object);
     if (before === after) return [];
+    const user = userOf(key);
     if (before !== undefined) {
       this.#references.delete(key);
-      const left = (this.#counts.get(before) ?? 1) - 1;
-      if (left > 0) this.#counts.set(before, left);
-      else this.#counts.delete(before);
+      const users = this.#users.get(before);
+      users?.delete(user);
+      if (users?.size === 0) this.#users.delete(before);
     }
     if (after !== undefined) {
       this.#references.set(key, after);
-      this.#counts.set(after, (this.#counts.get(after) ?? 0) + 1);
+      const users = this.#users.get(after) ?? new Set<string>();
+      users.add(user);
+      this.#users.set(after, users);
     }
     return [...new Set([before, after].flatMap((reference) => this.#secretOf(reference) ?? []))];
   }
 
-  /** How many managed objects holding our finalizer use this Secret. */
-  usersOf(namespace: string, name: string): number {
-    let users = 0;
-    for (const [reference, count] of this.#counts) {
-      if (this.#secretOf(reference) === `${namespace}/${name}`) users += count;
+  /** The managed objects holding our finalizer that use this Secret: the count, and the first `limit` by name. */
+  usersOf(namespace: string, name: string, limit = 0): Users {
+    const result: Users = { count: 0, named: [] };
+    for (const [reference, users] of this.#users) {
+      if (this.#secretOf(reference) !== `${namespace}/${name}`) continue;
+      result.count += users.size;
+      for (const user of users) {
+        if (result.named.length >= limit) break;
+        result.named.push(user);
+      }
     }
-    return users;
+    return result;
   }
 
   #secretOf(reference: string | undefined): string | undefined {

@@ -78,6 +78,7 @@ export {
   parseDuration,
   parseKubeTime,
   sleep,
+  syncPeriodOf,
   systemClock,
 } from "./time.ts";
 export { type Priority, WorkQueue, type WorkQueueObserver, type WorkQueueOptions } from "./workqueue.ts";

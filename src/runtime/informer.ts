@@ -68,6 +68,10 @@ export interface InformerOptions {
   resource: KubeResource;
   /** Watch one namespace; undefined → all namespaces (or a cluster-scoped resource). */
   namespace?: string;
+  /** Only objects matching this field selector (e.g. `metadata.name=x`: one object), in the list and the watch. */
+  fieldSelector?: string;
+  /** Only objects matching this label selector (e.g. `gpucloud.dev/watch=true`), in the list and the watch. */
+  labelSelector?: string;
   logger: Logger;
   clock?: Clock;
   random?: () => number;
@@ -104,17 +108,20 @@ class BookmarkingWatch extends Watch {
   readonly #onActivity: () => void;
 
   readonly #onMalformed: (phase: string, error?: unknown) => void;
+  readonly #selectors: { fieldSelector?: string; labelSelector?: string };
 
   constructor(
     kubeConfig: KubeConfig,
     timeoutSeconds: () => number,
     onActivity: () => void,
     onMalformed: (phase: string, error?: unknown) => void,
+    selectors: { fieldSelector?: string; labelSelector?: string },
   ) {
     super(kubeConfig);
     this.#timeoutSeconds = timeoutSeconds;
     this.#onActivity = onActivity;
     this.#onMalformed = onMalformed;
+    this.#selectors = selectors;
   }
 
   override async watch(
@@ -125,7 +132,12 @@ class BookmarkingWatch extends Watch {
   ): Promise<AbortController> {
     // A retired ListWatch may still finish a slow list and try to watch: do not let it.
     if (this.retired) return new AbortController();
-    const params = { ...queryParams, allowWatchBookmarks: true, timeoutSeconds: this.#timeoutSeconds() };
+    const params = {
+      ...queryParams,
+      allowWatchBookmarks: true,
+      timeoutSeconds: this.#timeoutSeconds(),
+      ...this.#selectors,
+    };
     return super.watch(
       path,
       params,
@@ -240,7 +252,9 @@ export class ResilientInformer<T extends KubernetesObject = KubernetesObject> im
       informer: resourceId(options.resource),
       ...(this.namespace ? { watchNamespace: this.namespace } : {}),
     });
-    this.#listFunction = options.listFunction ?? makeListFunction(options.kubeConfig, options.resource, this.namespace);
+    this.#listFunction =
+      options.listFunction ??
+      makeListFunction(options.kubeConfig, options.resource, this.namespace, selectorsOf(options));
   }
 
   on(handler: InformerHandler<T>): () => void {
@@ -317,6 +331,7 @@ export class ResilientInformer<T extends KubernetesObject = KubernetesObject> im
       () => jitter(this.#options.watchTimeoutSeconds ?? 300, 0.2, this.#random),
       () => this.#touch(),
       (phase, error) => this.#logger.warn({ phase, err: error }, "ignoring a malformed watch event"),
+      selectorsOf(this.#options),
     );
     const listWatch = new ListWatch<T>(
       collectionPath(this.resource, this.namespace),
@@ -562,4 +577,15 @@ export class MultiNamespaceInformer<T extends KubernetesObject = KubernetesObjec
   async stop(): Promise<void> {
     await Promise.all([...this.#informers.values()].map((informer) => informer.stop()));
   }
+}
+
+/** The selectors an informer was given, without undefined keys (they would be sent as "undefined"). */
+function selectorsOf(options: Pick<InformerOptions, "fieldSelector" | "labelSelector">): {
+  fieldSelector?: string;
+  labelSelector?: string;
+} {
+  return {
+    ...(options.fieldSelector !== undefined ? { fieldSelector: options.fieldSelector } : {}),
+    ...(options.labelSelector !== undefined ? { labelSelector: options.labelSelector } : {}),
+  };
 }

@@ -166,6 +166,23 @@ export class KubeClient {
     );
   }
 
+  /**
+   * Deletes a Secret or ConfigMap only if it is still the object with `uid` (a precondition: a namesake created
+   * since is left alone). `notFound` when it is gone already, `conflict` when the uid no longer matches.
+   */
+  async deleteOwned(
+    kind: "Secret" | "ConfigMap",
+    namespace: string,
+    name: string,
+    uid: string,
+  ): Promise<WriteResult<unknown>> {
+    const body = { apiVersion: "v1", kind: "DeleteOptions", preconditions: { uid } };
+    const resource = kind === "Secret" ? SECRETS : CONFIG_MAPS;
+    return this.#guarded(`delete ${kind.toLowerCase()} ${namespace}/${name}`, () =>
+      this.#send<unknown>("DELETE", objectPath(resource, namespace, name), { body }),
+    );
+  }
+
   async #patchFinalizers<T extends KubernetesObject>(
     resource: KubeResource,
     object: T,

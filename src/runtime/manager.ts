@@ -5,7 +5,7 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import { SYNC_PERIOD_ANNOTATION } from "../api/common.ts";
+import { MIN_SYNC_PERIOD_MS, SYNC_PERIOD_ANNOTATION } from "../api/common.ts";
 import { type OperatorConfig, parseConfig } from "./config.ts";
 import { Controller, keyOf, ReconcilePacer, type ReconcileRequest, type Reconciler } from "./controller.ts";
 import { EventRecorder } from "./events.ts";
@@ -23,7 +23,7 @@ import { Metrics } from "./metrics.ts";
 import { type KubeResource, resourceId } from "./resource.ts";
 import { healthRoute, metricsRoute, type RunningServer, startHttpServer } from "./server.ts";
 import { shardLeaseName } from "./sharding.ts";
-import { DurationError, formatDuration, parseDuration } from "./time.ts";
+import { formatDuration, syncPeriodOf } from "./time.ts";
 import type { Priority } from "./workqueue.ts";
 
 /** `Manager.start()` rejects with this when the caches did not sync within --cache-sync-timeout. */
@@ -38,12 +38,16 @@ export interface WatchMapping<T extends KubernetesObject = KubernetesObject> {
   mapToKeys: (object: T) => string[];
   /** Namespaces to watch for this resource (default: the manager's watch namespaces). */
   namespaces?: readonly string[];
+  /** Only objects with these labels (the informer is shared with every user of the same selector). */
+  labelSelector?: string;
 }
 
 export interface ControllerRegistration {
   /** Lower-case name, used in logs and metric labels (e.g. "gpuvm"). */
   name: string;
   resource: KubeResource;
+  /** Only objects of `resource` with these labels are reconciled (and cached). */
+  labelSelector?: string;
   reconciler: Reconciler;
   /** Default: --max-concurrent-reconciles. */
   workers?: number;
@@ -74,6 +78,8 @@ export interface ManagerOptions {
   /** Leader-election identity and event reportingInstance (default: $POD_NAME or hostname, plus a suffix). */
   identity?: string;
   informer?: InformerTuning;
+  /** The shortest per-object sync period honoured (default MIN_SYNC_PERIOD_MS, 10 s); tests lower it. */
+  syncPeriodFloorMs?: number;
 }
 
 /** `defaultConfig({ watchNamespaces: ["team-a"] })`: the defaults of every flag, with overrides (tests). */
@@ -128,15 +134,17 @@ export class Manager {
   }
 
   /**
-   * The shared informer of a resource: one per resource per namespace set, started with the manager (or at once
-   * if the manager runs already). Namespaces default to --watch-namespace (all when empty).
+   * The shared informer of a resource: one per resource per namespace set (and label selector), started with the
+   * manager (or at once if the manager runs already). Namespaces default to --watch-namespace (all when empty).
    */
   informerFor<T extends KubernetesObject = KubernetesObject>(
     resource: KubeResource,
     namespaces: readonly string[] = this.config.watchNamespaces,
+    selection: { labelSelector?: string } = {},
   ): ObjectInformer<T> {
     const scoped = resource.namespaced ? [...new Set(namespaces)].sort() : [];
-    const key = `${resourceId(resource)}@${scoped.join(",")}`;
+    const labels = selection.labelSelector;
+    const key = `${resourceId(resource)}@${scoped.join(",")}${labels === undefined ? "" : `?${labels}`}`;
     let informer = this.#informers.get(key);
     if (informer === undefined) {
       const options: InformerOptions = {
@@ -144,6 +152,7 @@ export class Manager {
         kubeConfig: this.#kubeConfig,
         resource,
         logger: this.logger,
+        ...(labels === undefined ? {} : { labelSelector: labels }),
       };
       if (scoped.length > 1) informer = new MultiNamespaceInformer(options, scoped);
       else informer = new ResilientInformer({ ...options, ...(scoped[0] ? { namespace: scoped[0] } : {}) });
@@ -154,12 +163,42 @@ export class Manager {
     return informer as unknown as ObjectInformer<T>;
   }
 
+  /**
+   * An informer of exactly one object (list and watch with `metadata.name=<name>` in its namespace), whatever
+   * namespaces the operator watches: the default credentials Secret lives in the operator's own namespace.
+   */
+  informerForObject<T extends KubernetesObject = KubernetesObject>(
+    resource: KubeResource,
+    namespace: string,
+    name: string,
+  ): ObjectInformer<T> {
+    const key = `${resourceId(resource)}@${namespace}/${name}`;
+    let informer = this.#informers.get(key);
+    if (informer === undefined) {
+      informer = new ResilientInformer({
+        ...this.#options.informer,
+        kubeConfig: this.#kubeConfig,
+        resource,
+        logger: this.logger,
+        namespace,
+        fieldSelector: `metadata.name=${name}`,
+      });
+      this.#informers.set(key, informer);
+      if (this.#started) informer.start();
+    }
+    return informer as unknown as ObjectInformer<T>;
+  }
+
   /** Adds a controller for `resource`; events of its informer and of every `watches` entry enqueue keys. */
   addController(registration: ControllerRegistration): Controller {
     if (this.#controllers.some((entry) => entry.controller.name === registration.name)) {
       throw new RangeError(`a controller named "${registration.name}" exists already`);
     }
-    const informer = this.informerFor(registration.resource);
+    const informer = this.informerFor(
+      registration.resource,
+      undefined,
+      registration.labelSelector === undefined ? {} : { labelSelector: registration.labelSelector },
+    );
     const logger = this.logger;
     const controller = new Controller({
       name: registration.name,
@@ -177,7 +216,8 @@ export class Manager {
       if (name) controller.enqueue(keyOf(event.object.metadata?.namespace, name), priorityOf(event));
     });
     for (const watch of registration.watches ?? []) {
-      this.informerFor(watch.resource, watch.namespaces).on(({ object }) => {
+      const selection = watch.labelSelector === undefined ? {} : { labelSelector: watch.labelSelector };
+      this.informerFor(watch.resource, watch.namespaces, selection).on(({ object }) => {
         let keys: string[];
         try {
           keys = watch.mapToKeys(object);
@@ -356,21 +396,23 @@ export class Manager {
     if (object === undefined) return undefined; // deleted: no more polling
     const annotation = object.metadata?.annotations?.[SYNC_PERIOD_ANNOTATION];
     if (annotation === undefined) return fallbackMs;
-    try {
-      const ms = parseDuration(annotation);
-      if (ms > 0) return ms;
-      throw new DurationError(`sync period must be positive`);
-    } catch (error) {
-      const key = `${keyOf(request.namespace, request.name)}=${annotation}`;
-      if (!this.#badSyncPeriods.has(key)) {
-        this.#badSyncPeriods.add(key);
+    const floorMs = this.#options.syncPeriodFloorMs ?? MIN_SYNC_PERIOD_MS;
+    const period = syncPeriodOf(annotation, floorMs);
+    if ("ms" in period && period.raisedFrom === undefined) return period.ms;
+    // Reported once per object and value (the reconciler also records an Event when it raises one).
+    const key = `${keyOf(request.namespace, request.name)}=${annotation}`;
+    if (!this.#badSyncPeriods.has(key)) {
+      this.#badSyncPeriods.add(key);
+      const where = { namespace: request.namespace, name: request.name, annotation };
+      if ("error" in period)
+        this.logger.warn({ ...where, err: period.error }, `ignoring invalid ${SYNC_PERIOD_ANNOTATION}`);
+      else
         this.logger.warn(
-          { namespace: request.namespace, name: request.name, annotation, err: error },
-          `ignoring invalid ${SYNC_PERIOD_ANNOTATION}`,
+          { ...where, usedMs: period.ms },
+          `${SYNC_PERIOD_ANNOTATION} below the floor of ${formatDuration(floorMs)}: raised to it`,
         );
-      }
-      return fallbackMs;
     }
+    return "ms" in period ? period.ms : fallbackMs;
   }
 
   #installSignalHandlers(): void {

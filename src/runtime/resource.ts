@@ -73,6 +73,7 @@ export function makeListFunction(
   kubeConfig: KubeConfig,
   resource: KubeResource,
   namespace?: string,
+  selectors: { fieldSelector?: string; labelSelector?: string } = {},
   pageSize = LIST_PAGE_SIZE,
 ): ListFunction {
   if (resource.group === "" && resource.plural !== "secrets" && resource.plural !== "configmaps") {
@@ -86,7 +87,12 @@ export function makeListFunction(
     let first: z.infer<typeof ListSchema> | undefined;
     let token: string | undefined;
     do {
-      const query = new URLSearchParams({ limit: String(pageSize), ...(token ? { continue: token } : {}) });
+      const query = new URLSearchParams({
+        ...(selectors.fieldSelector ? { fieldSelector: selectors.fieldSelector } : {}),
+        ...(selectors.labelSelector ? { labelSelector: selectors.labelSelector } : {}),
+        limit: String(pageSize),
+        ...(token ? { continue: token } : {}),
+      });
       const answer = await kubeRequest(kubeConfig, "GET", `${path}?${query}`, signal ? { signal } : {});
       const parsed = ListSchema.safeParse(answer);
       const problem = parsed.success ? malformedItem(parsed.data.items) : parsed.error.message;

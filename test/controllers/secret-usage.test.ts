@@ -27,21 +27,21 @@ describe("CredentialsUsage", () => {
   it("counts the objects holding our finalizer per Secret, and says which Secrets changed", () => {
     const usage = new CredentialsUsage(local);
     expect(usage.apply("GpuVm", "add", object("a", { finalizer: false }))).toEqual([]);
-    expect(usage.usersOf("team", "gpucloud-credentials")).toBe(0);
+    expect(usage.usersOf("team", "gpucloud-credentials").count).toBe(0);
     expect(usage.apply("GpuVm", "update", object("a"))).toEqual(["team/gpucloud-credentials"]);
     expect(usage.apply("GpuVm", "update", object("a"))).toEqual([]); // a status write: nothing to look at
     expect(usage.apply("GpuDisk", "add", object("a"))).toEqual(["team/gpucloud-credentials"]);
-    expect(usage.usersOf("team", "gpucloud-credentials")).toBe(2);
+    expect(usage.usersOf("team", "gpucloud-credentials").count).toBe(2);
     // Moving to another Secret wakes both.
     expect(usage.apply("GpuVm", "update", object("a", { ref: "other" }))).toEqual([
       "team/gpucloud-credentials",
       "team/other",
     ]);
-    expect(usage.usersOf("team", "other")).toBe(1);
+    expect(usage.usersOf("team", "other", 10)).toEqual({ count: 1, named: ["GpuVm team/a"] });
     expect(usage.apply("GpuDisk", "delete", object("a"))).toEqual(["team/gpucloud-credentials"]);
-    expect(usage.usersOf("team", "gpucloud-credentials")).toBe(0);
+    expect(usage.usersOf("team", "gpucloud-credentials").count).toBe(0);
     expect(usage.apply("GpuVm", "update", object("a", { ref: "other", finalizer: false }))).toEqual(["team/other"]);
-    expect(usage.usersOf("team", "other")).toBe(0);
+    expect(usage.usersOf("team", "other").count).toBe(0);
   });
 
   it("an object whose spec does not parse still holds its credentials (its deletion needs them)", () => {
@@ -60,10 +60,10 @@ describe("CredentialsUsage", () => {
     });
     usage.apply("GpuVm", "add", object("x", { namespace: "a" }));
     usage.apply("GpuVm", "add", object("y", { namespace: "b" }));
-    expect(usage.usersOf("ops", "default-creds")).toBe(1);
-    expect(usage.usersOf("a", "gpucloud-credentials")).toBe(1);
+    expect(usage.usersOf("ops", "default-creds").count).toBe(1);
+    expect(usage.usersOf("a", "gpucloud-credentials").count).toBe(1);
     present.delete("a/gpucloud-credentials");
-    expect(usage.usersOf("ops", "default-creds")).toBe(2);
+    expect(usage.usersOf("ops", "default-creds").count).toBe(2);
   });
 
   it("costs one resolution per distinct reference, whatever the number of objects", () => {
@@ -74,7 +74,7 @@ describe("CredentialsUsage", () => {
     });
     for (let i = 0; i < 5000; i++) usage.apply("GpuVm", "add", object(`vm-${i}`));
     resolutions = 0;
-    expect(usage.usersOf("team", "gpucloud-credentials")).toBe(5000);
+    expect(usage.usersOf("team", "gpucloud-credentials").count).toBe(5000);
     expect(resolutions).toBe(1);
     for (let i = 0; i < 5000; i++) usage.apply("GpuVm", "update", object(`vm-${i}`));
     expect(resolutions).toBe(1); // updates that change nothing resolve nothing

@@ -119,12 +119,15 @@ export async function startPlayground(options: {
   stateDir?: string;
   /** `--shards`: operators sharing the objects by hash, one Lease each. */
   shards?: number;
+  /** The simulator's profile (`--profile`); the playground's default (contract) otherwise. */
+  profile?: "contract" | "seed-only";
 }): Promise<Playground> {
   const stateDir = options.stateDir ?? (await mkdtemp(path.join(tmpdir(), "gpuvm-e2e-")));
   const args = ["playground", "--port", "0", "--cloud-port", "0", "--metrics-port", "0", "--health-port", "0"];
   args.push("--state-dir", stateDir, "--latency-ms", String(options.latencyMs));
   if (options.withoutOperator === true) args.push("--without-operator");
   if (options.shards !== undefined) args.push("--shards", String(options.shards));
+  if (options.profile !== undefined) args.push("--profile", options.profile);
   const playground = new RunningProcess(args);
   try {
     await playground.waitForOutput(READY_LINE, 60_000);

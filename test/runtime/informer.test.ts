@@ -80,7 +80,7 @@ describe("ResilientInformer against the Kubernetes API test double", () => {
 
   it("lists in pages (limit and continue) and returns them as one list at the first page's version", async () => {
     for (let i = 0; i < 7; i++) await cluster.createWidget("default", `paged-${i}`);
-    const list = makeListFunction(cluster.kubeConfig, WIDGETS, undefined, 3);
+    const list = makeListFunction(cluster.kubeConfig, WIDGETS, undefined, {}, 3);
     const firstPage = (await cluster.custom.listNamespacedCustomObject({ ...WIDGET_PATH, limit: 3 })) as {
       items: unknown[];
       metadata: { continue?: string };

@@ -6,6 +6,7 @@ import { chmod, mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
+import { SECRET_WATCH_LABEL } from "../../api/common.ts";
 import { formatLogLine } from "../../runtime/logging.ts";
 import { isSimulatorProfile, SIMULATOR_PROFILES, type SimulatorProfile } from "../../simulator/profiles.ts";
 import { OPERATOR_NODE_FLAGS } from "../node-flags.ts";
@@ -228,12 +229,15 @@ async function ensureCredentials(
     apiVersion: "v1",
     kind: "Secret",
     type: "Opaque",
-    metadata: { name: CREDENTIALS_SECRET, namespace: CREDENTIALS_NAMESPACE },
+    metadata: { name: CREDENTIALS_SECRET, namespace: CREDENTIALS_NAMESPACE, labels: { [SECRET_WATCH_LABEL]: "true" } },
     data,
   });
   if (created.status === 409) {
     // Kept from an earlier run (state dir): the simulator may have new keys, so bring the data up to date.
-    const patched = await kubeRequest(target, "PATCH", `${secretPath}/${CREDENTIALS_SECRET}`, { data });
+    const patched = await kubeRequest(target, "PATCH", `${secretPath}/${CREDENTIALS_SECRET}`, {
+      metadata: { labels: { [SECRET_WATCH_LABEL]: "true" } },
+      data,
+    });
     await expectStatus(patched, [200], `updating Secret ${CREDENTIALS_NAMESPACE}/${CREDENTIALS_SECRET}`);
     return;
   }
@@ -383,7 +387,8 @@ async function runPlayground(options: PlaygroundOptions): Promise<number> {
   // Imported here so that `--help` and flag errors answer at once.
   const { startSimulator } = await import("../../simulator/index.ts");
   const { startKubeDouble } = await import("../../kube-double/index.ts");
-  await mkdir(options.stateDir, { recursive: true });
+  // Owner only: the directory holds the kubeconfig, cloud.json and state files with the API key and a password.
+  await mkdir(options.stateDir, { recursive: true, mode: 0o700 });
   const kubeconfigPath = path.join(options.stateDir, "kubeconfig");
   const closers: (() => Promise<void>)[] = [];
   const closeAll = async (): Promise<void> => {
