@@ -133,7 +133,7 @@ export class CloudAccount {
     });
   }
 
-  snapshotOf(family: OperationFamily): { invalidate(at?: number): void; readonly readsById: boolean } {
+  snapshotOf(family: OperationFamily): { invalidate(at?: number): void; settled(at: number): void } {
     switch (family) {
       case "vm":
         return this.vms;
@@ -173,10 +173,9 @@ export class CloudAccount {
           const name = outcome.vanished ? "UNKNOWN" : outcome.operation.metadata.operation_name;
           const result = !outcome.vanished ? outcome.operation.state : unreadable ? "unreadable" : "vanished";
           this.#options.onOperationSettled?.(family, name, result, settledAt - tracked.startedAt);
-          // The owner asks for its resource as fresh as the settlement (notBefore); a family that refreshes single
-          // resources by id needs no full list for it.
-          const own = this.snapshotOf(family);
-          if (!own.readsById) own.invalidate(settledAt);
+          // The owner asks for its resource as fresh as the settlement (notBefore); a large family that refreshes
+          // single resources by id needs no full list for it (FamilySnapshot.settled).
+          this.snapshotOf(family).settled(settledAt);
           const affected = sideEffectsOf(family, outcome.vanished ? undefined : name);
           // Coalesced: the next read of each affected snapshot lists once for every key that asks meanwhile.
           for (const other of affected) this.snapshotOf(other).invalidate(settledAt);

@@ -81,9 +81,9 @@ export class FamilySnapshot<T> {
   async readOne(id: string, notBefore = 0): Promise<T | undefined> {
     // Without a reason to look at this one resource (a periodic look), the periodic full list serves it: lists
     // by ids for every object would cost more calls per period than the full list.
-    const small = (this.#view?.byId.size ?? 0) <= (this.#options.fullListUpTo ?? 500);
-    if (this.#options.listIds === undefined || notBefore <= 0 || small)
+    if (this.#options.listIds === undefined || notBefore <= 0 || this.#small()) {
       return (await this.read(notBefore)).byId.get(id);
+    }
     const wanted = Math.max(notBefore + 1, this.#invalidatedAt);
     const view = this.#view;
     const fetchedAt = Math.max(view?.fetchedAt ?? Number.NEGATIVE_INFINITY, this.#itemFetchedAt.get(id) ?? 0);
@@ -119,9 +119,18 @@ export class FamilySnapshot<T> {
     return Math.max(notBefore > 0 ? notBefore + 1 : 0, this.#invalidatedAt, this.#now() - this.#options.maxAgeMs);
   }
 
-  /** Whether this family refreshes single resources by id (then a settled operation needs no full list). */
-  get readsById(): boolean {
-    return this.#options.listIds !== undefined;
+  /**
+   * An operation on one resource of the family settled at `at`. A small family (or one without lists by id)
+   * lists again on its next read, whoever reads; a large one leaves it to the owner, whose next pass asks for
+   * that resource as fresh as the settlement (readOne), which refreshes it in the shared view: the other
+   * objects' reads keep the snapshot instead of paying a full list of the family for every settled operation.
+   */
+  settled(at: number): void {
+    if (this.#options.listIds === undefined || this.#small()) this.invalidate(at);
+  }
+
+  #small(): boolean {
+    return (this.#view?.byId.size ?? 0) <= (this.#options.fullListUpTo ?? 500);
   }
 
   /** The next read refreshes (an operation of this family settled). */

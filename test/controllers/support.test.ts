@@ -172,6 +172,25 @@ describe("FamilySnapshot", () => {
       expect(calls.byIds).toHaveLength(2);
     });
 
+    it("a settled operation makes a small family list again for everyone; a large one only refreshes by id", async () => {
+      const small = large(5);
+      await small.snapshot.read();
+      small.advance(10);
+      small.snapshot.settled(1005);
+      await small.snapshot.read(); // any reader, no notBefore: the view predates the settlement
+      expect(small.calls.full).toBe(2);
+      const big = large(50);
+      await big.snapshot.read();
+      big.advance(10);
+      big.items.set("id-3", { id: "id-3", name: "vm-3", v: 2 });
+      big.snapshot.settled(1005);
+      await big.snapshot.read();
+      expect(big.calls.full).toBe(1);
+      // The owner's pass asks for its resource as fresh as the settlement; everyone sees it afterwards.
+      expect((await big.snapshot.readOne("id-3", 1005))?.v).toBe(2);
+      expect((await big.snapshot.read()).byId.get("id-3")?.v).toBe(2);
+    });
+
     it("a periodic look (no notBefore) and a small family use the full list", async () => {
       const big = large(50);
       await big.snapshot.readOne("id-1");
