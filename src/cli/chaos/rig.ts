@@ -150,11 +150,12 @@ export class Rig {
     });
   }
 
-  /** The replica holding the Lease, if it is one of ours. */
-  async leader(): Promise<string | undefined> {
+  /** The replica holding the Lease (its name and this process's identity), if it is one of ours. */
+  async leader(): Promise<{ name: string; identity: string } | undefined> {
     const lease = await this.#coordination.readNamespacedLease(LEASE);
-    const holder = lease.spec?.holderIdentity ?? "";
-    return REPLICA_NAMES.find((name) => holder.startsWith(`${name}_`));
+    const identity = lease.spec?.holderIdentity ?? "";
+    const name = REPLICA_NAMES.find((candidate) => identity.startsWith(`${candidate}_`));
+    return name === undefined ? undefined : { name, identity };
   }
 
   async apply(object: ObjectSpec): Promise<void> {

@@ -53,6 +53,10 @@ export interface ChaosReport {
   cloudLeftAfterDelete: number;
   convergeAfterFaultsMs: number | undefined;
   peakRssBytes: number;
+  /** Peak RSS of any replica in each phase, in its order. */
+  peakRssByPhase: Record<string, number>;
+  /** Under faults: from applying every object until all of them were Ready (undefined: not before faults stopped). */
+  allReadyUnderFaultsMs: number | undefined;
   steady: Flatness[];
   hostile: { aloneMs: number; besideMs: number; ratio: number; hits: Record<string, number> };
   logs: { lines: number; errorLines: number; crashes: number; secretLeaks: number };
@@ -124,6 +128,8 @@ class ChaosRun {
   readonly #timers: NodeJS.Timeout[] = [];
   #before = new Set<string>();
   #kills = 0;
+  /** Lease identities of the processes killed so far. */
+  readonly #killed = new Set<string>();
   readonly #inFlight: { change: string; operationInFlight: boolean }[] = [];
   #kubeCounts = { watch_drops: 0, compactions: 0 };
   #simulatorFaults: Record<string, number> = {};
@@ -132,6 +138,9 @@ class ChaosRun {
   #ownership = { duplicates: 0, leaks: 0 };
   #left = { stuck: 0, ownedSecrets: 0, cloud: 0 };
   #steadyWindow = { from: Number.POSITIVE_INFINITY, to: Number.POSITIVE_INFINITY };
+  /** Phase name → when it began (the replicas' sample clock). */
+  readonly #phases: [string, number][] = [];
+  #allReadyUnderFaultsMs: number | undefined;
 
   constructor(options: ChaosOptions, rig: Rig) {
     this.#options = options;
@@ -155,18 +164,38 @@ class ChaosRun {
       this.#timers.push(setInterval(() => void rig.replicas.sample(), 2000));
       await until("a leader", 120_000, () => rig.leader());
       this.#options.say(`leader elected; ${this.#healthy.length} healthy and ${this.#hostile.length} hostile objects`);
+      this.#phase("hostile tenants");
       await this.#hostileTenants();
+      this.#phase("chaos");
       await this.#chaos();
+      this.#phase("converge");
       await this.#converge();
+      this.#phase("steady");
       this.#steadyWindow.from = rig.replicas.elapsedMs();
       await sleep(this.#profile.steadyMs);
       this.#steadyWindow.to = rig.replicas.elapsedMs();
+      this.#phase("delete");
       await this.#deleteEverything();
     } finally {
       for (const timer of this.#timers.splice(0)) clearInterval(timer);
       await rig.close();
     }
     return this.#report();
+  }
+
+  #phase(name: string): void {
+    this.#phases.push([name, this.#rig.replicas.elapsedMs()]);
+  }
+
+  #peakRssByPhase(): Record<string, number> {
+    const samples = this.#rig.replicas.samples;
+    return Object.fromEntries(
+      this.#phases.map(([name, from], index) => {
+        const to = this.#phases[index + 1]?.[1] ?? Number.POSITIVE_INFINITY;
+        const inPhase = samples.filter((sample) => sample.atMs >= from && sample.atMs < to);
+        return [name, Math.max(0, ...inPhase.map((sample) => sample.rssBytes))];
+      }),
+    );
   }
 
   async #timeToReady(object: ObjectSpec): Promise<number> {
@@ -208,12 +237,26 @@ class ChaosRun {
       setInterval(() => double.faults.failNext(2, 409, { path: "/status" }), 3000),
     ];
     const chaosStart = Date.now();
+    let watching = true;
+    const allReady = (async () => {
+      const wanted = this.#healthy.length + this.#probes.length;
+      while (watching) {
+        const live = await listObjects(this.#rig.custom, HEALTHY_NAMESPACES).catch(() => []);
+        if (live.length === wanted && live.every(readyNow)) {
+          this.#allReadyUnderFaultsMs = Date.now() - chaosStart;
+          return;
+        }
+        await sleep(2000);
+      }
+    })();
     await Promise.all([
       inParallel(this.#healthy, 32, (object) => this.#rig.apply(object)),
       this.#killAsPlanned(chaosStart),
     ]);
     const left = chaosStart + this.#profile.chaosMs - Date.now();
     if (left > 0) await sleep(left);
+    watching = false;
+    await allReady;
     for (const timer of kube) clearInterval(timer);
     await this.#rig.admin("DELETE", "/faults");
     this.#simulatorFaults = (await this.#rig.admin("GET", "/faults/fired")) as Record<string, number>;
@@ -236,11 +279,16 @@ class ChaosRun {
     }
   }
 
+  /** SIGKILL the replica leading now: a Lease still naming a process killed before does not count. */
   async #killLeader(why: string): Promise<void> {
-    const leader = await until("a leader to kill", 60_000, () => this.#rig.leader());
+    const leader = await until("a new leader to kill", 60_000, async () => {
+      const current = await this.#rig.leader();
+      return current !== undefined && !this.#killed.has(current.identity) ? current : undefined;
+    });
+    this.#killed.add(leader.identity);
     this.#kills++;
-    this.#options.say(`SIGKILL ${leader} (${why}), kill ${this.#kills} of ${this.#profile.kills}`);
-    await this.#rig.replicas.kill(leader, 2000);
+    this.#options.say(`SIGKILL ${leader.name} (${why}), kill ${this.#kills} of ${this.#profile.kills}`);
+    await this.#rig.replicas.kill(leader.name, 2000);
   }
 
   /** Change a Ready disk's size or VM's type, wait until its operation is in flight, then kill the leader. */
@@ -398,6 +446,8 @@ class ChaosRun {
       cloudLeftAfterDelete: this.#left.cloud,
       convergeAfterFaultsMs: this.#convergeMs,
       peakRssBytes: Math.max(0, ...replicas.samples.map((sample) => sample.rssBytes)),
+      peakRssByPhase: this.#peakRssByPhase(),
+      allReadyUnderFaultsMs: this.#allReadyUnderFaultsMs,
       steady,
       hostile: {
         aloneMs,

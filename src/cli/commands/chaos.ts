@@ -147,7 +147,19 @@ export function figuresTable(report: ChaosReport): string {
         ? "did not converge"
         : `${(report.convergeAfterFaultsMs / 1000).toFixed(1)} s`,
     ],
+    [
+      "every healthy object Ready under faults after",
+      report.allReadyUnderFaultsMs === undefined
+        ? "not while faults were on"
+        : `${(report.allReadyUnderFaultsMs / 1000).toFixed(1)} s`,
+    ],
     ["peak RSS (any replica)", mib(report.peakRssBytes)],
+    [
+      "  by phase",
+      Object.entries(report.peakRssByPhase)
+        .map(([phase, bytes]) => `${phase} ${mib(bytes)}`)
+        .join(", "),
+    ],
     ...report.steady.map((r): [string, string] => [
       `steady ${r.replica}: RSS, fds`,
       `${mib(r.firstRssBytes)} → ${mib(r.lastRssBytes)}, ${r.firstFds} → ${r.lastFds}`,
