@@ -28,7 +28,7 @@ const ALL_OPTIONAL_OBJECTS = [
   ...["replicaCount=2", "serviceMonitor.enabled=true", "prometheusRule.enabled=true"].flatMap((v) => ["--set", v]),
   ...["grafanaDashboard.enabled=true", "networkPolicy.enabled=true"].flatMap((v) => ["--set", v]),
 ];
-const EXPECTED_CRDS = ["gpuvms", "gpudisks", "gpunetworks", "gpufirewallrules"].map(
+const EXPECTED_CRDS = ["gpuvms", "gpudisks", "gpunetworks", "gpufirewallrules", "gpuvmpools"].map(
   (plural) => `${plural}.gpucloud.dev`,
 );
 
@@ -133,7 +133,7 @@ describe("Helm chart", () => {
     const manifests = await helmTemplate();
     expect(manifests.map((manifest) => manifest.kind).sort()).toEqual(
       [
-        ...Array(4).fill("CustomResourceDefinition"),
+        ...Array(5).fill("CustomResourceDefinition"),
         "ClusterRole",
         "ClusterRoleBinding",
         "Deployment",
@@ -165,7 +165,7 @@ describe("Helm chart", () => {
     expect(pod.nodeSelector).toEqual({ "kubernetes.io/os": "linux" });
   });
 
-  it("renders the four CRDs of crds/ as templates, kept on uninstall (crds.enabled, crds.keep)", async () => {
+  it("renders the five CRDs of crds/ as templates, kept on uninstall (crds.enabled, crds.keep)", async () => {
     const crds = (await helmTemplate()).filter((manifest) => manifest.kind === "CustomResourceDefinition");
     expect(crds.map((crd) => crd.metadata.name).sort()).toEqual([...EXPECTED_CRDS].sort());
     for (const file of await topLevelCrdFiles()) {
@@ -184,12 +184,9 @@ describe("Helm chart", () => {
     const notKept = (await helmTemplate("--set", "crds.keep=false")).filter(
       (m) => m.kind === "CustomResourceDefinition",
     );
-    expect(notKept.map((crd) => (crd.metadata as { annotations?: unknown }).annotations)).toEqual([
-      undefined,
-      undefined,
-      undefined,
-      undefined,
-    ]);
+    expect(notKept.map((crd) => (crd.metadata as { annotations?: unknown }).annotations)).toEqual(
+      Array(5).fill(undefined),
+    );
     const none = await helmTemplate("--set", "crds.enabled=false");
     expect(none.filter((manifest) => manifest.kind === "CustomResourceDefinition")).toEqual([]);
   });
