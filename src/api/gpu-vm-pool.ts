@@ -195,14 +195,9 @@ export const UpdateStrategy = z
           "At most this many replicas below spec.replicas may be not Ready because of the update (an in-place " +
           "change takes at least one at a time).",
       }),
-    maxSurge: z
-      .int()
-      .min(0)
-      .max(MAX_POOL_REPLICAS)
-      .default(0)
-      .meta({
-        description: "At most this many replicas above spec.replicas may exist while replacing (GPUs are scarce).",
-      }),
+    maxSurge: z.int().min(0).max(MAX_POOL_REPLICAS).default(0).meta({
+      description: "At most this many replicas above spec.replicas may exist while replacing (GPUs are scarce).",
+    }),
   })
   .meta({
     description: "How template changes reach existing replicas.",

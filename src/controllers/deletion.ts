@@ -9,6 +9,7 @@ import {
   type CloudConnection,
   conflict,
   DONE,
+  type LifecyclePass,
   type Pass,
   RELEASED,
   type Step,
@@ -16,7 +17,7 @@ import {
 } from "./reconcile-pass.ts";
 
 /** Paused: no cloud call at all. Deleting a paused object releases it and says what was left behind. */
-export async function paused<Spec extends ManagedSpecBase>(pass: Pass<Spec>, deleting: boolean): Promise<Step> {
+export async function paused(pass: LifecyclePass, deleting: boolean): Promise<Step> {
   if (deleting) {
     const leftBehind = pass.mr.spec.deletionPolicy !== "Orphan" && pass.draft.id !== undefined;
     const note = leftBehind
@@ -36,11 +37,7 @@ export async function paused<Spec extends ManagedSpecBase>(pass: Pass<Spec>, del
 }
 
 /** Remove our finalizer (when held) and record why the object was let go. */
-export async function release<Spec extends ManagedSpecBase>(
-  pass: Pass<Spec>,
-  type: "Normal" | "Warning",
-  note: string,
-): Promise<Step> {
+export async function release(pass: LifecyclePass, type: "Normal" | "Warning", note: string): Promise<Step> {
   if (pass.mr.metadata.finalizers.includes(FINALIZER)) {
     const written = await pass.services.setFinalizer(pass.mr, false);
     if (written.type === "conflict") return conflict();
