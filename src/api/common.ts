@@ -36,7 +36,7 @@ export const POOL_LABELS = {
 export const DEFAULT_CREDENTIALS_SECRET = "gpucloud-credentials";
 
 /** kstatus-compatible condition types (kubectl wait, Argo CD and Flux read these). */
-export const CONDITION_TYPES = ["Ready", "Reconciling", "Stalled"] as const;
+export const CONDITION_TYPES = ["Ready", "Reconciling", "Stalled", "UpToDate"] as const;
 export type ConditionType = (typeof CONDITION_TYPES)[number];
 export const CONDITION_STATUSES = ["True", "False", "Unknown"] as const;
 export type ConditionStatus = (typeof CONDITION_STATUSES)[number];
@@ -66,6 +66,10 @@ export const REASONS = {
   Paused: "Paused",
   Observed: "Observed",
   Available: "Available",
+  StatusRejected: "StatusRejected",
+  CreateOnlyFieldChanged: "CreateOnlyFieldChanged",
+  CreateOnlyFieldsApplied: "CreateOnlyFieldsApplied",
+  InternalError: "InternalError",
 } as const;
 export type Reason = (typeof REASONS)[keyof typeof REASONS];
 
@@ -98,6 +102,16 @@ export const REASON_DESCRIPTIONS: Readonly<Record<Reason, string>> = {
   Paused: "The gpucloud.dev/paused annotation is set; the operator makes no cloud calls for this object.",
   Observed: "managementPolicy is Observe: the cloud resource is read into status but never changed.",
   Available: "The cloud resource exists and matches the spec.",
+  StatusRejected:
+    "The status could not be written (a value does not fit the CRD, or the API server refused it): a bug to " +
+    "report. Nothing more is sent for the object until its spec changes or 10 minutes pass.",
+  CreateOnlyFieldChanged:
+    "UpToDate=False: a value the cloud takes only at creation (a GpuVm's SSH key or a script from a Secret or " +
+    "ConfigMap) changed after the resource was created; it is not applied. Restore it, or re-create the object.",
+  CreateOnlyFieldsApplied: "UpToDate=True: the resource was created with the current create-only values.",
+  InternalError:
+    "The operator met an unexpected error of its own (a bug, logged at error level with its stack); retried " +
+    "with backoff.",
 };
 
 // ---------------------------------------------------------------------------------------------------------
@@ -247,11 +261,11 @@ export function immutableOnceSet(field: string): CelRule {
   };
 }
 
-/** `field` cannot change, be added or be removed after creation. */
-export function immutable(field: string): CelRule {
+/** `field` cannot change, be added or be removed after creation; `instead` says what to do instead. */
+export function immutable(field: string, instead?: string): CelRule {
   return {
     rule: `has(self.${field}) == has(oldSelf.${field}) && (!has(self.${field}) || self.${field} == oldSelf.${field})`,
-    message: `${field} is immutable`,
+    message: instead === undefined ? `${field} is immutable` : `${field} is immutable: ${instead}`,
     fieldPath: `.${field}`,
   };
 }
@@ -334,6 +348,29 @@ export const CreatePending = z
   });
 export type CreatePending = z.infer<typeof CreatePending>;
 
+export const MAX_ACTION_FIELDS = 4;
+
+export const ActionPending = z
+  .object({
+    name: text("Operation name of the action: START, STOP, RESET, UPDATE, RESIZE, PATCH or DELETE.", 32),
+    id: text("Id of the cloud resource it is sent to.", 128),
+    requestedAt: timestamp("When the action was recorded, before it was sent."),
+    fields: z
+      .record(z.string().max(63), z.string().max(64).meta({ description: "The value to set." }))
+      .optional()
+      .meta({
+        description: "Status fields set once the action is confirmed (e.g. lastResetRequestedAt).",
+        maxProperties: MAX_ACTION_FIELDS,
+      }),
+  })
+  .meta({
+    description:
+      "A change that is not idempotent (START, STOP, RESET, UPDATE, RESIZE, PATCH, DELETE), recorded before it " +
+      "is sent: after a crash or a failed status write the operator looks its operation up instead of sending " +
+      "it again.",
+  });
+export type ActionPending = z.infer<typeof ActionPending>;
+
 /** Fields every kind's status starts with. Spread into each kind's z.object. */
 export const managedStatusShape = {
   observedGeneration: z
@@ -361,6 +398,16 @@ export const managedStatusShape = {
     .meta({ description: `Recent cloud operations, newest first (at most ${MAX_OPERATION_HISTORY}).` }),
   lastError: text("The last error met while reconciling, empty once resolved.", 4096).optional(),
   createPending: CreatePending.optional(),
+  actionPending: ActionPending.optional(),
+  createOnlyDigests: z
+    .record(z.string().max(63), z.string().max(16).meta({ description: "First 16 hex digits of its sha256." }))
+    .optional()
+    .meta({
+      description:
+        "Digests of the create-only values the resource was created with (a GpuVm's image, SSH key and " +
+        "scripts, inline or from a Secret/ConfigMap): a later change shows as UpToDate=False.",
+      maxProperties: 8,
+    }),
   locationIndex: z
     .int()
     .min(0)

@@ -9,6 +9,7 @@ import {
   type Credentials,
   PasswordAuthenticator,
   requestToken,
+  SessionAuthenticator,
   validateCredentials,
 } from "./auth.ts";
 import { CapabilityRegistry, capabilityOf } from "./capabilities.ts";
@@ -175,9 +176,12 @@ export function createCloudClient(options: CloudClientOptions) {
     fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
   });
   const passwordAuth =
-    "apiKey" in credentials ? undefined : new PasswordAuthenticator(credentials, transport, transport.logger);
+    "password" in credentials ? new PasswordAuthenticator(credentials, transport, transport.logger) : undefined;
   const authenticator: Authenticator =
-    passwordAuth ?? new ApiKeyAuthenticator((credentials as { apiKey: string }).apiKey);
+    passwordAuth ??
+    ("session" in credentials
+      ? new SessionAuthenticator(credentials.session, transport)
+      : new ApiKeyAuthenticator((credentials as { apiKey: string }).apiKey));
 
   const capabilities = new CapabilityRegistry(
     options.capabilityReprobeMs === undefined ? {} : { reprobeAfterMs: options.capabilityReprobeMs },

@@ -1,5 +1,5 @@
 // Public surface of the cloud client: import from here outside src/cloud.
-export type { Credentials } from "./auth.ts";
+export type { Credentials, SessionCredentials, SessionTokens, TokenSession } from "./auth.ts";
 export {
   CAPABILITIES,
   CAPABILITY_NAMES,

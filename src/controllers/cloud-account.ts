@@ -6,7 +6,7 @@
 import type { Logger } from "pino";
 import type { CloudClient } from "../cloud/client.ts";
 import { isCloudError, OperationTracker, TrackerStoppedError } from "../cloud/index.ts";
-import type { Disk, FirewallRule, OperationFamily, Vm, VpcNetwork } from "../cloud/wire.ts";
+import type { Disk, FirewallRule, Operation, OperationFamily, Vm, VpcNetwork } from "../cloud/wire.ts";
 import type { OperationProgress } from "./managed-reconciler.ts";
 import { FamilySnapshot } from "./snapshots.ts";
 
@@ -184,6 +184,37 @@ export class CloudAccount {
         },
       );
     return tracked.progress;
+  }
+
+  /**
+   * The operation `name` the cloud lists for a resource (since `sinceMs` when given: whole seconds, so from one
+   * second before). Undefined when none is listed, or when this server cannot list the family's operations.
+   */
+  async findOperation(
+    family: OperationFamily,
+    resourceId: string,
+    name: string,
+    sinceMs: number | undefined,
+    signal?: AbortSignal,
+  ): Promise<Operation | undefined> {
+    const bound =
+      sinceMs === undefined
+        ? undefined
+        : new Date(Math.floor(sinceMs / 1000) * 1000 - 1000).toISOString().replace(/\.\d{3}Z$/, "Z");
+    try {
+      const operations = await this.client.operations.list(
+        this.projectId,
+        family,
+        { resource_id: resourceId, ...(bound !== undefined ? { lower_time_bound: bound } : {}) },
+        signal ? { signal } : {},
+      );
+      return operations.find((op) => op.metadata.operation_name === name && op.metadata.id === resourceId);
+    } catch (error) {
+      if (isCloudError(error) && (error.status === 403 || error.status === 404 || error.kind === "unsupported")) {
+        return undefined;
+      }
+      throw error;
+    }
   }
 
   inFlight(family: OperationFamily): number {

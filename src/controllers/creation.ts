@@ -8,6 +8,7 @@ import type { ManagedSpecBase, ManagedStatusBase } from "./external.ts";
 import { recordOperation } from "./operation-tracking.ts";
 import { legacyNameToCheck } from "./ownership.ts";
 import { after, type CloudConnection, conflict, DONE, type Pass, verdict } from "./reconcile-pass.ts";
+import { intentRefused } from "./status-building.ts";
 
 /** The observation found nothing: wait for a fresh create to become readable, or (re)create. */
 export async function createAbsent<Spec extends ManagedSpecBase>(
@@ -125,6 +126,9 @@ async function recordIntent<Spec extends ManagedSpecBase>(
     requestedAt: new Date(services.now()).toISOString(),
   };
   const written = await services.writeStatus(mr, draft);
+  if (written.type === "invalid") {
+    return intentRefused(pass.logger, "CREATE", written.message, services.timing.terminalRetryMs);
+  }
   if (written.type !== "written") return conflict();
   mr.status = structuredClone(draft);
   return undefined;
@@ -148,6 +152,9 @@ async function sendCreate<Spec extends ManagedSpecBase>(
       stalled: true,
       event: "Warning",
     });
+  }
+  if (mutation.waiting !== undefined) {
+    return verdict(REASON.WaitingForDependency, mutation.waiting, after(timing.dependencyMs), { progressing: true });
   }
   if (mutation.operation === undefined)
     return verdict(REASON.Creating, "create requested", after(timing.shortMs), { progressing: true });

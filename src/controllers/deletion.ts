@@ -1,9 +1,9 @@
 // Letting an object go: delete its cloud resource (after its dependents let go of it), or release it without a
 // cloud call (paused, Orphan, Observe, nothing ever created). Releasing removes our finalizer and says why.
 import { ANNOTATIONS, FINALIZER } from "../api/common.ts";
+import { isSendable, sendAction } from "./action-intents.ts";
 import { isCloudConflict, isCloudNotFound, REASON, type Verdict } from "./classify.ts";
 import type { ManagedSpecBase, Observation } from "./external.ts";
-import { recordOperation } from "./operation-tracking.ts";
 import {
   after,
   type CloudConnection,
@@ -65,9 +65,10 @@ export async function deleteResource<Spec extends ManagedSpecBase>(
   }
   try {
     const mutation = await connection.external.delete(pass.mr, observed.id, pass.signal);
-    if (mutation.operation === undefined) return release(pass, "Normal", "cloud resource deleted");
-    recordOperation(pass, connection, mutation.operation);
-    pass.logger.info({ id: observed.id, operation: mutation.operation.operation_id }, "delete requested");
+    if (!isSendable(mutation)) return release(pass, "Normal", "cloud resource deleted");
+    const sent = await sendAction(pass, connection, mutation, observed.id);
+    if ("verdict" in sent) return sent.verdict;
+    pass.logger.info({ id: observed.id, operation: sent.operation.operation_id }, "delete requested");
     return verdict(REASON.Deleting, `deleting ${observed.id}`, after(timing.operationFallbackMs), {
       progressing: true,
       event: "Normal",

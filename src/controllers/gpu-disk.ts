@@ -98,11 +98,15 @@ export const gpuDisk: KindDefinition<GpuDiskSpec> = {
           };
         }
         if (comparison !== "grow") return {};
-        const operation = await client.disks.resize(projectId, observed.id, mr.spec.size, { signal });
-        return { operation, note: `RESIZE ${current} → ${mr.spec.size}` };
+        const size = mr.spec.size;
+        return {
+          action: "RESIZE",
+          send: () => client.disks.resize(projectId, observed.id, size, { signal }),
+          note: `RESIZE ${current} → ${size}`,
+        };
       },
       async delete(_mr, id, signal) {
-        return { operation: await client.disks.delete(projectId, id, { signal }) };
+        return { action: "DELETE", send: () => client.disks.delete(projectId, id, { signal }) };
       },
       deleteBlocker(_mr, observed) {
         const attached = observed.atProvider.attachedTo;

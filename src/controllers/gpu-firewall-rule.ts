@@ -202,11 +202,14 @@ export const gpuFirewallRule: KindDefinition<GpuFirewallRuleSpec> = {
           source_ports: desired.source_ports,
           destination_ports: desired.destination_ports,
         };
-        const operation = await client.firewallRules.patch(projectId, observed.id, change, { signal });
-        return { operation, note: `PATCH rule (${observed.diff ?? "drift"})` };
+        return {
+          action: "UPDATE",
+          send: () => client.firewallRules.patch(projectId, observed.id, change, { signal }),
+          note: `PATCH rule (${observed.diff ?? "drift"})`,
+        };
       },
       async delete(_mr, id, signal) {
-        return { operation: await client.firewallRules.delete(projectId, id, { signal }) };
+        return { action: "DELETE", send: () => client.firewallRules.delete(projectId, id, { signal }) };
       },
     };
   },

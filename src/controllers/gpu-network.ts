@@ -68,7 +68,7 @@ export const gpuNetwork: KindDefinition<GpuNetworkSpec> = {
       },
       update: async () => ({}),
       async delete(_mr, id, signal) {
-        return { operation: await client.networks.delete(projectId, id, { signal }) };
+        return { action: "DELETE", send: () => client.networks.delete(projectId, id, { signal }) };
       },
       deleteBlocker(mr) {
         // Rules of this namespace that still point at the network go first (the cloud would answer 409).

@@ -2,14 +2,16 @@
 // accounts, the dependency index (a change of a target wakes its dependents), the credentials-in-use finalizer
 // on Secrets, and the operator's own metrics.
 import type { KubernetesObject } from "@kubernetes/client-node";
+import type { z } from "zod";
 import { FINALIZER, GROUP, VERSION } from "../api/common.ts";
+import { structuralSchemaOf } from "../api/crd.ts";
 import type { OperationFamily } from "../cloud/wire.ts";
 import type { Controller, KubeResource, Manager, Reconciler } from "../runtime/index.ts";
-import { CONFIG_MAPS, SECRETS } from "../runtime/index.ts";
+import { CONFIG_MAPS, KubeApiError, SECRETS } from "../runtime/index.ts";
 import { CloudAccount } from "./cloud-account.ts";
 import { CredentialStore, clientFor, type SecretLike } from "./credentials.ts";
 import { DependencyIndex } from "./dependency-index.ts";
-import type { ManagedObject, ManagedSpecBase } from "./external.ts";
+import type { ManagedObject, ManagedSpecBase, ManagedStatusBase } from "./external.ts";
 import { gpuDisk } from "./gpu-disk.ts";
 import { gpuFirewallRule } from "./gpu-firewall-rule.ts";
 import { gpuNetwork } from "./gpu-network.ts";
@@ -21,6 +23,7 @@ import { cloudOperationsSample, registerOperatorMetrics } from "./metrics.ts";
 import { ClaimIndex } from "./ownership.ts";
 import { POOL_RESOURCE, registerPoolController } from "./pool-controller.ts";
 import { CREDENTIALS_FINALIZER, SecretUsageReconciler } from "./secret-usage.ts";
+import { fitStatus } from "./status-limits.ts";
 
 export const MANAGED_KINDS: readonly KindDefinition<ManagedSpecBase>[] = [gpuVm, gpuDisk, gpuNetwork, gpuFirewallRule];
 
@@ -192,6 +195,7 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
       locations: (spec) => kind.locations(spec),
       kube,
       ...(claimIndexes.get(kind.kind) ? { claims: claimIndexes.get(kind.kind) } : {}),
+      fitStatus: fitterFor(kind.statusSchema),
       ...(options.now ? { now: options.now } : {}),
       timing: { ...options.timing },
       connect: async (mr) => {
@@ -206,6 +210,8 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
             usingCachedCredentials: usingCached,
             paymentProblem: (signal, options) => account.paymentProblem(signal, options),
             operation: (operationId, ownerKey) => account.operation(kind.family, operationId, ownerKey),
+            findOperation: (resourceId, name, sinceMs, signal) =>
+              account.findOperation(kind.family, resourceId, name, sinceMs, signal),
           },
         };
       },
@@ -274,6 +280,17 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
   return { controllers, credentials, stop: () => credentials.stop() };
 }
 
+/** Fit statuses of a kind to its CRD schema in place (the structural schema the CRD is generated with). */
+function fitterFor(statusSchema: z.ZodType): (status: ManagedStatusBase) => string[] {
+  const schema = structuralSchemaOf(statusSchema);
+  return (status) => {
+    const fitted = fitStatus(status, schema);
+    for (const key of Object.keys(status)) delete status[key];
+    Object.assign(status, fitted.value);
+    return fitted.problems;
+  };
+}
+
 function kubeAccessFor(
   manager: Manager,
   resource: KubeResource,
@@ -311,7 +328,17 @@ function kubeAccessFor(
   };
   return {
     get,
-    writeStatus: async (mr, status) => mapResult(mr, await manager.kube.patchStatus(resource, envelope(mr), status)),
+    writeStatus: async (mr, status) => {
+      try {
+        return mapResult(mr, await manager.kube.patchStatus(resource, envelope(mr), status));
+      } catch (error) {
+        // 422 (or 400): the API server refused the status. A bug on our side; the reconciler stalls loudly.
+        if (error instanceof KubeApiError && (error.status === 422 || error.status === 400)) {
+          return { type: "invalid", message: error.message };
+        }
+        throw error;
+      }
+    },
     setFinalizer: async (mr, present) =>
       mapResult(
         mr,

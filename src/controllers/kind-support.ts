@@ -133,21 +133,8 @@ export async function createdAtFromOperations(
   id: string,
   signal?: AbortSignal,
 ): Promise<string | undefined> {
-  try {
-    const operations = await account.client.operations.list(
-      account.projectId,
-      family,
-      { resource_id: id },
-      signal ? { signal } : {},
-    );
-    const create = operations.find((op) => op.metadata.operation_name === "CREATE" && op.metadata.id === id);
-    return create?.started_at || undefined;
-  } catch (error) {
-    if (isCloudError(error) && (error.status === 403 || error.status === 404 || error.kind === "unsupported")) {
-      return undefined;
-    }
-    throw error;
-  }
+  const create = await account.findOperation(family, id, "CREATE", undefined, signal);
+  return create?.started_at || undefined;
 }
 
 /** Resolve `Kind/name` references to Ready objects with an id; a waiting message otherwise. */

@@ -9,6 +9,7 @@
 // fallback requeue covers lost wake-ups.
 import { ANNOTATIONS, FINALIZER } from "../api/common.ts";
 import { parseDuration } from "../runtime/index.ts";
+import { resolvePendingAction } from "./action-intents.ts";
 import { nameConflict, ownershipOf } from "./adoption.ts";
 import { classify, REASON, type Reason, TERMINAL_REASONS, type Verdict } from "./classify.ts";
 import { createAbsent } from "./creation.ts";
@@ -76,12 +77,14 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     this.#options = options;
     this.#timing = { ...DEFAULT_TIMING, ...options.timing };
     this.#now = options.now ?? Date.now;
-    this.#ownWrites = new GuardedWrites(options.kube);
+    this.#ownWrites = new GuardedWrites(options.kube, options.fitStatus);
     this.#services = {
       options,
       timing: this.#timing,
       now: () => this.#now(),
       writeStatus: (mr, status) => this.#ownWrites.writeStatus(mr, status),
+      fit: (status) => options.fitStatus?.(status) ?? [],
+      sentActions: new Map(),
       setFinalizer: (mr, present) => this.#ownWrites.setFinalizer(mr, present),
       claims: options.claims ?? new ClaimIndex(),
     };
@@ -136,11 +139,14 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
       step = await this.#lifecycle(pass);
     } catch (error) {
       step = classify(error);
-      ctx.logger.debug({ err: error, reason: step.reason }, "reconcile failed");
+      // An expected failure (the cloud or Kubernetes answered an error) is said in status; a bug is logged loudly.
+      if (step.reason === REASON.InternalError) ctx.logger.error({ err: error }, "reconcile failed: internal error");
+      else ctx.logger.debug({ reason: step.reason, detail: step.message }, "reconcile failed");
     }
     if (step === RELEASED) return { type: "done" };
     this.#options.onReconciled?.(mr);
-    return finish(this.#services, mr, pass.draft, step, ctx.logger);
+    const ended = pass.upToDate !== undefined ? { ...step, upToDate: pass.upToDate } : step;
+    return finish(this.#services, mr, pass.draft, ended, ctx.logger);
   }
 
   async #lifecycle(pass: Pass<Spec>): Promise<Step> {
@@ -181,6 +187,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     holdsFinalizer: boolean,
   ): Promise<Step> {
     const { mr } = pass;
+    await resolvePendingAction(pass, connection);
     const settled = settleOperation(pass, connection);
     if (settled.verdict !== undefined) return settled.verdict;
     if (settled.failure !== undefined) return handleFailedOperation(pass, connection, settled.failure);

@@ -1,5 +1,7 @@
 // The operator's own gauges, computed at scrape time from the informer caches (no extra API calls), and GPU
-// usage read from the cloud rarely (once an hour per account, in the background of a scrape).
+// usage read from the cloud rarely (once an hour per account, in the background of a scrape). The cloud
+// refreshes usage once a day shortly after midnight UTC, so the gauge reads the last complete day (and the
+// current day only where a server has it).
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { Gauge, type Registry } from "prom-client";
@@ -7,15 +9,39 @@ import { DISK_PRICE_PER_GB_HOUR, OPERATION_FAMILIES } from "../cloud/wire.ts";
 import type { CloudOperationsSample } from "../runtime/index.ts";
 import type { CloudAccount } from "./cloud-account.ts";
 
+/** What the usage gauge reads of an account. */
+export type MetricsAccount = Pick<CloudAccount, "projectId" | "client">;
+
 export interface OperatorMetricsSources {
   kinds: { kind: string; list(): KubernetesObject[] }[];
-  accounts(): CloudAccount[];
+  accounts(): MetricsAccount[];
   logger: Logger;
   now?: () => number;
 }
 
 const USAGE_REFRESH_MS = 60 * 60_000;
 const SECONDS_PER_HOUR = 3600;
+/** "Shortly after midnight UTC": a day's usage is taken as published one hour after the day ended. */
+const USAGE_PUBLISHED_AFTER_MS = 60 * 60_000;
+const DAY_MS = 24 * 60 * 60_000;
+
+const dateOf = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
+
+/** The last UTC day whose usage the daily refresh has published at `now`: yesterday from 01:00 UTC on. */
+export function lastCompleteUsageDay(now: number): string {
+  return dateOf(now - USAGE_PUBLISHED_AFTER_MS - DAY_MS);
+}
+
+interface UsageReading {
+  /** The last complete day read, and when. */
+  day: string;
+  at: number;
+  /** GPU-hours of that day. */
+  lastComplete: number;
+  /** Today's GPU-hours so far, when the server reports the running day (the spec's server does not). */
+  today?: { date: string; quantity: number };
+  refreshing: boolean;
+}
 
 interface StatusView {
   conditions?: { type?: string; status?: string; reason?: string }[];
@@ -113,34 +139,53 @@ export function registerOperatorMetrics(registry: Registry, sources: OperatorMet
       }
     },
   });
-  const usage = new Map<string, { at: number; quantity: number; refreshing: boolean }>();
+  const usage = new Map<string, UsageReading>();
+  const refresh = (account: MetricsAccount, reading: UsageReading, day: string) => {
+    reading.refreshing = true;
+    const today = dateOf(now());
+    account.client.usage
+      .list(account.projectId, { start_date: day, end_date: today })
+      .then(
+        (items) => {
+          const sumOf = (date: string) => items.filter((i) => i.date === date).reduce((sum, i) => sum + i.quantity, 0);
+          reading.day = day;
+          reading.at = now();
+          reading.lastComplete = sumOf(day);
+          reading.today = items.some((i) => i.date === today) ? { date: today, quantity: sumOf(today) } : undefined;
+        },
+        (error: unknown) => sources.logger.debug({ err: error }, "usage refresh failed"),
+      )
+      .finally(() => {
+        reading.refreshing = false;
+      });
+  };
   // In seconds, Prometheus' base unit (promtool check metrics refuses "hours"): GPU-hours × 3600.
   new Gauge({
     name: "gpucloud_usage_gpu_seconds",
-    help: "GPU time used today (UTC) per project in GPU-seconds (the cloud's usage endpoint reports GPU-hours; refreshed hourly)",
-    labelNames: ["project"],
+    help:
+      "GPU time per project in GPU-seconds (the cloud's usage endpoint reports GPU-hours): the last complete UTC " +
+      "day (period=last_complete_day, published by the daily refresh after midnight UTC) and, where the server " +
+      "has it, the running day (period=current_day); read hourly and when the day changes",
+    labelNames: ["project", "period", "date"],
     registers: [registry],
-    collect(this: Gauge<"project">) {
+    collect(this: Gauge<"project" | "period" | "date">) {
+      this.reset();
       for (const account of sources.accounts()) {
-        const entry = usage.get(account.projectId) ?? { at: 0, quantity: 0, refreshing: false };
-        usage.set(account.projectId, entry);
-        if (!entry.refreshing && now() - entry.at > USAGE_REFRESH_MS) {
-          entry.refreshing = true;
-          const today = new Date(now()).toISOString().slice(0, 10);
-          account.client.usage
-            .list(account.projectId, { start_date: today, end_date: today })
-            .then(
-              (items) => {
-                entry.quantity = items.reduce((sum, item) => sum + item.quantity, 0);
-                entry.at = now();
-              },
-              (error: unknown) => sources.logger.debug({ err: error }, "usage refresh failed"),
-            )
-            .finally(() => {
-              entry.refreshing = false;
-            });
+        const day = lastCompleteUsageDay(now());
+        const reading = usage.get(account.projectId) ?? { day: "", at: 0, lastComplete: 0, refreshing: false };
+        usage.set(account.projectId, reading);
+        if (!reading.refreshing && (reading.day !== day || now() - reading.at > USAGE_REFRESH_MS)) {
+          refresh(account, reading, day);
         }
-        this.set({ project: account.projectId }, entry.quantity * SECONDS_PER_HOUR);
+        if (reading.day === "") continue; // nothing read yet: no value rather than a false zero
+        const project = account.projectId;
+        this.set({ project, period: "last_complete_day", date: reading.day }, reading.lastComplete * SECONDS_PER_HOUR);
+        if (reading.today !== undefined) {
+          this.set(
+            { project, period: "current_day", date: reading.today.date },
+            reading.today.quantity * SECONDS_PER_HOUR,
+          );
+        }
       }
     },
   });

@@ -45,13 +45,18 @@ export class OwnWrites {
  */
 export class GuardedWrites extends OwnWrites {
   readonly #kube: Pick<KubeAccess, "writeStatus" | "setFinalizer">;
+  readonly #fit: ((status: ManagedStatusBase) => string[]) | undefined;
 
-  constructor(kube: Pick<KubeAccess, "writeStatus" | "setFinalizer">) {
+  /** `fit`: fits a status to the CRD in place and names what cannot fit (then nothing is sent: `invalid`). */
+  constructor(kube: Pick<KubeAccess, "writeStatus" | "setFinalizer">, fit?: (status: ManagedStatusBase) => string[]) {
     super();
     this.#kube = kube;
+    this.#fit = fit;
   }
 
   async writeStatus(mr: ManagedObject, status: ManagedStatusBase): Promise<WriteResult> {
+    const problems = this.#fit?.(status) ?? [];
+    if (problems.length > 0) return { type: "invalid", message: problems.join("; ") };
     const written = await this.#kube.writeStatus(mr, status);
     if (written.type === "written") this.#moved(mr, written.resourceVersion);
     return written;

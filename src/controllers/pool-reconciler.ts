@@ -61,7 +61,7 @@ import {
   type Step,
   verdict,
 } from "./reconcile-pass.ts";
-import { applyVerdict, formatKubeTime } from "./status-building.ts";
+import { applyVerdict, formatKubeTime, intentRefused } from "./status-building.ts";
 
 type Pool = ManagedObject<GpuVmPoolSpec>;
 
@@ -239,6 +239,11 @@ export class PoolReconciler {
     // Write-ahead: the slots are recorded (and confirmed) before any member is created or deleted.
     applyVerdict(context.mr, pass.draft, result, this.#now());
     const written = await this.#writes.writeStatus(context.mr, pass.draft);
+    if (written.type === "invalid") {
+      // Nothing is created or deleted without its record; the status stays as it was, stalled.
+      pass.draft = structuredClone(context.mr.status);
+      return intentRefused(context.logger, "replica slots", written.message, this.#timing.terminalRetryMs);
+    }
     if (written.type !== "written") return conflict();
     context.mr.status = structuredClone(pass.draft);
 

@@ -3,6 +3,7 @@
 // parts: creation.ts, existing-resource.ts, deletion.ts, operation-handling.ts, status-building.ts.
 import type { Logger } from "pino";
 import type { Operation } from "../cloud/wire.ts";
+import type { SentAction } from "./action-intents.ts";
 import { REASON, type Reason, type Verdict } from "./classify.ts";
 import type {
   ExternalClient,
@@ -35,6 +36,16 @@ export interface CloudConnection<Spec extends ManagedSpecBase> {
   paymentProblem(signal: AbortSignal, options?: { fresh?: boolean }): Promise<string | undefined>;
   /** Where an operation stands; starts tracking it (waking `ownerKey` when it settles) if it is not yet. */
   operation(operationId: string, ownerKey: string): OperationProgress;
+  /**
+   * The operation `name` the cloud lists for a resource since a moment (ms), if any: what became of an action
+   * recorded before it was sent. Undefined when none shows (or the server cannot list them).
+   */
+  findOperation?(
+    resourceId: string,
+    name: string,
+    sinceMs: number,
+    signal: AbortSignal,
+  ): Promise<Operation | undefined>;
 }
 
 export type Connect<Spec extends ManagedSpecBase> = (
@@ -42,7 +53,15 @@ export type Connect<Spec extends ManagedSpecBase> = (
   signal: AbortSignal,
 ) => Promise<{ type: "connected"; connection: CloudConnection<Spec> } | { type: "missing"; message: string }>;
 
-export type WriteResult = { type: "written"; resourceVersion: string } | { type: "conflict" } | { type: "gone" };
+/**
+ * A guarded write: written, lost to another writer (409: re-read), gone, or refused (the API server rejected it,
+ * or a value in it does not fit the CRD and cannot be shortened): `invalid` is a bug to report, never retried.
+ */
+export type WriteResult =
+  | { type: "written"; resourceVersion: string }
+  | { type: "conflict" }
+  | { type: "gone" }
+  | { type: "invalid"; message: string };
 
 /** What the reconciler needs from Kubernetes (adapted onto the runtime in index.ts; plain fakes in tests). */
 export interface KubeAccess {
@@ -69,6 +88,11 @@ export interface ManagedReconcilerOptions<Spec extends ManagedSpecBase> {
   onReconciled?(mr: ManagedObject<Spec>): void;
   /** What every object of the kind claims (fed by the informer); a private index when absent (tests). */
   claims?: ClaimIndex;
+  /**
+   * Fit a status to the kind's CRD schema in place (status-limits.ts); returns what could not be fitted.
+   * Every status write goes through it. Without it (tests), statuses are written as drafted.
+   */
+  fitStatus?(status: ManagedStatusBase): string[];
 }
 
 export interface ReconcileTiming {
@@ -112,8 +136,15 @@ export interface PassServices<Spec extends ManagedSpecBase> {
   options: ManagedReconcilerOptions<Spec>;
   timing: ReconcileTiming;
   now(): number;
-  /** Status write through the guarded Kubernetes access; a success moves `mr` to the version it made. */
+  /**
+   * Status write through the guarded Kubernetes access, fitted to the CRD first (in place); a success moves
+   * `mr` to the version it made. A value that cannot be fitted makes it `invalid` without a request.
+   */
   writeStatus(mr: ManagedObject, status: ManagedStatusBase): Promise<WriteResult>;
+  /** Fit a status to the CRD in place; what could not be fitted. */
+  fit(status: ManagedStatusBase): string[];
+  /** key → the last action this process sent (found again without a cloud call when status missed it). */
+  sentActions: Map<string, SentAction>;
   setFinalizer(mr: ManagedObject, present: boolean): Promise<WriteResult>;
   claims: ClaimIndex;
 }
@@ -127,6 +158,8 @@ export interface Pass<Spec extends ManagedSpecBase> {
   signal: AbortSignal;
   logger: Logger;
   services: PassServices<Spec>;
+  /** The UpToDate condition this pass found (create-only values), written with whatever verdict ends it. */
+  upToDate?: Verdict["upToDate"];
 }
 
 /** The object is released (finalizer removed or never held): no status to write. */

@@ -3,7 +3,7 @@
 // story (status or reason) changed.
 import { isDeepStrictEqual } from "node:util";
 import type { Logger } from "pino";
-import type { Verdict } from "./classify.ts";
+import { REASON, type Verdict } from "./classify.ts";
 import type { Condition, ManagedObject, ManagedSpecBase, ManagedStatusBase, Outcome } from "./external.ts";
 import { after, type PassServices } from "./reconcile-pass.ts";
 
@@ -44,9 +44,76 @@ export function applyVerdict(
     condition("Reconciling", result.progressing ? "True" : "False"),
     condition("Stalled", result.stalled ? "True" : "False"),
   ];
+  // UpToDate (create-only values) has its own reason and story; a pass that did not look keeps the last one.
+  const previousUpToDate = previous.find((c) => c.type === "UpToDate");
+  if (result.upToDate !== undefined) {
+    const { status, reason, message } = result.upToDate;
+    const transition = previousUpToDate?.status === status ? previousUpToDate.lastTransitionTime : at;
+    draft.conditions.push({
+      type: "UpToDate",
+      status,
+      reason,
+      message,
+      lastTransitionTime: transition,
+      observedGeneration: generation,
+    });
+  } else if (previousUpToDate !== undefined) {
+    draft.conditions.push(previousUpToDate);
+  }
   draft.observedGeneration = generation;
   if (result.stalled) draft.lastError = result.message;
   return readyStatus;
+}
+
+/** The verdict for a status that cannot be written as drafted. */
+export function statusRejected(message: string, retryMs: number): Verdict {
+  return {
+    ready: false,
+    reason: REASON.StatusRejected,
+    message,
+    progressing: false,
+    stalled: true,
+    outcome: after(retryMs),
+    event: "Warning",
+  };
+}
+
+/**
+ * An intent write that was refused (a 422, or a value that cannot be fitted): the action behind it is not sent.
+ * Said at error level: our schema and our writes disagree.
+ */
+export function intentRefused(logger: Logger, what: string, message: string, retryMs: number): Verdict {
+  logger.error({ reason: REASON.StatusRejected, detail: message }, `${what} intent refused`);
+  return statusRejected(
+    `the ${what} intent could not be recorded, so it was not sent (please report this): ${message}`,
+    retryMs,
+  );
+}
+
+export interface BuiltStatus {
+  /** The verdict written (a StatusRejected one when a value from outside could not be fitted). */
+  verdict: Verdict;
+  readyStatus: Condition["status"];
+}
+
+/**
+ * The status a pass writes: the draft with the verdict's conditions, fitted to the CRD (in place). A value that
+ * cannot be fitted (an identity too long for its field) is dropped and turns the verdict into StatusRejected.
+ */
+export function buildStatus(
+  mr: ManagedObject,
+  draft: ManagedStatusBase,
+  result: Verdict,
+  options: { nowMs: number; fit(status: ManagedStatusBase): string[]; rejectedRetryMs: number },
+): BuiltStatus {
+  const problems = options.fit(draft);
+  const verdict =
+    problems.length > 0
+      ? statusRejected(`values from the cloud do not fit the CRD: ${problems.join("; ")}`, options.rejectedRetryMs)
+      : result;
+  const readyStatus = applyVerdict(mr, draft, verdict, options.nowMs);
+  options.fit(draft); // the conditions carry messages with cloud text
+  return { verdict, readyStatus };
 }
 
 /** Write conditions, observedGeneration and status once; emit an event when the Ready story changed. */
@@ -59,15 +126,47 @@ export async function finish<Spec extends ManagedSpecBase>(
 ): Promise<Outcome> {
   if (result.silent) return result.outcome;
   const previousReady = mr.status.conditions?.find((c) => c.type === "Ready");
-  const readyStatus = applyVerdict(mr, draft, result, services.now());
+  const rejectedRetryMs = services.timing.terminalRetryMs;
+  const built = buildStatus(mr, draft, result, { nowMs: services.now(), fit: services.fit, rejectedRetryMs });
+  let { verdict } = built;
   if (!isDeepStrictEqual(mr.status, draft)) {
     const written = await services.writeStatus(mr, draft);
     if (written.type === "conflict") return after(0);
+    if (written.type === "invalid") verdict = await writeRejected(services, mr, written.message, logger);
   }
-  const storyChanged = previousReady?.reason !== result.reason || previousReady?.status !== readyStatus;
-  if (storyChanged && result.event !== undefined) {
-    services.options.kube.event(mr, result.event, result.reason, result.message);
+  const previousUpToDate = mr.status.conditions?.find((c) => c.type === "UpToDate");
+  const upToDate = verdict.upToDate ?? result.upToDate;
+  if (upToDate?.status === "False" && previousUpToDate?.status !== "False") {
+    services.options.kube.event(mr, "Warning", upToDate.reason, upToDate.message);
   }
-  logger.debug({ reason: result.reason, ready: readyStatus, outcome: result.outcome.type }, "reconciled");
-  return result.outcome;
+  const storyChanged = previousReady?.reason !== verdict.reason || previousReady?.status !== built.readyStatus;
+  if ((storyChanged || verdict.reason === REASON.StatusRejected) && verdict.event !== undefined) {
+    services.options.kube.event(mr, verdict.event, verdict.reason, verdict.message);
+  }
+  logger.debug({ reason: verdict.reason, ready: built.readyStatus, outcome: verdict.outcome.type }, "reconciled");
+  return verdict.outcome;
+}
+
+/**
+ * The API server refused our status: a bug (our schema and our writes disagree). Said loudly (an error log, an
+ * Event), recorded as Stalled on top of the last status it accepted, and never retried in a loop: the stall
+ * holds (no cloud call) until the spec changes or the terminal backoff passes.
+ */
+async function writeRejected<Spec extends ManagedSpecBase>(
+  services: PassServices<Spec>,
+  mr: ManagedObject,
+  message: string,
+  logger: Logger,
+): Promise<Verdict> {
+  const verdict = statusRejected(
+    `the Kubernetes API refused the status update (please report this): ${message}`,
+    services.timing.terminalRetryMs,
+  );
+  logger.error({ reason: REASON.StatusRejected, detail: message }, "status write rejected");
+  const minimal = structuredClone(mr.status);
+  applyVerdict(mr, minimal, verdict, services.now());
+  services.fit(minimal);
+  const written = await services.writeStatus(mr, minimal);
+  if (written.type === "invalid") logger.error({ detail: written.message }, "stalled status rejected too");
+  return verdict;
 }

@@ -16,6 +16,7 @@ import type { SimState } from "./state.ts";
 import { readStateFile } from "./state-file.ts";
 import type { DuplicateNameMode } from "./store.ts";
 import { Store } from "./store.ts";
+import { DEFAULT_USAGE_REFRESH_DELAY_MS } from "./usage-publication.ts";
 
 /** Not 8080 or 8081: those are the operator's /metrics and probe ports, and both run side by side. */
 export const DEFAULT_SIMULATOR_PORT = 8070;
@@ -69,6 +70,8 @@ export interface SimulatorOptions {
   clock?: Clock;
   /** Randomness for fault rates (tests pass a deterministic one). */
   random?: () => number;
+  /** How long after midnight UTC the daily usage refresh publishes the day before. Default 15 minutes. */
+  usageRefreshDelayMs?: number;
   /** Fastify request logging. Default off (throughput). */
   logger?: boolean;
 }
@@ -149,6 +152,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     requestCounts,
     profile,
     logger: options.logger ?? false,
+    usageRefreshDelayMs: options.usageRefreshDelayMs ?? DEFAULT_USAGE_REFRESH_DELAY_MS,
     reset: () => {
       store.load(seed());
       store.networks.ensureDefault(projectId);

@@ -28,6 +28,7 @@ import type { FaultInjector } from "./faults.ts";
 import { paginate, parseSort } from "./paging.ts";
 import { type SimulatorProfile, servesRoute } from "./profiles.ts";
 import type { Family, Store } from "./store.ts";
+import { publishedUsage } from "./usage-publication.ts";
 
 export const API_PREFIX = "/v0.1";
 
@@ -41,6 +42,8 @@ export interface ServerDeps {
   profile: SimulatorProfile;
   /** Re-seed everything (admin reset). */
   reset: () => void;
+  /** How long after midnight UTC the daily usage refresh runs. */
+  usageRefreshDelayMs: number;
   logger: boolean;
 }
 
@@ -454,16 +457,13 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     ] as const) {
       if (value !== undefined && !DATE_PATTERN.test(value)) throw badRequest(`${name}: must be YYYY-MM-DD`);
     }
-    return {
-      body: {
-        items: store.capacity.usage(projectId, {
-          resourceTypes: listParam(query, "resource_types"),
-          regions: listParam(query, "regions"),
-          startDate,
-          endDate,
-        }),
-      },
-    };
+    const accrued = store.capacity.usage(projectId, {
+      resourceTypes: listParam(query, "resource_types"),
+      regions: listParam(query, "regions"),
+      startDate,
+      endDate,
+    });
+    return { body: { items: publishedUsage(accrued, store.records.now(), deps.usageRefreshDelayMs) } };
   });
 
   registerAdminRoutes(app, deps, registered);

@@ -65,6 +65,10 @@ function object(overrides: {
 
 interface Harness {
   calls: string[];
+  /** Status writes and sent requests, in order. */
+  sequence: string[];
+  /** Messages logged at error level. */
+  errors: string[];
   statuses: ManagedStatusBase[];
   finalizerWrites: boolean[];
   events: string[];
@@ -76,12 +80,17 @@ interface Row {
   observe?: Observation;
   create?: () => Promise<Mutation>;
   update?: Mutation;
-  deleteResult?: () => Promise<Mutation>;
+  /** What the DELETE request does when sent (default: an operation in progress). */
+  deleteSend?: () => Promise<Operation>;
   /** One answer for every lookup, or one per lookup in order. */
   findByName?: FoundResource | (FoundResource | undefined)[];
   progress?: OperationProgress;
   /** Other objects of the kind, as the informer shows them (the claim index is fed with them). */
   others?: unknown[];
+  /** The API server refuses status writes for which this answers a message (a 422). */
+  refuseWrite?: (status: ManagedStatusBase) => string | undefined;
+  /** What the cloud lists for a recorded action. */
+  foundOperation?: Operation;
   credentialsMissing?: boolean;
   paymentProblem?: string;
   /** The clock (default NOW). */
@@ -92,25 +101,32 @@ interface Row {
     ready?: string;
     stalled?: string;
     reconciling?: string;
+    upToDate?: string;
     /** Fields the last status must not have (nothing of a resource this object does not own). */
     absent?: string[];
     conditionReason?: string;
     finalizerWrites?: boolean[];
-    firstStatus?: Partial<ManagedStatusBase>;
-    lastStatus?: Partial<ManagedStatusBase>;
+    firstStatus?: Record<string, unknown>;
+    lastStatus?: Record<string, unknown>;
     eventIncludes?: string;
+    /** Status writes and sent requests, in order. */
+    sequence?: string[];
+    errorLogged?: boolean;
   };
 }
 
 const available: Observation = { exists: true, id: "res-1", ready: true, upToDate: true, atProvider: { state: "ok" } };
 
 function run(row: Row): Promise<{ outcome: string; harness: Harness }> {
-  const harness: Harness = { calls: [], statuses: [], finalizerWrites: [], events: [] };
+  const harness: Harness = { calls: [], statuses: [], finalizerWrites: [], events: [], sequence: [], errors: [] };
   const stored = structuredClone(row.given);
   const kube: KubeAccess = {
     get: () => stored,
     writeStatus: async (_mr, status) => {
       harness.statuses.push(structuredClone(status));
+      harness.sequence.push(`write${status.actionPending ? ` intent ${status.actionPending.name}` : ""}`);
+      const refusal = row.refuseWrite?.(status);
+      if (refusal !== undefined) return { type: "invalid", message: refusal };
       return { type: "written", resourceVersion: String(harness.statuses.length + 1) };
     },
     setFinalizer: async (_mr, present) => {
@@ -137,11 +153,26 @@ function run(row: Row): Promise<{ outcome: string; harness: Harness }> {
     },
     update: async () => {
       harness.calls.push("update");
-      return row.update ?? {};
+      const update = row.update ?? {};
+      const send = update.send;
+      if (send === undefined) return update;
+      return {
+        ...update,
+        send: () => {
+          harness.sequence.push(`send ${update.action}`);
+          return send();
+        },
+      };
     },
     delete: async () => {
       harness.calls.push("delete");
-      return row.deleteResult ? row.deleteResult() : { operation: operation("DELETE") };
+      return {
+        action: "DELETE",
+        send: async () => {
+          harness.calls.push("send DELETE");
+          return row.deleteSend ? row.deleteSend() : operation("DELETE");
+        },
+      };
     },
   };
   const connection: CloudConnection<TestSpec> = {
@@ -150,6 +181,10 @@ function run(row: Row): Promise<{ outcome: string; harness: Harness }> {
     usingCachedCredentials: false,
     paymentProblem: async () => row.paymentProblem,
     operation: () => row.progress ?? { state: "pending" },
+    findOperation: async (_id, name) => {
+      harness.calls.push(`findOperation ${name}`);
+      return row.foundOperation;
+    },
   };
   const claims = new ClaimIndex();
   for (const other of row.others ?? []) claims.upsert(other);
@@ -165,7 +200,10 @@ function run(row: Row): Promise<{ outcome: string; harness: Harness }> {
         : { type: "connected", connection },
     now: () => row.now ?? NOW,
   });
-  const logger = pino({ level: "silent" });
+  const logger = pino(
+    { level: "error" },
+    { write: (line: string) => void harness.errors.push(String((JSON.parse(line) as { msg?: unknown }).msg)) },
+  );
   return reconciler
     .reconcile({ namespace: "ns", name: "thing" }, { signal: new AbortController().signal, logger })
     .then((outcome) => ({ outcome: outcome.type, harness }));
@@ -249,10 +287,139 @@ const rows: Row[] = [
     },
   },
   {
+    reason: "an action is sent only after its intent is recorded, and the operation replaces the intent",
+    given: object({ finalizers: [FINALIZER], status: { id: "res-1" } }),
+    observe: { ...available, upToDate: false },
+    update: {
+      action: "RESET",
+      send: async () => operation("RESET"),
+      intentFields: { lastResetRequestedAt: "now" },
+    },
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe", "update"],
+      sequence: ["write intent RESET", "send RESET", "write"],
+      firstStatus: { actionPending: { name: "RESET", id: "res-1", fields: { lastResetRequestedAt: "now" } } },
+      lastStatus: { lastResetRequestedAt: "now", operation: { id: "op-reset", name: "RESET", state: "IN_PROGRESS" } },
+      absent: ["actionPending"],
+    },
+  },
+  {
+    reason: "an intent the API server refuses (422) is never sent: Stalled StatusRejected, an Event, an error log",
+    given: object({ finalizers: [FINALIZER], status: { id: "res-1" } }),
+    observe: { ...available, upToDate: false },
+    update: { action: "RESET", send: async () => operation("RESET") },
+    refuseWrite: (status) =>
+      status.actionPending ? "status.lastResetRequestedAt: Too long: may not be longer than 64" : undefined,
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe", "update"],
+      sequence: ["write intent RESET", "write"],
+      conditionReason: "StatusRejected",
+      stalled: "True",
+      eventIncludes: "Warning StatusRejected",
+      errorLogged: true,
+    },
+  },
+  {
+    reason: "a final status write the API server refuses stalls StatusRejected on the last accepted status",
+    given: object({ finalizers: [FINALIZER], status: { id: "res-1" } }),
+    observe: { ...available, atProvider: { state: "weird" } },
+    refuseWrite: (status) => (status.state === "weird" ? "status.state: Unsupported value" : undefined),
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe"],
+      sequence: ["write", "write"],
+      conditionReason: "StatusRejected",
+      stalled: "True",
+      absent: ["state"],
+      eventIncludes: "the Kubernetes API refused the status update",
+      errorLogged: true,
+    },
+  },
+  {
+    reason: "a recorded action without its operation is looked up and recorded, not sent again",
+    given: object({
+      finalizers: [FINALIZER],
+      status: {
+        id: "res-1",
+        actionPending: {
+          name: "RESET",
+          id: "res-1",
+          requestedAt: "2026-11-21T11:59:00.000Z",
+          fields: { lastResetRequestedAt: "now" },
+        },
+      },
+    }),
+    foundOperation: operation("RESET"),
+    observe: { ...available, upToDate: false },
+    update: { action: "RESET", send: async () => operation("RESET") },
+    want: {
+      outcome: "requeueAfter",
+      calls: ["findOperation RESET"],
+      sequence: ["write"],
+      conditionReason: "WaitingForOperation",
+      lastStatus: { lastResetRequestedAt: "now", operation: { id: "op-reset", name: "RESET" } },
+      absent: ["actionPending"],
+    },
+  },
+  {
+    reason: "a recorded action the cloud never saw is dropped and decided afresh",
+    given: object({
+      finalizers: [FINALIZER],
+      status: {
+        id: "res-1",
+        actionPending: { name: "START", id: "res-1", requestedAt: "2026-11-21T11:59:00.000Z" },
+      },
+    }),
+    observe: { ...available, upToDate: false },
+    update: { action: "START", send: async () => operation("START") },
+    want: {
+      outcome: "requeueAfter",
+      calls: ["findOperation START", "observe", "update"],
+      sequence: ["write intent START", "send START", "write"],
+      conditionReason: "Updating",
+    },
+  },
+  {
+    reason: "a create-only value changed since creation is UpToDate=False with an Event; Ready stays True",
+    given: object({
+      finalizers: [FINALIZER],
+      status: { id: "res-1", createOnlyDigests: { sshPublicKey: "aaaa", image: "bbbb" } },
+    }),
+    observe: {
+      ...available,
+      createOnly: {
+        sshPublicKey: { digest: "cccc", source: "Secret ns/keys key id" },
+        image: { digest: "bbbb", source: "spec.image" },
+      },
+    },
+    want: {
+      outcome: "done",
+      calls: ["observe"],
+      ready: "True",
+      conditionReason: "Available",
+      upToDate: "False",
+      eventIncludes: "Warning CreateOnlyFieldChanged sshPublicKey (Secret ns/keys key id) changed",
+      lastStatus: { createOnlyDigests: { sshPublicKey: "aaaa", image: "bbbb" } },
+    },
+  },
+  {
+    reason: "a resource without recorded create-only values (an older version made it) records the current ones",
+    given: object({ finalizers: [FINALIZER], status: { id: "res-1" } }),
+    observe: { ...available, createOnly: { image: { digest: "bbbb", source: "spec.image" } } },
+    want: {
+      outcome: "done",
+      calls: ["observe"],
+      upToDate: "True",
+      lastStatus: { createOnlyDigests: { image: "bbbb" } },
+    },
+  },
+  {
     reason: "drift is corrected through update",
     given: object({ finalizers: [FINALIZER], status: { id: "res-1" } }),
     observe: { ...available, upToDate: false },
-    update: { operation: operation("START"), note: "START to match powerState" },
+    update: { action: "START", send: async () => operation("START"), note: "START to match powerState" },
     want: {
       outcome: "requeueAfter",
       calls: ["observe", "update"],
@@ -483,14 +650,19 @@ const rows: Row[] = [
     reason: "delete requests the deletion and keeps the finalizer",
     given: object({ finalizers: [FINALIZER], deleting: true, status: { id: "res-1" } }),
     observe: available,
-    want: { outcome: "requeueAfter", calls: ["observe", "delete"], conditionReason: "Deleting", finalizerWrites: [] },
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe", "delete", "send DELETE"],
+      conditionReason: "Deleting",
+      finalizerWrites: [],
+    },
   },
   {
     reason: "delete answered 404 means gone: the finalizer goes",
     given: object({ finalizers: [FINALIZER], deleting: true, status: { id: "res-1" } }),
     observe: available,
-    deleteResult: notFound,
-    want: { outcome: "done", calls: ["observe", "delete"], finalizerWrites: [false] },
+    deleteSend: notFound,
+    want: { outcome: "done", calls: ["observe", "delete", "send DELETE"], finalizerWrites: [false] },
   },
   {
     reason: "a resource that reads as gone releases the object",
@@ -580,6 +752,9 @@ describe("ManagedReconciler", () => {
     if (row.want.stalled !== undefined) {
       expect(last?.conditions?.find((c) => c.type === "Stalled")?.status).toBe(row.want.stalled);
     }
+    if (row.want.upToDate !== undefined) {
+      expect(last?.conditions?.find((c) => c.type === "UpToDate")?.status).toBe(row.want.upToDate);
+    }
     if (row.want.reconciling !== undefined) {
       expect(last?.conditions?.find((c) => c.type === "Reconciling")?.status).toBe(row.want.reconciling);
     }
@@ -591,6 +766,8 @@ describe("ManagedReconciler", () => {
     if (row.want.lastStatus) expect(last).toMatchObject(row.want.lastStatus);
     for (const field of row.want.absent ?? []) expect(last).not.toHaveProperty(field);
     if (row.want.eventIncludes) expect(harness.events.join("\n")).toContain(row.want.eventIncludes);
+    if (row.want.sequence) expect(harness.sequence).toEqual(row.want.sequence);
+    if (row.want.errorLogged !== undefined) expect(harness.errors.length > 0).toBe(row.want.errorLogged);
   });
 
   it("writes nothing when a second pass finds the same state", async () => {

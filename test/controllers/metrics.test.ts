@@ -3,7 +3,7 @@ import { pino } from "pino";
 import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
 import type { CloudAccount } from "../../src/controllers/cloud-account.ts";
-import { cloudOperationsSample, registerOperatorMetrics } from "../../src/controllers/metrics.ts";
+import { cloudOperationsSample, lastCompleteUsageDay, registerOperatorMetrics } from "../../src/controllers/metrics.ts";
 import { Metrics } from "../../src/runtime/metrics.ts";
 
 const logger = pino({ level: "silent" });
@@ -25,7 +25,9 @@ function fakeAccount(options: { oldestSince?: number; gpuHours?: number }): Clou
     projectId: "p-1",
     inFlight: (family: string) => (family === "vm" && options.oldestSince !== undefined ? 1 : 0),
     oldestInFlightSince: (family: string) => (family === "vm" ? options.oldestSince : undefined),
-    client: { usage: { list: async () => [{ quantity: options.gpuHours ?? 0 }] } },
+    client: {
+      usage: { list: async () => [{ date: lastCompleteUsageDay(Date.now()), quantity: options.gpuHours ?? 0 }] },
+    },
   };
   return fake as unknown as CloudAccount;
 }
@@ -75,6 +77,8 @@ describe("operator metrics", () => {
     });
     await registry.metrics(); // starts the background refresh
     await new Promise((resolve) => setImmediate(resolve));
-    expect(await registry.metrics()).toContain('gpucloud_usage_gpu_seconds{project="p-1"} 5400');
+    expect(await registry.metrics()).toContain(
+      `gpucloud_usage_gpu_seconds{project="p-1",period="last_complete_day",date="${lastCompleteUsageDay(Date.now())}"} 5400`,
+    );
   });
 });

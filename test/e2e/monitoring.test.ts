@@ -53,7 +53,12 @@ beforeAll(async () => {
   // The usage gauge is read from the cloud in the background of the first scrape that sees an account.
   await eventually(
     "the usage gauge",
-    async () => (/^gpucloud_usage_gpu_seconds\{project="[^"]+"\} /m.test(await scrape()) ? true : undefined),
+    async () =>
+      /^gpucloud_usage_gpu_seconds\{project="[^"]+",period="last_complete_day",date="\d{4}-\d{2}-\d{2}"\} /m.test(
+        await scrape(),
+      )
+        ? true
+        : undefined,
     30_000,
   );
 });
@@ -74,7 +79,9 @@ describe("a live /metrics scrape", () => {
 
   it("carries the operator's series once objects are managed", async () => {
     const text = await scrape();
-    expect(text).toMatch(/^gpucloud_usage_gpu_seconds\{project="[^"]+"\} /m);
+    expect(text).toMatch(
+      /^gpucloud_usage_gpu_seconds\{project="[^"]+",period="last_complete_day",date="\d{4}-\d{2}-\d{2}"\} /m,
+    );
     expect(text).toMatch(/^rest_client_requests_total\{code="200",method="GET",host="127\.0\.0\.1:\d+"\} \d+/m);
     expect(text).toMatch(
       /^gpucloud_managed_resource_conditions\{namespace="default",kind="GpuVm",type="Ready",status="True",reason="Available"\} 1$/m,

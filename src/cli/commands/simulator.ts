@@ -41,6 +41,7 @@ const ConfigFile = z.strictObject({
   user: z.strictObject({ email: z.string().min(3), password: z.string().min(1) }).optional(),
   latencyMs: z.number().int().min(0).optional(),
   tokenTtlSeconds: z.number().int().min(1).optional(),
+  usageRefreshDelayMs: z.number().int().min(0).optional(),
   rateLimit: z
     .union([z.literal(false), z.strictObject({ ratePerSec: z.number().positive(), burst: z.number().int().min(1) })])
     .optional(),
