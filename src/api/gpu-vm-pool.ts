@@ -97,6 +97,14 @@ export const PoolTemplate = z
           4096,
         ),
       })
+      .superRefine((metadata, ctx) => {
+        if (Object.keys(metadata.labels ?? {}).some((key) => key.startsWith("gpucloud.dev/pool")))
+          ctx.addIssue({
+            code: "custom",
+            path: ["labels"],
+            message: "labels starting with gpucloud.dev/pool are set by the pool",
+          });
+      })
       .optional()
       .meta({
         description: "Labels and annotations of every replica; changes are applied to the replicas in place.",

@@ -34,6 +34,7 @@ describe("examples/", () => {
       "GpuFirewallRule/default/allow-ssh",
       "GpuNetwork/default/training-net",
       "GpuVm/default/trainer",
+      "GpuVmPool/default/workers",
     ]);
   });
 
@@ -187,7 +188,7 @@ describe(".ci/check-manifests.ts", () => {
       cwd: ROOT,
     });
     expect(stdout).toMatch(/^ok {3}crds: 5 checked$/m);
-    expect(stdout).toMatch(/^ok {3}examples: 4 checked$/m);
+    expect(stdout).toMatch(/^ok {3}examples: 5 checked$/m);
     expect(stdout).toMatch(/^ok {3}invalid fixtures: \d+ checked$/m);
     expect(stdout).toContain("manifests: all checks passed");
   });

@@ -128,6 +128,11 @@ describe("GpuVmPool", () => {
 
     await scale(env, "train", 8);
     const eight = await waitConverged(env, "train", 8);
+    const metrics = await env.manager.metrics.registry.metrics();
+    expect(metrics).toContain('gpucloud_pool_desired_replicas{namespace="default",pool="train"} 8');
+    expect(metrics).toContain('gpucloud_pool_ready_replicas{namespace="default",pool="train"} 8');
+    const scaling = (await eventNotes(env, "train")).filter((note) => note.startsWith("Scaling: created replica train-"));
+    expect(scaling).toHaveLength(8);
     expect(status(eight).locationSummary).toBe("us-east1-a=4,us-southcentral1-a=4");
     expect(status(eight).hourlyPriceUSD).toBeGreaterThan(0);
     const vms = await cloudVms(env, "train");
