@@ -367,11 +367,13 @@ export class PoolReconciler {
     const updated = new Set<string>();
     const failures: PoolPicture["failures"][number][] = [];
     let waitingForCapacity = 0;
+    let stale = 0;
     for (const slot of slots) {
       const vm = live.get(slot.name);
       if (vm === undefined) continue;
       const current = slot.revision === revision && spec.placement.locations.includes(slot.location);
       if (current && inPlaceChangeOf(spec, vm) === undefined) updated.add(slot.name);
+      else stale++;
       if (hasCapacityFailure(vm)) waitingForCapacity++;
       const failure = replicaFailureOf(vm);
       if (failure !== undefined) failures.push({ name: slot.name, ...failure });
@@ -381,6 +383,8 @@ export class PoolReconciler {
       slots,
       members: live,
       updated,
+      stale,
+      previousReason: context.mr.status.conditions?.find((c) => c.type === "Ready")?.reason,
       plan,
       unplaced,
       waitingForCapacity,

@@ -15,6 +15,10 @@ export interface PoolPicture {
   members: ReadonlyMap<string, Member>;
   /** Slot names whose replica is up to date (current revision, in-place changes applied). */
   updated: ReadonlySet<string>;
+  /** Replicas that exist and are not up to date (an older revision, or an in-place change not applied yet). */
+  stale: number;
+  /** The reason of the pool's Ready condition before this pass (a rollout stays a rollout until it settles). */
+  previousReason: string | undefined;
   plan: PoolPlan;
   /** Replicas that could not be placed in this pass. */
   unplaced: number;
@@ -89,7 +93,7 @@ export function poolVerdict(picture: PoolPicture, counts: Partial<GpuVmPoolStatu
     );
   }
   const replacing = plan.remove.some((entry) => entry.why === "replace") || plan.change.length > 0 || plan.held > 0;
-  const outdatedLeft = picture.slots.some((slot) => !picture.updated.has(slot.name));
+  const outdatedLeft = picture.stale > 0;
   const ready = counts.readyReplicas ?? 0;
   const placed = picture.slots.length;
   const settled =
@@ -101,7 +105,8 @@ export function poolVerdict(picture: PoolPicture, counts: Partial<GpuVmPoolStatu
     ready === placed - picture.waitingForCapacity;
   if (!settled) {
     const progress = `${ready}/${picture.replicas} ready, ${counts.updatedReplicas ?? 0} up to date`;
-    const reason = replacing || outdatedLeft ? REASON.RollingUpdate : REASON.Scaling;
+    const rolling = replacing || outdatedLeft || picture.previousReason === REASON.RollingUpdate;
+    const reason = rolling ? REASON.RollingUpdate : REASON.Scaling;
     const held = plan.held > 0 ? `; ${plan.held} held back by maxUnavailable/maxSurge` : "";
     return verdict(reason, `${progress}${held}${capacityNote}`, after(picture.pollMs), { progressing: true });
   }
@@ -113,7 +118,7 @@ export function poolVerdict(picture: PoolPicture, counts: Partial<GpuVmPoolStatu
       { stalled: true, event: "Warning" },
     );
   }
-  const older = placed - (counts.updatedReplicas ?? 0);
+  const older = picture.stale;
   const kept = older > 0 ? `; ${plural(older, "replica")} of an older template kept (updateStrategy OnDelete)` : "";
   return verdict(REASON.Available, `${ready}/${picture.replicas} replicas ready${kept}`, DONE, {
     ready: true,

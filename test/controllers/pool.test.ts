@@ -131,7 +131,9 @@ describe("GpuVmPool", () => {
     const metrics = await env.manager.metrics.registry.metrics();
     expect(metrics).toContain('gpucloud_pool_desired_replicas{namespace="default",pool="train"} 8');
     expect(metrics).toContain('gpucloud_pool_ready_replicas{namespace="default",pool="train"} 8');
-    const scaling = (await eventNotes(env, "train")).filter((note) => note.startsWith("Scaling: created replica train-"));
+    const scaling = (await eventNotes(env, "train")).filter((note) =>
+      note.startsWith("Scaling: created replica train-"),
+    );
     expect(scaling).toHaveLength(8);
     expect(status(eight).locationSummary).toBe("us-east1-a=4,us-southcentral1-a=4");
     expect(status(eight).hourlyPriceUSD).toBeGreaterThan(0);
@@ -371,5 +373,33 @@ describe("GpuVmPool", () => {
     await waitConverged(env, "data", 0);
     await env.waitFor("GpuDisk", `${left?.metadata.name ?? ""}-scratch`, (disk) => disk === undefined, 20_000);
     expect(await env.get("GpuDisk", `${removed}-scratch`)).toBeDefined();
+  });
+
+  it("says which replica is stalled (ReplicaFailure), and does nothing to its replicas while paused", async () => {
+    env = await startEnv();
+    await env.apply(
+      "GpuVmPool",
+      "broken",
+      poolSpec({ replicas: 1, template: { spec: { type: "a100.1x", image: "no-such-image", sshPublicKey: SSH_KEY } } }),
+    );
+    const broken = await env.waitFor("GpuVmPool", "broken", (p) => condition(p, "Ready")?.reason === "ReplicaFailure");
+    expect(condition(broken, "Stalled")?.status).toBe("True");
+    expect(condition(broken, "Ready")?.message).toMatch(
+      /^replica broken-\w{5} is stalled: InvalidSpec: .*no-such-image/,
+    );
+
+    await env.apply("GpuVmPool", "still", poolSpec({ replicas: 1 }));
+    await waitConverged(env, "still", 1);
+    await env.annotate("GpuVmPool", "still", { "gpucloud.dev/paused": "true" });
+    await scale(env, "still", 3);
+    const paused = await env.waitFor(
+      "GpuVmPool",
+      "still",
+      (p) => condition(p, "Ready")?.reason === "Paused" && p?.status?.observedGeneration === p?.metadata.generation,
+    );
+    expect(condition(paused, "Ready")?.status).toBe("True");
+    expect(await members(env, "still")).toHaveLength(1);
+    await env.annotate("GpuVmPool", "still", { "gpucloud.dev/paused": null });
+    await waitConverged(env, "still", 3);
   });
 });
