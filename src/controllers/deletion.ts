@@ -39,6 +39,8 @@ export async function paused(pass: LifecyclePass, deleting: boolean): Promise<St
 /** Remove our finalizer (when held) and record why the object was let go. */
 export async function release(pass: LifecyclePass, type: "Normal" | "Warning", note: string): Promise<Step> {
   if (pass.mr.metadata.finalizers.includes(FINALIZER)) {
+    // What the object wrote goes with it (its owner reference would have Kubernetes do it too).
+    await pass.services.options.onReleased?.(pass.mr);
     const written = await pass.services.setFinalizer(pass.mr, false);
     if (written.type === "conflict") return conflict();
   }

@@ -54,10 +54,15 @@ export async function reconcileExisting<Spec extends ManagedSpecBase>(
       progressing: true,
     });
   }
-  await connection.external.publish?.(mr, observed, pass.signal);
+  const notPublished = await connection.external.publish?.(mr, observed, pass.signal);
+  if (notPublished !== undefined) {
+    return verdict(REASON.NameConflict, notPublished, after(timing.nameConflictRetryMs), {
+      stalled: true,
+      event: "Warning",
+    });
+  }
   delete draft.lastError;
-  const cached = connection.usingCachedCredentials ? " (using cached credentials: the Secret is unreadable)" : "";
-  return verdict(REASON.Available, `cloud resource ${observed.id} is available${cached}`, DONE, {
+  return verdict(REASON.Available, `cloud resource ${observed.id} is available`, DONE, {
     ready: true,
     event: "Normal",
   });

@@ -7,15 +7,15 @@
 // Conditions, events and status are written in `finish()` only, once per reconcile and only when they changed.
 // No worker ever waits on a cloud operation: the operation id goes into status, trackers wake the key, and a
 // fallback requeue covers lost wake-ups.
-import { ANNOTATIONS, FINALIZER } from "../api/common.ts";
-import { parseDuration } from "../runtime/index.ts";
+import { ANNOTATIONS, FINALIZER, MIN_SYNC_PERIOD_MS } from "../api/common.ts";
+import { formatDuration, syncPeriodOf } from "../runtime/index.ts";
 import { resolvePendingAction } from "./action-intents.ts";
 import { nameConflict, ownershipOf } from "./adoption.ts";
 import { classify, REASON, type Reason, TERMINAL_REASONS, type Verdict } from "./classify.ts";
 import { createAbsent } from "./creation.ts";
 import { deleteResource, paused, release } from "./deletion.ts";
 import { mirror, reconcileExisting } from "./existing-resource.ts";
-import type { ManagedObject, ManagedSpecBase, Outcome } from "./external.ts";
+import type { ManagedSpecBase, Outcome } from "./external.ts";
 import { handleFailedOperation } from "./operation-failures.ts";
 import { settleOperation } from "./operation-tracking.ts";
 import { GuardedWrites } from "./own-writes.ts";
@@ -53,18 +53,6 @@ export type {
 } from "./reconcile-pass.ts";
 export { formatKubeTime } from "./status-building.ts";
 
-/** The object's `gpucloud.dev/sync-period` in ms; undefined when absent or not a positive duration. */
-function syncPeriodOf(mr: ManagedObject): number | undefined {
-  const annotation = mr.metadata.annotations[ANNOTATIONS.syncPeriod];
-  if (annotation === undefined) return undefined;
-  try {
-    const ms = parseDuration(annotation);
-    return ms > 0 ? ms : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 export class ManagedReconciler<Spec extends ManagedSpecBase> {
   readonly #options: ManagedReconcilerOptions<Spec>;
   readonly #timing: ReconcileTiming;
@@ -72,6 +60,8 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
   readonly #services: PassServices<Spec>;
   /** key → the versions our writes replaced and the last one they made (to recognise a cache not caught up). */
   readonly #ownWrites: GuardedWrites;
+  /** key → the sync-period annotation value last reported as raised to the floor (one Event per value). */
+  readonly #raisedSyncPeriods = new Map<string, string>();
 
   constructor(options: ManagedReconcilerOptions<Spec>) {
     this.#options = options;
@@ -95,6 +85,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     const raw = this.#options.kube.get(request.namespace, request.name);
     if (raw === undefined) {
       this.#ownWrites.forget(key);
+      this.#raisedSyncPeriods.delete(key);
       return { type: "done" };
     }
     const parsed = this.#options.parse(raw);
@@ -108,6 +99,28 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
       return after(this.#timing.shortMs * 5);
     }
     return this.#reconcileParsed(parsed, key, ctx);
+  }
+
+  /**
+   * The object's `gpucloud.dev/sync-period` in ms (raised to MIN_SYNC_PERIOD_MS, reported once per value with a
+   * Warning Event); undefined when absent or not a positive duration.
+   */
+  #ownSyncPeriod(pass: Pass<Spec>): number | undefined {
+    const { mr, key } = pass;
+    const annotation = mr.metadata.annotations[ANNOTATIONS.syncPeriod];
+    if (annotation === undefined) return undefined;
+    const period = syncPeriodOf(annotation, MIN_SYNC_PERIOD_MS);
+    if ("error" in period) return undefined;
+    if (period.raisedFrom !== undefined && this.#raisedSyncPeriods.get(key) !== annotation) {
+      this.#raisedSyncPeriods.set(key, annotation);
+      this.#options.kube.event(
+        mr,
+        "Warning",
+        "SyncPeriodRaised",
+        `${ANNOTATIONS.syncPeriod} ${annotation} is below the floor of ${formatDuration(MIN_SYNC_PERIOD_MS)}: ${formatDuration(MIN_SYNC_PERIOD_MS)} is used`,
+      );
+    }
+    return period.ms;
   }
 
   async #reconcileParsed(
@@ -139,6 +152,11 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
       step = await this.#lifecycle(pass);
     } catch (error) {
       step = classify(error);
+      if (step.reason === REASON.CredentialsInvalid && pass.credentialsSource !== undefined) {
+        // Say which Secret and key to fix, not only what the cloud said.
+        const message = `the cloud rejected the credentials in ${pass.credentialsSource}: ${step.message}; correct the key in the Secret (the change is picked up at once)`;
+        step = { ...step, message };
+      }
       // An expected failure (the cloud or Kubernetes answered an error) is said in status; a bug is logged loudly.
       if (step.reason === REASON.InternalError) ctx.logger.error({ err: error }, "reconcile failed: internal error");
       else ctx.logger.debug({ reason: step.reason, detail: step.message }, "reconcile failed");
@@ -170,13 +188,26 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
         ? `${connected.message}; the cloud resource cannot be deleted without them (or set deletionPolicy: Orphan to keep it and release the object)`
         : connected.message;
       pass.draft.lastError = message;
+      return verdict(connected.reason ?? REASON.CredentialsMissing, message, after(this.#timing.dependencyMs), {
+        stalled: true,
+        event: "Warning",
+      });
+    }
+    const connection = connected.connection;
+    pass.credentialsSource = connection.credentialsSource;
+    if (connection.usingCachedCredentials && !deleting) {
+      // The last good credentials of a Secret that is gone or unreadable serve one purpose: deleting what was
+      // created with them. Nothing new is created or changed with credentials nobody can see any more.
+      const source = connection.credentialsSource ?? "the credentials Secret";
+      const message = `${source} is being deleted, gone or unreadable: its credentials are kept only to delete the resources created with them; restore the Secret to create or change anything`;
+      pass.draft.lastError = message;
       return verdict(REASON.CredentialsMissing, message, after(this.#timing.dependencyMs), {
         stalled: true,
         event: "Warning",
       });
     }
-    pass.draft.projectId = connected.connection.projectId;
-    return this.#withConnection(pass, connected.connection, deleting, holdsFinalizer);
+    pass.draft.projectId = connection.projectId;
+    return this.#withConnection(pass, connection, deleting, holdsFinalizer);
   }
 
   /** Credentials are good: settle the operation in flight, resolve references, observe, then act. */
@@ -194,7 +225,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
 
     // An object with its own (shorter) sync period is checked against a list at most that old: the shared
     // snapshot may otherwise be as old as --sync-period, and drift would go unseen at the object's resyncs.
-    const ownPeriodMs = syncPeriodOf(mr);
+    const ownPeriodMs = this.#ownSyncPeriod(pass);
     const periodic = ownPeriodMs !== undefined ? this.#now() - ownPeriodMs : undefined;
     if (mr.spec.managementPolicy === "Observe") return mirror(pass, connection, settled.notBefore ?? periodic);
     if (!deleting) {

@@ -27,8 +27,10 @@ export type OperationProgress =
 export interface CloudConnection<Spec extends ManagedSpecBase> {
   external: ExternalClient<Spec>;
   projectId: string;
-  /** The Secret could not be read; the last good credentials of it are in use. */
+  /** The Secret is being deleted, gone or unreadable: its last good credentials serve only deletions. */
   usingCachedCredentials: boolean;
+  /** Where the credentials come from, for messages: `Secret ns/name (key apiKey)`. */
+  credentialsSource?: string;
   /**
    * A message (with the billing link) when the organization cannot pay, else undefined. Cached per credential;
    * `fresh` reads it again.
@@ -48,10 +50,13 @@ export interface CloudConnection<Spec extends ManagedSpecBase> {
   ): Promise<Operation | undefined>;
 }
 
+/** `missing`: no usable credentials (reason CredentialsMissing unless told, e.g. ApiUrlNotAllowed); stalls. */
 export type Connect<Spec extends ManagedSpecBase> = (
   mr: ManagedObject<Spec>,
   signal: AbortSignal,
-) => Promise<{ type: "connected"; connection: CloudConnection<Spec> } | { type: "missing"; message: string }>;
+) => Promise<
+  { type: "connected"; connection: CloudConnection<Spec> } | { type: "missing"; message: string; reason?: Reason }
+>;
 
 /**
  * A guarded write: written, lost to another writer (409: re-read), gone, or refused (the API server rejected it,
@@ -86,6 +91,8 @@ export interface ManagedReconcilerOptions<Spec extends ManagedSpecBase> {
   timing?: Partial<ReconcileTiming>;
   /** Called with the keys an object refers to, so that a change of a target wakes its dependents. */
   onReconciled?(mr: ManagedObject<Spec>): void;
+  /** The object is let go (its finalizer is about to be removed): delete what it wrote (connection details). */
+  onReleased?(mr: ManagedObject<Spec>): Promise<void>;
   /** What every object of the kind claims (fed by the informer); a private index when absent (tests). */
   claims?: ClaimIndex;
   /**
@@ -158,6 +165,8 @@ export interface Pass<Spec extends ManagedSpecBase> {
   signal: AbortSignal;
   logger: Logger;
   services: PassServices<Spec>;
+  /** Where this pass's credentials come from (set once connected), for messages. */
+  credentialsSource?: string;
   /** The UpToDate condition this pass found (create-only values), written with whatever verdict ends it. */
   upToDate?: Verdict["upToDate"];
 }
@@ -216,6 +225,6 @@ export interface LifecyclePass {
   logger: Logger;
   services: {
     setFinalizer(mr: ManagedObject, present: boolean): Promise<WriteResult>;
-    options: { kube: Pick<KubeAccess, "event"> };
+    options: { kube: Pick<KubeAccess, "event">; onReleased?(mr: ManagedObject): Promise<void> };
   };
 }

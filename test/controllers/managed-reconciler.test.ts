@@ -92,6 +92,8 @@ interface Row {
   /** What the cloud lists for a recorded action. */
   foundOperation?: Operation;
   credentialsMissing?: boolean;
+  /** The credentials Secret is being deleted or gone: its last credentials are in use. */
+  cachedCredentials?: boolean;
   paymentProblem?: string;
   /** The clock (default NOW). */
   now?: number;
@@ -178,7 +180,8 @@ function run(row: Row): Promise<{ outcome: string; harness: Harness }> {
   const connection: CloudConnection<TestSpec> = {
     external,
     projectId: "project-1",
-    usingCachedCredentials: false,
+    usingCachedCredentials: row.cachedCredentials ?? false,
+    credentialsSource: "Secret ns/gpucloud-credentials (key apiKey)",
     paymentProblem: async () => row.paymentProblem,
     operation: () => row.progress ?? { state: "pending" },
     findOperation: async (_id, name) => {
@@ -215,10 +218,11 @@ const notFound = () =>
   Promise.reject(new CloudError({ kind: "http", status: 404, message: "gone", method: "DELETE", route: "/x" }));
 
 /** A create in flight under an intent recorded a minute ago. */
-const createInFlight = () =>
+const createInFlight = (status: ManagedStatusBase = {}) =>
   object({
     finalizers: [FINALIZER],
     status: {
+      ...status,
       createPending: { cloudName: "ns-thing", requestedAt: "2026-11-21T11:59:00Z" },
       operation: { id: "op-create", name: "CREATE", state: "IN_PROGRESS" },
     },
@@ -265,6 +269,25 @@ const rows: Row[] = [
       conditionReason: "CredentialsMissing",
       finalizerWrites: [],
     },
+  },
+  {
+    reason: "cached credentials (the Secret is being deleted or gone) create nothing: CredentialsMissing",
+    given: object({}),
+    cachedCredentials: true,
+    want: {
+      outcome: "requeueAfter",
+      calls: [],
+      conditionReason: "CredentialsMissing",
+      eventIncludes: "Secret ns/gpucloud-credentials (key apiKey) is being deleted, gone or unreadable",
+      finalizerWrites: [],
+    },
+  },
+  {
+    reason: "cached credentials still delete what was created with them",
+    given: object({ finalizers: [FINALIZER], deleting: true, status: { id: "res-1" } }),
+    cachedCredentials: true,
+    observe: available,
+    want: { outcome: "requeueAfter", calls: ["observe", "delete", "send DELETE"], conditionReason: "Deleting" },
   },
   {
     reason: "an operation in flight ends the pass without touching the cloud",
@@ -544,6 +567,32 @@ const rows: Row[] = [
       calls: ["observe"],
       conditionReason: "NameConflict",
       eventIncludes: "GpuThing ns-other/first is creating the cloud name ns-thing",
+    },
+  },
+  {
+    reason: "an operation that vanished is recorded with an unknown outcome, and the resource is read to decide",
+    given: createInFlight({ id: "res-1" }),
+    progress: { state: "vanished", settledAt: NOW },
+    observe: available,
+    want: {
+      outcome: "done",
+      calls: ["observe"],
+      conditionReason: "Available",
+      lastStatus: { operation: { id: "op-create", name: "CREATE", state: "UNKNOWN" } },
+    },
+  },
+  {
+    reason: "a vanished create whose resource is not readable yet is waited for, not created again",
+    given: createInFlight({ id: "res-1" }),
+    progress: { state: "vanished", settledAt: NOW },
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe"],
+      conditionReason: "Creating",
+      lastStatus: {
+        createPending: { cloudName: "ns-thing" },
+        operation: { name: "CREATE", state: "UNKNOWN" },
+      },
     },
   },
   {

@@ -1,5 +1,7 @@
 // The newcomer's journey: playground up, `kubectl apply -f examples/`, everything Ready, changes reach the cloud,
 // `kubectl delete -f examples/` empties the cloud and leaves no finalizer behind.
+import { stat } from "node:fs/promises";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   eventually,
@@ -53,6 +55,14 @@ describe("playground journey", () => {
     }
     const table = await playground.kubectl("get", "gpucloud");
     expect(table).toContain("trainer");
+  });
+
+  it("keeps every file holding the API key or a password readable by its owner only", async () => {
+    const modeOf = async (name: string): Promise<number> =>
+      (await stat(path.join(playground.stateDir, name))).mode & 0o777;
+    for (const file of ["kubeconfig", "cloud.json", "cloud-state.json", "cluster-state.json"]) {
+      expect(await eventually(`${file} written`, () => modeOf(file)), file).toBe(0o600);
+    }
   });
 
   it("stops and starts the VM when spec.powerState changes", async () => {
