@@ -7,7 +7,6 @@ import {
   AGE_COLUMN,
   atMostOneOf,
   type CelRule,
-  Condition,
   DELETION_POLICIES,
   defineKind,
   LOCATION_PATTERN,
@@ -18,7 +17,7 @@ import {
   timestamp,
 } from "./common.ts";
 import { PERSISTENT_SSD_MAX_GIB, SHARED_VOLUME_MAX_GIB, SHARED_VOLUME_MIN_GIB, sizeInGiB } from "./gpu-disk.ts";
-import { GpuVmSpec, MAX_LOCATIONS, refineVmInputs } from "./gpu-vm.ts";
+import { CREATE_ONLY_FIELDS, GpuVmSpec, MAX_LOCATIONS, refineVmInputs } from "./gpu-vm.ts";
 
 export const PLACEMENT_STRATEGIES = ["Spread", "Pack"] as const;
 export type PlacementStrategy = (typeof PLACEMENT_STRATEGIES)[number];
@@ -39,13 +38,7 @@ const TEMPLATE_FIELDS = [
   "credentialsRef",
   "deletionPolicy",
   "type",
-  "image",
-  "sshPublicKey",
-  "sshPublicKeySecretRef",
-  "startupScript",
-  "startupScriptRef",
-  "shutdownScript",
-  "shutdownScriptRef",
+  ...CREATE_ONLY_FIELDS,
   "disks",
   "powerState",
 ] as const;
@@ -298,15 +291,7 @@ const count = (description: string) => z.int().min(0).optional().meta({ descript
 export const GpuVmPoolStatus = z
   .object({
     observedGeneration: managedStatusShape.observedGeneration,
-    conditions: z
-      .array(Condition)
-      .max(8)
-      .optional()
-      .meta({
-        description: "Ready, Reconciling and Stalled conditions.",
-        "x-kubernetes-list-type": "map",
-        "x-kubernetes-list-map-keys": ["type"],
-      }),
+    conditions: managedStatusShape.conditions,
     replicas: count("Replicas that exist (GpuVms of the pool that are not being deleted)."),
     readyReplicas: count("Replicas whose GpuVm is Ready."),
     updatedReplicas: count("Replicas made from the current template, with its changeable fields applied."),

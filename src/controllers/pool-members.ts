@@ -6,7 +6,7 @@ import { isDeepStrictEqual } from "node:util";
 import { z } from "zod";
 import { ANNOTATIONS, API_VERSION, ObjectMeta, POOL_LABELS } from "../api/common.ts";
 import type { GpuDiskSpec } from "../api/gpu-disk.ts";
-import { GpuVmSpec } from "../api/gpu-vm.ts";
+import { CREATE_ONLY_FIELDS, GpuVmSpec } from "../api/gpu-vm.ts";
 import type { GpuVmPoolSpec, PoolSlot } from "../api/gpu-vm-pool.ts";
 
 const OwnerReference = z.looseObject({
@@ -137,15 +137,9 @@ function familyOf(type: string): string {
 export function revisionOf(spec: GpuVmPoolSpec): string {
   const template = spec.template.spec;
   const createOnly = {
+    ...Object.fromEntries(CREATE_ONLY_FIELDS.map((field) => [field, template[field]])),
     credentialsRef: template.credentialsRef,
     family: familyOf(template.type),
-    image: template.image,
-    sshPublicKey: template.sshPublicKey,
-    sshPublicKeySecretRef: template.sshPublicKeySecretRef,
-    startupScript: template.startupScript,
-    startupScriptRef: template.startupScriptRef,
-    shutdownScript: template.shutdownScript,
-    shutdownScriptRef: template.shutdownScriptRef,
     diskTemplates: spec.diskTemplates ?? [],
   };
   return createHash("sha256").update(canonical(createOnly)).digest("hex").slice(0, 10);

@@ -3,8 +3,8 @@
 // specReplicasPath, statusReplicasPath and labelSelectorPath; PUT and PATCH change only the spec replicas field,
 // through the object's own update (schema, CEL, generation, resourceVersion precondition).
 import type { KubeApi, PatchOptions, WriteOptions } from "./api.ts";
-import { applyJsonPatch, applyMergePatch } from "./patch.ts";
-import { ApiError, badRequest, unsupportedMediaType } from "./status.ts";
+import { applyJsonBodyPatch } from "./patch.ts";
+import { ApiError, badRequest } from "./status.ts";
 import { deepClone, isRecord, type JsonObject, type KubeObject, type ResourceType } from "./types.ts";
 
 /** A CRD version's `subresources.scale`. */
@@ -150,25 +150,12 @@ export function patchScale(
   rawBody: string,
   options: PatchOptions,
 ): KubeObject {
-  const mediaType = contentType.split(";")[0]?.trim() ?? "";
   const { scale, found } = scaleOf(type, api.get(type, namespace, name));
   // Like the real server: a missing spec replicas field reads as the smallest int32 to the patch, which must set it.
   const unset = -(2 ** 31);
   if (!found) scale.spec = { replicas: unset };
-  let patchBody: unknown;
-  try {
-    patchBody = JSON.parse(rawBody);
-  } catch (error) {
-    throw badRequest(`the body of the patch is not valid JSON: ${(error as Error).message}`, undefined, {
-      cause: error,
-    });
-  }
   // Scale is a built-in type: a strategic merge patch is a merge patch for its plain fields.
-  let patched: unknown;
-  if (mediaType === "application/merge-patch+json" || mediaType === "application/strategic-merge-patch+json")
-    patched = applyMergePatch(scale, patchBody);
-  else if (mediaType === "application/json-patch+json") patched = applyJsonPatch(scale, patchBody);
-  else throw unsupportedMediaType(contentType);
+  const patched = applyJsonBodyPatch(scale, contentType, rawBody, true);
   const replicas = isRecord(patched) && isRecord(patched.spec) ? patched.spec.replicas : undefined;
   if (replicas === unset) {
     throw badRequest(`the spec replicas field "${scalePaths(type).specReplicasPath}" cannot be empty`);
