@@ -99,6 +99,11 @@ export function selectorOf(poolName: string): string {
   return `${POOL_LABELS.pool}=${poolName}`;
 }
 
+/**
+ * The pool's controller reference on its members. blockOwnerDeletion stays false: the pool's finalizer already
+ * holds it until its members are gone, and setting it would need update on gpuvmpools/finalizers where the API
+ * server enforces owner-reference permissions (the RBAC grants the least the operator uses).
+ */
 export function controllerReference(pool: PoolIdentity) {
   return {
     apiVersion: API_VERSION,
@@ -106,7 +111,7 @@ export function controllerReference(pool: PoolIdentity) {
     name: pool.name,
     uid: pool.uid,
     controller: true,
-    blockOwnerDeletion: true,
+    blockOwnerDeletion: false,
   };
 }
 
