@@ -16,7 +16,7 @@ import { classify, REASON, type Reason, TERMINAL_REASONS, type Verdict } from ".
 import { createAbsent } from "./creation.ts";
 import { deleteResource, paused, release } from "./deletion.ts";
 import { mirror, reconcileExisting } from "./existing-resource.ts";
-import type { ManagedObject, ManagedSpecBase, ManagedStatusBase, Observation, Outcome } from "./external.ts";
+import type { ManagedSpecBase, Observation, Outcome } from "./external.ts";
 import { handleFailedOperation } from "./operation-failures.ts";
 import { followOperation } from "./operation-following.ts";
 import { type Settlement, settleOperation } from "./operation-tracking.ts";
