@@ -235,8 +235,8 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
             credentialsSource: `Secret ${secret.namespace}/${secret.name} (${keys})`,
             paymentProblem: (signal, options) => account.paymentProblem(signal, options),
             operation: (operationId, ownerKey) => account.operation(kind.family, operationId, ownerKey),
-            findOperation: (resourceId, name, sinceMs, signal) =>
-              account.findOperation(kind.family, resourceId, name, sinceMs, signal),
+            findOperations: (resourceId, name, sinceMs, signal) =>
+              account.findOperations(kind.family, resourceId, name, sinceMs, signal),
           },
         };
       },
