@@ -2,7 +2,7 @@
 // restart, the credentials-in-use finalizer on the Secret, and an organization without a payment method.
 import { EventsV1Api, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { afterEach, describe, expect, it } from "vitest";
-import { condition, type Env, NAMESPACE, startEnv, vmSpec } from "./harness.ts";
+import { condition, type Env, NAMESPACE, startEnv, vmSpec, WATCHED } from "./harness.ts";
 
 let env: Env | undefined;
 afterEach(async () => {
@@ -13,7 +13,7 @@ afterEach(async () => {
 const reasonOf = (o: Parameters<typeof condition>[0]) => condition(o, "Ready")?.reason;
 
 async function writeSecret(e: Env, data: Record<string, string>): Promise<void> {
-  const body = { metadata: { name: "gpucloud-credentials" }, stringData: data };
+  const body = { metadata: { name: "gpucloud-credentials", labels: WATCHED }, stringData: data };
   try {
     await e.core.createNamespacedSecret({ namespace: NAMESPACE, body });
   } catch {
@@ -98,8 +98,8 @@ describe("preconditions", () => {
     env = await startEnv();
     await env.apply("GpuVm", "paid", vmSpec());
     await env.waitReady("GpuVm", "paid");
-    // The Secret gets its in-use finalizer (a new resourceVersion rebuilds the account); then one more create
-    // leaves "payment method fine" in the account's cache.
+    // The Secret gets its in-use finalizer (a new resourceVersion, same credentials: the account stays); then one
+    // more create leaves "payment method fine" in the account's cache.
     const e = env;
     const finalizersOf = async () =>
       (await e.core.readNamespacedSecret({ namespace: NAMESPACE, name: "gpucloud-credentials" })).metadata

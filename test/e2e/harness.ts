@@ -116,11 +116,14 @@ export async function startPlayground(options: {
   withoutOperator?: boolean;
   /** Reuse the state of an earlier playground; a fresh temporary directory otherwise. */
   stateDir?: string;
+  /** The simulator's profile (`--profile`); the playground's default (contract) otherwise. */
+  profile?: "contract" | "seed-only";
 }): Promise<Playground> {
   const stateDir = options.stateDir ?? (await mkdtemp(path.join(tmpdir(), "gpuvm-e2e-")));
   const args = ["playground", "--port", "0", "--cloud-port", "0", "--metrics-port", "0", "--health-port", "0"];
   args.push("--state-dir", stateDir, "--latency-ms", String(options.latencyMs));
   if (options.withoutOperator === true) args.push("--without-operator");
+  if (options.profile !== undefined) args.push("--profile", options.profile);
   const playground = new RunningProcess(args);
   try {
     await playground.waitForOutput(READY_LINE, 60_000);
