@@ -20,10 +20,14 @@ export interface ReconcileRequest {
  *   (e.g. after a Kubernetes 409 on a status write): rate-limited, counted as result "requeue", not an error.
  * - `retry`: failure; re-queued with per-key exponential backoff (1 s … 5 min).
  * - `terminal`: failure that retrying cannot fix (bad spec); not re-queued until the object changes.
+ * - `parked`: waiting for a resource (a slot of its cloud account) that wakes the key itself with `wake` when it
+ *   frees; no resync and no backoff meanwhile, re-queued after `fallbackMs` only if nothing woke it. A timed
+ *   requeue instead would look again and again at every key of a backlog (each refused again): CPU for nothing.
  */
 export type Outcome =
   | { type: "done" }
   | { type: "requeueAfter"; ms: number }
+  | { type: "parked"; fallbackMs: number }
   | { type: "retry"; error: Error }
   | { type: "terminal"; error: Error };
 
@@ -42,6 +46,8 @@ export interface ReconcileContext {
   /** Child logger carrying {controller, namespace, name, reconcileID} (controller-runtime's spelling). */
   logger: Logger;
   reconcileId: string;
+  /** The lane the key was taken from (`high`: work that finishes something), for work that waits on its own. */
+  priority: Priority;
 }
 
 export interface Reconciler {
@@ -186,6 +192,15 @@ export class Controller {
     this.#queue.addAfter(key, delayMs, priority);
   }
 
+  /**
+   * Queues a key now, dropping its pending delayed requeue: for a key that waited for a resource (a slot of its
+   * cloud account) rather than for a time, and gets it now.
+   */
+  wake(key: string, priority: Priority = "normal"): void {
+    if (!this.owns(key)) return;
+    this.#queue.addNow(key, priority);
+  }
+
   /** Whether this replica reconciles the key (its shard), see sharding.ts. */
   owns(key: string): boolean {
     const shard = this.#options.shard;
@@ -285,7 +300,13 @@ export class Controller {
     const startedAt = this.#clock.now();
     let result: Outcome;
     try {
-      result = await this.#options.reconciler.reconcile(request, { signal: abort.signal, logger, reconcileId });
+      const priority = queue.takenFrom(key) ?? "normal";
+      result = await this.#options.reconciler.reconcile(request, {
+        signal: abort.signal,
+        logger,
+        reconcileId,
+        priority,
+      });
       if (!isOutcome(result)) {
         metrics?.reconcilePanicsTotal.inc(labels);
         result = outcome.retry(new Error(`reconciler returned an invalid outcome`));
@@ -326,6 +347,10 @@ export class Controller {
         this.#scheduleResync(queue, key, request);
         logger.debug({ requeueAfterMs: result.ms }, "requeue after");
         return "requeue_after";
+      case "parked":
+        queue.addAfter(key, result.fallbackMs);
+        logger.debug({ fallbackMs: result.fallbackMs }, "parked");
+        return "parked";
       case "retry":
         queue.addRateLimited(key);
         metrics?.reconcileErrorsTotal.inc(labels);
@@ -358,6 +383,8 @@ function isOutcome(value: unknown): value is Outcome {
       return true;
     case "requeueAfter":
       return "ms" in value && typeof value.ms === "number" && Number.isFinite(value.ms);
+    case "parked":
+      return "fallbackMs" in value && typeof value.fallbackMs === "number" && value.fallbackMs > 0;
     case "retry":
     case "terminal":
       return "error" in value && value.error instanceof Error;
