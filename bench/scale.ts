@@ -217,7 +217,7 @@ function fixed(value: number, digits = 1): string {
 export function printSummary(all: Report): string {
   const lines: string[] = [];
   lines.push(
-    "| objects at once | time to all Ready | goal 1.15·(L+N·c/R) | limit L+N/R | ratio | first Ready | settle→Ready p99 | calls/object (c) | CPU s | CPU ms/object | idle RSS | peak RSS | end RSS | lag p99 / max ms | writes/object | reconciles/object | load |",
+    "| objects at once | time to all Ready | goal 1.15·(L+N·c/R) | limit L+N/R | ratio | first Ready | settle→Ready p99 | calls/object (c) | CPU s | CPU ms/object | idle RSS | peak RSS | end RSS | lag p99 per 2 s: median / worst, max ms | writes/object | reconciles/object | load |",
   );
   lines.push("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
   for (const r of [...all.bursts, ...(all.adoption ? [all.adoption] : [])]) {
@@ -229,7 +229,7 @@ export function printSummary(all: Report): string {
     const goal = 1.15 * (r.latencyMs / 1000 + (r.n * r.cloudCallsPerObject) / r.rate.ratePerSec);
     const met = !r.timedOut && r.timeToAllReadySeconds <= goal ? "✓" : "✗";
     lines.push(
-      `| ${label} | ${ready} | ${fixed(goal)} s ${met} | ${fixed(r.physicalLimitSeconds)} s | ${fixed(r.ratioToLimit, 2)} | ${fixed(r.firstReadySeconds)} s | ${fixed(r.settleToReadyP99Seconds)} s | ${fixed(r.cloudCallsPerObject, 2)} | ${fixed(r.operatorCpuSeconds)} | ${fixed(r.cpuMsPerObject, 2)} | ${fixed(r.idleRssMiB, 0)} MiB | ${fixed(r.peakRssMiB, 0)} MiB | ${fixed(r.endRssMiB, 0)} MiB | ${fixed(r.eventLoopLagP99MaxMs, 0)} / ${fixed(r.eventLoopLagMaxMs, 0)} | ${fixed(r.objectWritesToReadyPerObject, 2)} | ${fixed(r.reconcilesPerObject, 1)} | ${fixed(r.load.before)} |`,
+      `| ${label} | ${ready} | ${fixed(goal)} s ${met} | ${fixed(r.physicalLimitSeconds)} s | ${fixed(r.ratioToLimit, 2)} | ${fixed(r.firstReadySeconds)} s | ${fixed(r.settleToReadyP99Seconds)} s | ${fixed(r.cloudCallsPerObject, 2)} | ${fixed(r.operatorCpuSeconds)} | ${fixed(r.cpuMsPerObject, 2)} | ${fixed(r.idleRssMiB, 0)} MiB | ${fixed(r.peakRssMiB, 0)} MiB | ${fixed(r.endRssMiB, 0)} MiB | ${fixed(r.eventLoopLagP99MedianMs, 0)} / ${fixed(r.eventLoopLagP99MaxMs, 0)}, ${fixed(r.eventLoopLagMaxMs, 0)} | ${fixed(r.objectWritesToReadyPerObject, 2)} | ${fixed(r.reconcilesPerObject, 1)} | ${fixed(r.load.before)} |`,
     );
   }
   if (all.steady) {

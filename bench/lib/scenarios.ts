@@ -184,6 +184,9 @@ export interface BurstResult {
   peakRssMiB: number;
   endRssMiB: number;
   eventLoopLagP99MaxMs: number;
+  /** The event loop's p99 lag of each 2-s interval: their median, and the share of intervals above 50 ms. */
+  eventLoopLagP99MedianMs: number;
+  eventLoopLagIntervalsOver50Ms: number;
   eventLoopLagMaxMs: number;
   /** Every 5 s: seconds since the start, cloud calls so far, objects Ready so far. */
   timeline: [number, number, number][];
@@ -400,6 +403,9 @@ function summarize(input: {
     peakRssMiB: sampler.peakRssBytes() / MiB,
     endRssMiB: (last?.rssBytes ?? 0) / MiB,
     eventLoopLagP99MaxMs: Math.max(0, ...sampler.lagP99) * 1000,
+    eventLoopLagP99MedianMs: percentile(sampler.lagP99, 50) * 1000,
+    eventLoopLagIntervalsOver50Ms:
+      sampler.lagP99.filter((lag) => lag > 0.05).length / Math.max(1, sampler.lagP99.length),
     eventLoopLagMaxMs: Math.max(0, ...sampler.lagMax) * 1000,
     timeline: input.timeline,
   };
