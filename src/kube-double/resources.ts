@@ -1,5 +1,6 @@
 // The resources the double serves: a fixed set of built-in kinds plus one entry per served version of
 // every registered CustomResourceDefinition.
+import { EVENT_COLUMNS } from "./events.ts";
 import { checkSchemaCompiles } from "./schema.ts";
 import type { StatusCause } from "./status.ts";
 import { isRecord, type JsonSchema, type KubeObject, type PrinterColumn, type ResourceType } from "./types.ts";
@@ -35,6 +36,7 @@ export const BUILTIN_TYPES: readonly ResourceType[] = [
     shortNames: ["ns"],
     namespaced: false,
     statusSubresource: true,
+    fieldShape: { atomic: [], alwaysPresent: [["spec"], ["status"]] },
     printerColumns: [{ name: "Status", type: "string", jsonPath: ".status.phase" }],
   }),
   builtin({
@@ -67,12 +69,9 @@ export const BUILTIN_TYPES: readonly ResourceType[] = [
     singular: "event",
     shortNames: ["ev"],
     namespaced: true,
-    printerColumns: [
-      { name: "Type", type: "string", jsonPath: ".type" },
-      { name: "Reason", type: "string", jsonPath: ".reason" },
-      { name: "Object", type: "string", jsonPath: ".involvedObject.name" },
-      { name: "Message", type: "string", jsonPath: ".message" },
-    ],
+    printerColumns: EVENT_COLUMNS,
+    completeColumns: true,
+    fieldShape: { atomic: [["involvedObject"], ["related"]], alwaysPresent: [["source"]] },
   }),
   builtin({
     group: "events.k8s.io",
@@ -82,12 +81,9 @@ export const BUILTIN_TYPES: readonly ResourceType[] = [
     singular: "event",
     shortNames: ["ev"],
     namespaced: true,
-    printerColumns: [
-      { name: "Type", type: "string", jsonPath: ".type" },
-      { name: "Reason", type: "string", jsonPath: ".reason" },
-      { name: "Object", type: "string", jsonPath: ".regarding.name" },
-      { name: "Note", type: "string", jsonPath: ".note" },
-    ],
+    printerColumns: EVENT_COLUMNS,
+    completeColumns: true,
+    fieldShape: { atomic: [["regarding"], ["related"]], alwaysPresent: [["deprecatedSource"]] },
   }),
   builtin({
     group: "coordination.k8s.io",
@@ -96,6 +92,7 @@ export const BUILTIN_TYPES: readonly ResourceType[] = [
     plural: "leases",
     singular: "lease",
     namespaced: true,
+    fieldShape: { atomic: [], alwaysPresent: [["spec"]] },
     printerColumns: [{ name: "Holder", type: "string", jsonPath: ".spec.holderIdentity" }],
   }),
   builtin({

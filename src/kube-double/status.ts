@@ -37,10 +37,15 @@ export class ApiError extends Error {
       status: "Failure",
       message: this.message,
       reason: this.reason,
-      ...(this.details === undefined ? {} : { details: this.details }),
+      // Like metav1.StatusDetails, empty strings are left out (`"name": ""` never appears).
+      ...(this.details === undefined ? {} : { details: withoutEmptyStrings(this.details) }),
       code: this.code,
     };
   }
+}
+
+function withoutEmptyStrings(details: StatusDetails): StatusDetails {
+  return Object.fromEntries(Object.entries(details).filter(([, value]) => value !== "")) as StatusDetails;
 }
 
 type ResourceRef = Pick<ResourceType, "group" | "plural">;

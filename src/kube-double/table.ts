@@ -35,21 +35,24 @@ interface ColumnDefinition {
 
 function columnsOf(type: ResourceType): PrinterColumn[] {
   const columns = [...type.printerColumns];
+  if (type.completeColumns === true) return columns;
   if (!columns.some((column) => column.name.toLowerCase() === "age" || column.type === "date")) {
     columns.push({ name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" });
   }
   return columns;
 }
 
+const NAME_COLUMN: ColumnDefinition = {
+  name: "Name",
+  type: "string",
+  format: "name",
+  description: "Name must be unique within a namespace.",
+  priority: 0,
+};
+
 export function columnDefinitions(type: ResourceType): ColumnDefinition[] {
   return [
-    {
-      name: "Name",
-      type: "string",
-      format: "name",
-      description: "Name must be unique within a namespace.",
-      priority: 0,
-    },
+    ...(type.completeColumns === true ? [] : [NAME_COLUMN]),
     ...columnsOf(type).map((column) => ({
       name: column.name,
       type: column.type,
@@ -89,7 +92,10 @@ export function tableRow(
         ? undefined
         : { kind: "PartialObjectMetadata", apiVersion: "meta.k8s.io/v1", metadata: object.metadata };
   return {
-    cells: [object.metadata.name ?? "", ...columnsOf(type).map((column) => cell(object, column))],
+    cells: [
+      ...(type.completeColumns === true ? [] : [object.metadata.name ?? ""]),
+      ...columnsOf(type).map((column) => cell(object, column)),
+    ],
     ...(embedded === undefined ? {} : { object: embedded }),
   };
 }
