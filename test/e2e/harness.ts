@@ -99,7 +99,7 @@ export interface Playground {
   process: RunningProcess;
   stateDir: string;
   kubeconfigPath: string;
-  /** Base URL of the Kubernetes API test double. */
+  /** Base URL of the Kubernetes API (the test double's, or the real kube-apiserver's). */
   kubeUrl: string;
   cloud: CloudInfo;
   kubectl(...args: string[]): Promise<string>;
@@ -116,14 +116,19 @@ export async function startPlayground(options: {
   withoutOperator?: boolean;
   /** Reuse the state of an earlier playground; a fresh temporary directory otherwise. */
   stateDir?: string;
+  /** The test double (default) or a real control plane (`--kube real`, needs `npm run kube:build`). */
+  kube?: "double" | "real";
+  /** The kubectl binary to drive it with; the one on PATH by default. */
+  kubectl?: string;
 }): Promise<Playground> {
   const stateDir = options.stateDir ?? (await mkdtemp(path.join(tmpdir(), "gpuvm-e2e-")));
   const args = ["playground", "--port", "0", "--cloud-port", "0", "--metrics-port", "0", "--health-port", "0"];
   args.push("--state-dir", stateDir, "--latency-ms", String(options.latencyMs));
   if (options.withoutOperator === true) args.push("--without-operator");
+  if (options.kube === "real") args.push("--kube", "real");
   const playground = new RunningProcess(args);
   try {
-    await playground.waitForOutput(READY_LINE, 60_000);
+    await playground.waitForOutput(READY_LINE, 120_000);
   } catch (error) {
     await playground.stop("SIGKILL");
     await rm(stateDir, { recursive: true, force: true });
@@ -144,7 +149,7 @@ export async function startPlayground(options: {
     customObjects: kubeConfig.makeApiClient(CustomObjectsApi),
     async kubectl(...kubectlArgs: string[]): Promise<string> {
       try {
-        const { stdout } = await run("kubectl", kubectlArgs, {
+        const { stdout } = await run(options.kubectl ?? "kubectl", kubectlArgs, {
           cwd: REPO_ROOT,
           env: { ...process.env, KUBECONFIG: kubeconfigPath },
           timeout: 150_000,
