@@ -21,6 +21,7 @@ describe("gpuvm-operator playground command line", () => {
       "--state-dir",
       "--latency-ms",
       "--without-operator",
+      "--kube",
     ]) {
       expect(help.output).toContain(flag);
     }
@@ -37,6 +38,7 @@ describe("gpuvm-operator playground command line", () => {
     [["--latency-ms", "-5"], "--latency-ms"],
     [["--cloud-port", "70000"], "--cloud-port"],
     [["--colour"], "colour"],
+    [["--kube", "k3s"], '--kube: expected double or real, got "k3s"'],
     [["extra"], "extra"],
   ])("refuses %j", (argv, mention) => {
     expect(() => parsePlaygroundArgs(argv)).toThrow(PlaygroundUsageError);
@@ -50,7 +52,9 @@ describe("gpuvm-operator playground command line", () => {
       cloudPort: PLAYGROUND_DEFAULTS.cloudPort,
       latencyMs: 1500,
       withoutOperator: false,
+      kube: "double",
     });
+    expect(parsePlaygroundArgs(["--kube", "real"])).toMatchObject({ kube: "real" });
     expect(options !== "help" && options.stateDir.endsWith(".playground")).toBe(true);
   });
 
@@ -66,6 +70,18 @@ describe("gpuvm-operator playground command line", () => {
       "run --kubeconfig /tmp/pg/kubeconfig --api-url http://127.0.0.1:9/v0.1 --credentials-secret default/gpucloud-credentials " +
         "--metrics-bind-address 127.0.0.1:8092 --health-probe-bind-address 127.0.0.1:8093 --operation-poll-interval 750ms",
     );
+  });
+
+  it("runs the operator as deploy/ does on the real control plane: leader election in its namespace", () => {
+    const args = operatorArgs({
+      kubeconfigPath: "/tmp/pg/operator.kubeconfig",
+      apiUrl: "http://127.0.0.1:9/v0.1",
+      metricsPort: 0,
+      healthPort: 0,
+      latencyMs: 200,
+      leaderElectionNamespace: "gpuvm-system",
+    });
+    expect(args.slice(-3)).toEqual(["--leader-elect", "--leader-election-namespace", "gpuvm-system"]);
   });
 
   it("formats pino lines for people and passes other lines through", () => {
