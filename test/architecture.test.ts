@@ -16,7 +16,7 @@ const ALLOWED: Record<string, { internal: string[]; packages: string[] }> = {
   "control-plane": { internal: ["util/"], packages: ["yaml"] },
   runtime: {
     internal: ["util/", "api/common.ts"],
-    packages: ["@kubernetes/client-node", "pino", "prom-client", "zod"],
+    packages: ["@kubernetes/client-node", "pino", "prom-client", "zod", "undici"],
   },
   controllers: {
     internal: ["util/", "api/", "cloud/", "runtime/"],

@@ -26,7 +26,7 @@ export const SYNC_PERIOD_ANNOTATION = ANNOTATIONS.syncPeriod;
 export const DEFAULT_CREDENTIALS_SECRET = "gpucloud-credentials";
 
 /** kstatus-compatible condition types (kubectl wait, Argo CD and Flux read these). */
-export const CONDITION_TYPES = ["Ready", "Reconciling", "Stalled"] as const;
+export const CONDITION_TYPES = ["Ready", "Reconciling", "Stalled", "UpToDate"] as const;
 export type ConditionType = (typeof CONDITION_TYPES)[number];
 export const CONDITION_STATUSES = ["True", "False", "Unknown"] as const;
 export type ConditionStatus = (typeof CONDITION_STATUSES)[number];
@@ -52,6 +52,10 @@ export const REASONS = {
   Paused: "Paused",
   Observed: "Observed",
   Available: "Available",
+  StatusRejected: "StatusRejected",
+  CreateOnlyFieldChanged: "CreateOnlyFieldChanged",
+  CreateOnlyFieldsApplied: "CreateOnlyFieldsApplied",
+  InternalError: "InternalError",
 } as const;
 export type Reason = (typeof REASONS)[keyof typeof REASONS];
 
@@ -76,6 +80,16 @@ export const REASON_DESCRIPTIONS: Readonly<Record<Reason, string>> = {
   Paused: "The gpucloud.dev/paused annotation is set; the operator makes no cloud calls for this object.",
   Observed: "managementPolicy is Observe: the cloud resource is read into status but never changed.",
   Available: "The cloud resource exists and matches the spec.",
+  StatusRejected:
+    "The status could not be written (a value does not fit the CRD, or the API server refused it): a bug to " +
+    "report. Nothing more is sent for the object until its spec changes or 10 minutes pass.",
+  CreateOnlyFieldChanged:
+    "UpToDate=False: a value the cloud takes only at creation (a GpuVm's SSH key or a script from a Secret or " +
+    "ConfigMap) changed after the resource was created; it is not applied. Restore it, or re-create the object.",
+  CreateOnlyFieldsApplied: "UpToDate=True: the resource was created with the current create-only values.",
+  InternalError:
+    "The operator met an unexpected error of its own (a bug, logged at error level with its stack); retried " +
+    "with backoff.",
 };
 
 // ---------------------------------------------------------------------------------------------------------
@@ -124,18 +138,39 @@ export type ObjectMeta = z.infer<typeof ObjectMeta>;
 
 export const MAX_CLOUD_NAME_LENGTH = 63;
 
+const shortHash = (text: string): string => createHash("sha256").update(text).digest("hex").slice(0, 8);
+
+/** `head` cut so that `-<hash>` fits in 63 characters, without a separator left before the hash. */
+function withHash(head: string, hash: string): string {
+  return `${head.slice(0, MAX_CLOUD_NAME_LENGTH - hash.length - 1).replace(/[-.]+$/, "")}-${hash}`;
+}
+
 /**
- * The cloud name of an object without spec.cloudName: `<namespace>-<name>`, lowercase, at most 63 characters.
- * Longer names keep their start and get `-<8 hex digits of sha256>` so that two long names stay distinct and
- * a re-created object (or a restarted operator) finds the same cloud resource again.
+ * The cloud name of an object without spec.cloudName, lowercase, at most 63 characters, never the same for two
+ * objects: `<namespace>-<name>` when the namespace has no `-` (a namespace cannot hold a `.`, so the first `-`
+ * separates namespace and name: nothing else maps to the same text) and it fits. Otherwise the readable
+ * `<namespace>-<name>` (cut to fit) gets `-<8 hex digits of sha256("<namespace>/<name>")>`: `default/reset-vm`
+ * is `default-reset-vm`, `default-reset/vm` is `default-reset-vm-2e0de793`. Stable, so a re-created object or a
+ * restarted operator finds the same cloud resource again.
  */
 export function defaultCloudName(namespace: string, name: string): string {
   if (namespace === "" || name === "") throw new Error("defaultCloudName needs a namespace and a name");
+  if (!namespace.includes("-")) return legacyDefaultCloudName(namespace, name);
+  const full = `${namespace}-${name}`.toLowerCase();
+  return withHash(full, shortHash(`${namespace}/${name}`.toLowerCase()));
+}
+
+/**
+ * The default cloud name of versions before 0.2: `<namespace>-<name>`, hashed only beyond 63 characters. It
+ * is the same as defaultCloudName for namespaces without `-`; in others two objects could get the same one
+ * (`default/reset-vm` and `default-reset/vm`). Objects that created their resource under it keep it (the
+ * name recorded in status wins), and a resource found under it is never adopted without spec.id.
+ */
+export function legacyDefaultCloudName(namespace: string, name: string): string {
+  if (namespace === "" || name === "") throw new Error("defaultCloudName needs a namespace and a name");
   const full = `${namespace}-${name}`.toLowerCase();
   if (full.length <= MAX_CLOUD_NAME_LENGTH) return full;
-  const hash = createHash("sha256").update(full).digest("hex").slice(0, 8);
-  const head = full.slice(0, MAX_CLOUD_NAME_LENGTH - hash.length - 1).replace(/[-.]+$/, "");
-  return `${head}-${hash}`;
+  return withHash(full, shortHash(full));
 }
 
 /** The name of a resource in the cloud: spec.cloudName when set, else the deterministic default. */
@@ -166,8 +201,9 @@ export const managedSpecShape = {
     .optional()
     .meta({
       description:
-        "Name of the resource in the cloud. Defaults to <namespace>-<name> (lowercase, shortened with a hash " +
-        "suffix beyond 63 characters). Cannot change once set.",
+        "Name of the resource in the cloud. Defaults to <namespace>-<name> (lowercase), with a hash suffix " +
+        "when the namespace holds a '-' or the name is longer than 63 characters, so that no two objects share " +
+        "a default name. Cannot change once set.",
     }),
   credentialsRef: CredentialsRef.default({ name: DEFAULT_CREDENTIALS_SECRET }),
   deletionPolicy: z.enum(DELETION_POLICIES).default("Delete").meta({
@@ -203,11 +239,11 @@ export function immutableOnceSet(field: string): CelRule {
   };
 }
 
-/** `field` cannot change, be added or be removed after creation. */
-export function immutable(field: string): CelRule {
+/** `field` cannot change, be added or be removed after creation; `instead` says what to do instead. */
+export function immutable(field: string, instead?: string): CelRule {
   return {
     rule: `has(self.${field}) == has(oldSelf.${field}) && (!has(self.${field}) || self.${field} == oldSelf.${field})`,
-    message: `${field} is immutable`,
+    message: instead === undefined ? `${field} is immutable` : `${field} is immutable: ${instead}`,
     fieldPath: `.${field}`,
   };
 }
@@ -290,6 +326,29 @@ export const CreatePending = z
   });
 export type CreatePending = z.infer<typeof CreatePending>;
 
+export const MAX_ACTION_FIELDS = 4;
+
+export const ActionPending = z
+  .object({
+    name: text("Operation name of the action: START, STOP, RESET, UPDATE, RESIZE, PATCH or DELETE.", 32),
+    id: text("Id of the cloud resource it is sent to.", 128),
+    requestedAt: timestamp("When the action was recorded, before it was sent."),
+    fields: z
+      .record(z.string().max(63), z.string().max(64).meta({ description: "The value to set." }))
+      .optional()
+      .meta({
+        description: "Status fields set once the action is confirmed (e.g. lastResetRequestedAt).",
+        maxProperties: MAX_ACTION_FIELDS,
+      }),
+  })
+  .meta({
+    description:
+      "A change that is not idempotent (START, STOP, RESET, UPDATE, RESIZE, PATCH, DELETE), recorded before it " +
+      "is sent: after a crash or a failed status write the operator looks its operation up instead of sending " +
+      "it again.",
+  });
+export type ActionPending = z.infer<typeof ActionPending>;
+
 /** Fields every kind's status starts with. Spread into each kind's z.object. */
 export const managedStatusShape = {
   observedGeneration: z
@@ -317,6 +376,16 @@ export const managedStatusShape = {
     .meta({ description: `Recent cloud operations, newest first (at most ${MAX_OPERATION_HISTORY}).` }),
   lastError: text("The last error met while reconciling, empty once resolved.", 4096).optional(),
   createPending: CreatePending.optional(),
+  actionPending: ActionPending.optional(),
+  createOnlyDigests: z
+    .record(z.string().max(63), z.string().max(16).meta({ description: "First 16 hex digits of its sha256." }))
+    .optional()
+    .meta({
+      description:
+        "Digests of the create-only values the resource was created with (a GpuVm's image, SSH key and " +
+        "scripts, inline or from a Secret/ConfigMap): a later change shows as UpToDate=False.",
+      maxProperties: 8,
+    }),
   locationIndex: z
     .int()
     .min(0)

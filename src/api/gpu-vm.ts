@@ -29,8 +29,21 @@ export const POWER_STATES = ["Running", "Stopped"] as const;
 export const SCRIPT_SOURCE_KINDS = ["ConfigMap", "Secret"] as const;
 export const MAX_LOCATIONS = 10;
 export const MAX_VM_DISKS = 16;
+/** status.lastResetRequestedAt holds at most this much of the reset annotation. */
+export const MAX_RESET_VALUE_LENGTH = 64;
 /** Startup and shutdown scripts are sent inline in the create request; keep them reasonable. */
 export const MAX_SCRIPT_LENGTH = 65536;
+
+/** Spec fields the cloud takes only in the create request (immutable; their Secret/ConfigMap values are watched). */
+export const CREATE_ONLY_FIELDS = [
+  "image",
+  "sshPublicKey",
+  "sshPublicKeySecretRef",
+  "startupScript",
+  "startupScriptRef",
+  "shutdownScript",
+  "shutdownScriptRef",
+] as const;
 
 function objectName(description: string) {
   return z.string().min(1).max(253).regex(OBJECT_NAME_PATTERN).meta({ description });
@@ -110,6 +123,13 @@ const specRules: readonly CelRule[] = [
   atMostOneOf(["shutdownScript", "shutdownScriptRef"], "set shutdownScript or shutdownScriptRef, not both"),
   immutable("location"),
   immutable("locations"),
+  // Values the cloud takes only in the create request: accepted and ignored would be a silent lie.
+  ...CREATE_ONLY_FIELDS.map((field) =>
+    immutable(
+      field,
+      "the cloud takes it only when it creates the VM; create a new GpuVm with the new value (or delete and re-create this one)",
+    ),
+  ),
   {
     rule: `${celFamily("self.type")} == ${celFamily("oldSelf.type")}`,
     message: "type can only change within its family (the part before the dot, e.g. a100-80gb.1x to a100-80gb.8x)",
@@ -141,31 +161,39 @@ export const GpuVmSpec = z
         description: "Locations to try in order: the next one is tried when the previous has no capacity. Immutable.",
         "x-kubernetes-list-type": "set",
       }),
-    image: text("OS image name, such as ubuntu22.04-nvidia-550. The cloud's default image when empty.").optional(),
+    image: text(
+      "OS image name, such as ubuntu22.04-nvidia-550. The cloud's default image when empty. Immutable.",
+    ).optional(),
     sshPublicKey: z
       .string()
       .max(16384)
       .regex(SSH_PUBLIC_KEY_PATTERN, "must be an OpenSSH public key line such as 'ssh-ed25519 AAAA... user@host'")
       .optional()
-      .meta({ description: "OpenSSH public key installed on the VM (ssh-ed25519 AAAA... user@host)." }),
+      .meta({ description: "OpenSSH public key installed on the VM (ssh-ed25519 AAAA... user@host). Immutable." }),
     sshPublicKeySecretRef: SecretKeyRef.optional().meta({
-      description: "A Secret key holding the SSH public key, instead of sshPublicKey.",
+      description:
+        "A Secret key holding the SSH public key, instead of sshPublicKey. Immutable; a later change of the " +
+        "Secret's value is not applied and shows as UpToDate=False.",
     }),
     startupScript: z
       .string()
       .max(MAX_SCRIPT_LENGTH)
       .optional()
-      .meta({ description: "Script run when the VM boots. Or use startupScriptRef." }),
+      .meta({ description: "Script run when the VM boots. Or use startupScriptRef. Immutable." }),
     startupScriptRef: ScriptRef.optional().meta({
-      description: "A ConfigMap or Secret key holding the startup script.",
+      description:
+        "A ConfigMap or Secret key holding the startup script. Immutable; a later change of the value is not " +
+        "applied and shows as UpToDate=False.",
     }),
     shutdownScript: z
       .string()
       .max(MAX_SCRIPT_LENGTH)
       .optional()
-      .meta({ description: "Script run when the VM shuts down. Or use shutdownScriptRef." }),
+      .meta({ description: "Script run when the VM shuts down. Or use shutdownScriptRef. Immutable." }),
     shutdownScriptRef: ScriptRef.optional().meta({
-      description: "A ConfigMap or Secret key holding the shutdown script.",
+      description:
+        "A ConfigMap or Secret key holding the shutdown script. Immutable; a later change of the value is not " +
+        "applied and shows as UpToDate=False.",
     }),
     disks: z
       .array(VmDiskAttachment)
@@ -225,10 +253,11 @@ export const GpuVmStatus = z
       .max(MAX_VM_DISKS + 1)
       .optional()
       .meta({ description: "Data disks attached to the VM." }),
-    // Copied verbatim from the annotation, which users write by hand: no date-time format here.
+    // From the annotation, which users write by hand: no date-time format here.
     lastResetRequestedAt: text(
-      "Value of the gpucloud.dev/reset-requested-at annotation last acted on (one RESET per new value).",
-      64,
+      "Value of the gpucloud.dev/reset-requested-at annotation last acted on (one RESET per new value); a value " +
+        `longer than ${MAX_RESET_VALUE_LENGTH} characters is kept as its first characters and a hash.`,
+      MAX_RESET_VALUE_LENGTH,
     ).optional(),
   })
   .meta({ description: "Observed state of the VM." });
@@ -247,6 +276,12 @@ export const gpuVmKind = defineKind({
     { name: "Public-IP", type: "string", jsonPath: ".status.publicIP", description: "Public IPv4 address." },
     READY_COLUMN,
     REASON_COLUMN,
+    {
+      name: "Up-To-Date",
+      type: "string",
+      jsonPath: '.status.conditions[?(@.type=="UpToDate")].status',
+      description: "False when an SSH key or script from a Secret/ConfigMap changed after the VM was created.",
+    },
     { name: "$/Hour", type: "number", jsonPath: ".status.hourlyPriceUSD", description: "Price per hour in USD." },
     ID_COLUMN,
     AGE_COLUMN,

@@ -157,13 +157,25 @@ export function generateCrdReference(): string {
     `All kinds are in \`${API_VERSION}\`, namespaced, in the category \`${CATEGORY}\` (\`kubectl get ${CATEGORY}\` ` +
       "lists them all) and have a status subresource. Every kind shares the managed fields `cloudName`, " +
       "`credentialsRef`, `deletionPolicy`, `managementPolicy` and `id`, and the status fields `observedGeneration`, " +
-      "`conditions`, `id`, `operation`, `operations`, `lastError`, `createPending`, `projectId` and `locationIndex`. " +
+      "`conditions`, `id`, `operation`, `operations`, `lastError`, `createPending`, `actionPending`, `projectId` " +
+      "and `locationIndex`. " +
       `The operator puts the finalizer \`${FINALIZER}\` on every object it manages.`,
     KINDS.map((info) => `- [${info.kind}](#${info.kind.toLowerCase()})`).join("\n"),
     ...KINDS.map(kindSection),
+    "## Create-only fields",
+    "Some values are taken by the cloud only when it creates a resource. Given inline in the spec they are " +
+      "immutable: the API server refuses a change with a message saying what to do instead (a GpuVm's `image`, " +
+      "`sshPublicKey`, `startupScript`, `shutdownScript` and their `*Ref` fields; a GpuDisk's `location`, " +
+      "`type`, `blockSize`; a GpuNetwork's `cidr`; a GpuFirewallRule's network, `direction` and `action`). " +
+      "Values read from a Secret or ConfigMap can change without the API server knowing: the operator records " +
+      "digests of what a resource was created with (`status.createOnlyDigests`) and reports a later change as " +
+      "the condition `UpToDate=False` with reason `CreateOnlyFieldChanged` (the message names the field and " +
+      "its Secret or ConfigMap), a Warning Event and the `Up-To-Date` column. The change is not applied: restore " +
+      "the value, or delete and re-create the object. `Ready` stays as it is (the resource still works).",
     "## Conditions",
     `Condition types: ${CONDITION_TYPES.map(code).join(", ")} (kstatus: \`Ready\` says whether the resource is ` +
-      "usable, `Reconciling` that work is in progress, `Stalled` that progress needs a change from you).",
+      "usable, `Reconciling` that work is in progress, `Stalled` that progress needs a change from you; " +
+      "`UpToDate` whether the resource has the create-only values the spec asks for now, outside kstatus).",
     "### Reasons",
     ["| Reason | Meaning |", "| --- | --- |", ...reasonRows].join("\n"),
     "## Annotations",

@@ -1,13 +1,46 @@
-// Credentials of the cloud client: a project API key (sent as is), or email + password exchanged for
-// short-lived access tokens. Tokens are renewed ahead of expiry, by ONE refresh shared by every concurrent
-// request; single-use refresh tokens are rotated; a refused refresh token falls back to a fresh sign-in.
+// Credentials of the cloud client: a project API key (sent as is), email + password exchanged for
+// short-lived access tokens, or a sign-in kept outside the process (a CLI's token file) that the client renews
+// through its owner. Tokens are renewed ahead of expiry, by ONE refresh shared by every concurrent request;
+// single-use refresh tokens are rotated; a refused refresh token falls back to a fresh sign-in (password form).
 import type { Logger } from "pino";
 import { CloudError } from "./errors.ts";
 import type { Transport } from "./transport.ts";
 import { TokenResponse } from "./wire.ts";
 
-export type Credentials = { apiKey: string } | { email: string; password: string };
+export type Credentials = { apiKey: string } | { email: string; password: string } | SessionCredentials;
 
+/** An access/refresh token pair; `expiresAtMs` is wall-clock time (the pair outlives the process). */
+export interface SessionTokens {
+  accessToken: string;
+  refreshToken: string;
+  expiresAtMs: number;
+}
+
+/**
+ * A sign-in whose tokens live outside the client (a CLI's token file). The client sends `tokens()`'s access
+ * token and, when it is about to expire or was refused, asks `renew` for a new pair: the owner spends the
+ * single-use refresh token with `refresh` (or adopts a pair another process already rotated), stores the new
+ * pair before returning it, and throws when the sign-in is over.
+ */
+export interface TokenSession {
+  tokens(): SessionTokens;
+  /** The wall clock `expiresAtMs` is measured on; default Date.now. */
+  now?(): number;
+  renew(
+    stale: SessionTokens,
+    refresh: (refreshToken: string) => Promise<TokenResponse>,
+    signal?: AbortSignal,
+  ): Promise<SessionTokens>;
+}
+
+/** `email` names the user (rate-limit bucket, logs); it is never sent. */
+export interface SessionCredentials {
+  email: string;
+  session: TokenSession;
+}
+
+/** Renew a stored session this long before its access token expires. */
+const SESSION_RENEW_AHEAD_MS = 30_000;
 const TOKEN_ROUTE = "/auth/token";
 /** Renew when less than this share of the token's lifetime is left (capped by REFRESH_AHEAD_MAX_MS). */
 const REFRESH_AHEAD_SHARE = 0.2;
@@ -29,11 +62,20 @@ export function validateCredentials(credentials: unknown): Credentials {
   if (typeof credentials === "object" && credentials !== null) {
     const record = credentials as Record<string, unknown>;
     if (typeof record.apiKey === "string" && record.apiKey.trim() !== "") return { apiKey: record.apiKey };
+    if (isTokenSession(record.session) && typeof record.email === "string" && record.email !== "") {
+      return { email: record.email, session: record.session };
+    }
     if (typeof record.email === "string" && record.email !== "" && typeof record.password === "string") {
       if (record.password !== "") return { email: record.email, password: record.password };
     }
   }
-  throw new TypeError("cloud credentials need a non-empty apiKey, or a non-empty email and password");
+  throw new TypeError("cloud credentials need a non-empty apiKey, a non-empty email and password, or a session");
+}
+
+function isTokenSession(value: unknown): value is TokenSession {
+  if (typeof value !== "object" || value === null) return false;
+  const record = value as Record<string, unknown>;
+  return typeof record.tokens === "function" && typeof record.renew === "function";
 }
 
 interface TokenState {
@@ -150,6 +192,50 @@ export class PasswordAuthenticator implements Authenticator {
     this.#state = state;
     this.#logger.debug({ expiresInSec: token.expires_in }, "cloud access token renewed");
     return state;
+  }
+}
+
+/** Sends a stored session's access token; renews it through the session's owner (one renewal at a time). */
+export class SessionAuthenticator implements Authenticator {
+  readonly #session: TokenSession;
+  readonly #transport: Transport;
+  readonly #now: () => number;
+  #current: SessionTokens;
+  #renewal: Promise<SessionTokens> | undefined;
+
+  constructor(session: TokenSession, transport: Transport) {
+    this.#session = session;
+    this.#transport = transport;
+    this.#now = () => (session.now ? session.now() : Date.now());
+    this.#current = session.tokens();
+  }
+
+  async authorization(signal?: AbortSignal): Promise<string> {
+    if (this.#now() < this.#current.expiresAtMs - SESSION_RENEW_AHEAD_MS) return `Bearer ${this.#current.accessToken}`;
+    return `Bearer ${(await this.#renew(signal)).accessToken}`;
+  }
+
+  async recoverFromUnauthorized(usedAuthorization: string, signal?: AbortSignal): Promise<boolean> {
+    if (`Bearer ${this.#current.accessToken}` !== usedAuthorization) return true;
+    await this.#renew(signal);
+    return true;
+  }
+
+  #renew(signal?: AbortSignal): Promise<SessionTokens> {
+    if (!this.#renewal) {
+      const refresh = (refreshToken: string) =>
+        requestToken(this.#transport, { grant_type: "refresh_token", refresh_token: refreshToken }, signal);
+      this.#renewal = this.#session
+        .renew(this.#current, refresh, signal)
+        .then((tokens) => {
+          this.#current = tokens;
+          return tokens;
+        })
+        .finally(() => {
+          this.#renewal = undefined;
+        });
+    }
+    return this.#renewal;
   }
 }
 

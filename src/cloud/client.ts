@@ -9,8 +9,10 @@ import {
   type Credentials,
   PasswordAuthenticator,
   requestToken,
+  SessionAuthenticator,
   validateCredentials,
 } from "./auth.ts";
+import { CapabilityRegistry, capabilityOf } from "./capabilities.ts";
 import { CloudError } from "./errors.ts";
 import { credentialKeyOf, sharedBucketFor, type TokenBucket } from "./rate-limit.ts";
 import {
@@ -77,6 +79,11 @@ export interface CloudClientOptions {
   backoffLimitMs?: number;
   /** Retry-After above this (default 10 s) is not waited for in-process; the CloudError carries it instead. */
   maxRetryAfterMs?: number;
+  /**
+   * How long an endpoint beyond the spec that answered "not supported" is refused locally (no request) before
+   * one call may try it again. Default 30 minutes.
+   */
+  capabilityReprobeMs?: number;
 }
 
 export const DEFAULT_RATE_LIMIT = { ratePerSec: 10, burst: 20 } as const;
@@ -169,12 +176,38 @@ export function createCloudClient(options: CloudClientOptions) {
     fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
   });
   const passwordAuth =
-    "apiKey" in credentials ? undefined : new PasswordAuthenticator(credentials, transport, transport.logger);
+    "password" in credentials ? new PasswordAuthenticator(credentials, transport, transport.logger) : undefined;
   const authenticator: Authenticator =
-    passwordAuth ?? new ApiKeyAuthenticator((credentials as { apiKey: string }).apiKey);
+    passwordAuth ??
+    ("session" in credentials
+      ? new SessionAuthenticator(credentials.session, transport)
+      : new ApiKeyAuthenticator((credentials as { apiKey: string }).apiKey));
+
+  const capabilities = new CapabilityRegistry(
+    options.capabilityReprobeMs === undefined ? {} : { reprobeAfterMs: options.capabilityReprobeMs },
+  );
+
+  /**
+   * Send a call. An endpoint beyond the spec goes through the capability registry: one this server lacks fails at
+   * once without a request (until its rare re-probe), and every answer teaches the registry.
+   */
+  async function call<T>(endpoint: EndpointCall<T>): Promise<T> {
+    const capability = endpoint.beyondSpec ? capabilityOf(endpoint.method, endpoint.route) : undefined;
+    if (capability === undefined) return authorizedCall(endpoint);
+    const refusal = capabilities.refusal(capability, endpoint.method, endpoint.route);
+    if (refusal !== undefined) throw refusal;
+    try {
+      const answer = await authorizedCall(endpoint);
+      capabilities.record(capability, "supported");
+      return answer;
+    } catch (error) {
+      capabilities.record(capability, error);
+      throw error;
+    }
+  }
 
   /** Send with the credential; after a 401, renew once and retry once (a 401 is refused before any effect). */
-  async function call<T>(endpoint: EndpointCall<T>): Promise<T> {
+  async function authorizedCall<T>(endpoint: EndpointCall<T>): Promise<T> {
     const authorization = await authenticator.authorization(endpoint.signal);
     try {
       return await transport.send(endpoint, authorization);
@@ -412,7 +445,7 @@ export function createCloudClient(options: CloudClientOptions) {
         family !== "vm",
       );
       const q = { resource_id: query.resource_id, state: query.state, lower_time_bound: query.lower_time_bound };
-      return call({ ...endpoint, path: `projects/${p}/${familyPath}/operations`, query: q });
+      return call({ ...endpoint, path: `projects/${p}/${familyPath}/operations`, query: q, collection: true });
     },
     async get(
       projectId: string,
@@ -463,9 +496,10 @@ export function createCloudClient(options: CloudClientOptions) {
       const body = validateBody(CreateNetworkRequest, request, "POST", projectRoute("/vpc/networks"));
       return projectWrite("POST", projectId, "/vpc/networks", () => "vpc/networks", body, opts);
     },
+    /** Beyond the spec: the spec says the list exists but shows neither its path nor its answer. */
     async list(projectId: string, opts: CallOptions = {}): Promise<VpcNetwork[]> {
-      const { p, endpoint } = projectGet(projectId, "/vpc/networks", Items.networks, opts);
-      return call({ ...endpoint, path: `projects/${p}/vpc/networks` });
+      const { p, endpoint } = projectGet(projectId, "/vpc/networks", Items.networks, opts, true);
+      return call({ ...endpoint, path: `projects/${p}/vpc/networks`, collection: true });
     },
     async get(projectId: string, networkId: string, opts: CallOptions = {}): Promise<VpcNetwork> {
       const { p, route, endpoint } = projectGet(projectId, "/vpc/networks/:networkId", VpcNetwork, opts);
@@ -556,7 +590,20 @@ export function createCloudClient(options: CloudClientOptions) {
     },
   };
 
-  return { auth, organizations, projects, catalogue, vms, operations, disks, networks, firewallRules, usage };
+  return {
+    auth,
+    organizations,
+    projects,
+    catalogue,
+    vms,
+    operations,
+    disks,
+    networks,
+    firewallRules,
+    usage,
+    /** What this account's server has of the endpoints beyond the spec (learned from its answers). */
+    capabilities,
+  };
 }
 
 export type CloudClient = ReturnType<typeof createCloudClient>;

@@ -121,6 +121,11 @@ export interface HttpFailure {
   route: string;
   /** The endpoint is beyond the spec: a 404/405 that is not a well-formed not_found means "not supported". */
   beyondSpec?: boolean;
+  /**
+   * The route names no resource but the project (a list): a 404 there cannot be "this resource is gone", so on
+   * a route beyond the spec any 404 means "not supported" unless its message is about the project.
+   */
+  collection?: boolean;
 }
 
 /** Turn a non-2xx answer into a CloudError. Never throws, whatever the body. */
@@ -143,9 +148,10 @@ export function cloudErrorFromHttp(failure: HttpFailure): CloudError {
 
   const { text, rpcCode } = unwrapRpcMessage(parsed.data.message);
   const code = normalizeErrorCode(parsed.data.code, status);
-  if (failure.beyondSpec && (status === 405 || (status === 404 && looksLikeMissingRoute(code, text)))) {
-    return unsupported(method, route, status);
-  }
+  const missingRoute =
+    status === 405 ||
+    (status === 404 && (looksLikeMissingRoute(code, text) || (failure.collection === true && !/project/i.test(text))));
+  if (failure.beyondSpec && missingRoute) return unsupported(method, route, status);
   return new CloudError({
     ...base,
     kind: "http",

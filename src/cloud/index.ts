@@ -1,5 +1,15 @@
 // Public surface of the cloud client: import from here outside src/cloud.
-export type { Credentials } from "./auth.ts";
+export type { Credentials, SessionCredentials, SessionTokens, TokenSession } from "./auth.ts";
+export {
+  CAPABILITIES,
+  CAPABILITY_NAMES,
+  type Capability,
+  CapabilityRegistry,
+  type CapabilityReport,
+  type CapabilityState,
+  capabilityOf,
+  operationsCapabilitiesOf,
+} from "./capabilities.ts";
 export {
   type CallOptions,
   type CloudClient,

@@ -5,10 +5,15 @@
 // finished (or vanished). They are settled together by ONE more list call, filtered by `lower_time_bound` = the
 // earliest `started_at` among them (minus a margin) and by no state. Only those missing from that list too (a
 // real server may drop finished operations from lists) are read once by id. SUCCEEDED/FAILED settle an
-// operation; 403/404 on the read (old or unknown id, as real servers answer) or an unsupported endpoint settle
-// it as `{ vanished: true }`, and the caller reads the resource itself. A server that refuses
-// `lower_time_bound` (400 or unsupported) gets single reads from then on. Transient failures leave everything
-// tracked for the next tick.
+// operation; 403/404 on the read (old or unknown id, as real servers answer) settle it as
+// `{ vanished: true, reason: "gone" }`, and the caller reads the resource itself. A server that refuses
+// `lower_time_bound` (400 or unsupported) gets single reads from then on.
+//
+// A server without the family's list endpoint gets ONE single read per tick (the operation read longest ago);
+// without the read endpoint either, every tracked operation settles at once as
+// `{ vanished: true, reason: "unsupported" }`: the caller follows the resource instead, and nothing is polled
+// (the client's capability registry answers those calls locally until its rare re-probe). Failing ticks back
+// off: the interval doubles per failure up to `maxBackoffMs`, and one success restores it.
 import pino, { type Logger } from "pino";
 import type { CallOptions } from "./client.ts";
 import { isCloudError, isOperationGone, isUnsupported } from "./errors.ts";
@@ -27,7 +32,12 @@ export interface OperationsApi {
 
 export type OperationOutcome =
   | { operationId: string; vanished: false; operation: Operation }
-  | { operationId: string; vanished: true };
+  | {
+      operationId: string;
+      vanished: true;
+      /** `gone`: the server no longer knows the id (403/404); `unsupported`: it cannot show this family's operations. */
+      reason: "gone" | "unsupported";
+    };
 
 export interface TrackerTimers {
   setTimeout(callback: () => void, ms: number): unknown;
@@ -40,6 +50,8 @@ export interface OperationTrackerOptions {
   family: OperationFamily;
   /** Time between list calls while anything is tracked; default 2000 ms. */
   intervalMs?: number;
+  /** The longest interval while polling keeps failing (doubling from intervalMs); default 60 s. */
+  maxBackoffMs?: number;
   timers?: TrackerTimers;
   logger?: Logger;
 }
@@ -65,6 +77,8 @@ function parseStartedAt(operation: Operation): number | undefined {
 interface Pending {
   /** `started_at` of the operation when seen (ms), else the local time it was tracked (an upper bound). */
   startedAtMs: number;
+  /** When it was last read by id (single-read mode picks the one read longest ago). */
+  lastReadAt: number;
   promise: Promise<OperationOutcome>;
   resolve: (outcome: OperationOutcome) => void;
   reject: (error: Error) => void;
@@ -80,6 +94,7 @@ export class OperationTracker {
   readonly family: OperationFamily;
   readonly #operations: OperationsApi;
   readonly #intervalMs: number;
+  readonly #maxBackoffMs: number;
   readonly #timers: TrackerTimers;
   readonly #logger: Logger;
   readonly #pending = new Map<string, Pending>();
@@ -89,6 +104,8 @@ export class OperationTracker {
   #stopped = false;
   /** Set for good once the server refuses `lower_time_bound` (400 or unsupported): single reads only. */
   #lowerTimeBoundRefused = false;
+  /** Ticks failed in a row: the next one waits intervalMs × 2^failures (capped). */
+  #failures = 0;
 
   constructor(options: OperationTrackerOptions) {
     const intervalMs = options.intervalMs ?? 2000;
@@ -97,6 +114,7 @@ export class OperationTracker {
     this.family = options.family;
     this.#operations = options.client.operations;
     this.#intervalMs = intervalMs;
+    this.#maxBackoffMs = Math.max(intervalMs, options.maxBackoffMs ?? 60_000);
     this.#timers = options.timers ?? realTimers;
     this.#logger = (options.logger ?? pino({ level: "silent" })).child({
       component: "operation-tracker",
@@ -125,7 +143,7 @@ export class OperationTracker {
     });
     promise.catch(() => {});
     const startedAtMs = (typeof operation === "string" ? undefined : parseStartedAt(operation)) ?? Date.now();
-    this.#pending.set(operationId, { startedAtMs, promise, resolve, reject });
+    this.#pending.set(operationId, { startedAtMs, lastReadAt: 0, promise, resolve, reject });
     if (typeof operation !== "string" && isFinalOperation(operation)) {
       this.#settle({ operationId, vanished: false, operation });
     } else {
@@ -174,15 +192,28 @@ export class OperationTracker {
     }
   }
 
+  /** The wait before the next tick: the interval, doubled per failed tick in a row. */
+  get currentIntervalMs(): number {
+    return Math.min(this.#maxBackoffMs, this.#intervalMs * 2 ** Math.min(this.#failures, 16));
+  }
+
   #schedule(): void {
     if (this.#stopped || this.#ticking || this.#timer !== undefined || this.#pending.size === 0) return;
     this.#timer = this.#timers.setTimeout(() => {
       this.#timer = undefined;
       this.poll().catch((error: unknown) => this.#logger.error({ err: error }, "operation polling round failed"));
-    }, this.#intervalMs);
+    }, this.currentIntervalMs);
   }
 
+  /** One tick; a failed one makes the next wait longer. */
   async #round(): Promise<void> {
+    const failed = await this.#tick();
+    this.#failures = failed ? this.#failures + 1 : 0;
+    if (failed) this.#logger.debug({ nextTickMs: this.currentIntervalMs }, "operation polling backs off");
+  }
+
+  /** Returns true when the tick failed (transient error: everything stays tracked). */
+  async #tick(): Promise<boolean> {
     let inProgress: Set<string> | undefined;
     try {
       const listed = await this.#operations.list(this.projectId, this.family, { state: "IN_PROGRESS" });
@@ -197,22 +228,44 @@ export class OperationTracker {
       }
     } catch (error) {
       if (!isUnsupported(error)) {
-        this.#logger.warn({ err: error }, "listing operations in progress failed; retrying next interval");
-        return;
+        this.#logger.warn({ err: error }, "listing operations in progress failed; backing off");
+        return true;
       }
-      // No list endpoint on this server: read each tracked operation instead.
+      // No list endpoint on this server: one single read per tick.
+      return this.#readLeastRecent();
     }
     let finishedOrGone = [...this.#pending.keys()].filter((operationId) => !inProgress?.has(operationId));
-    if (finishedOrGone.length === 0) return;
-    if (inProgress !== undefined && !this.#lowerTimeBoundRefused) {
+    if (finishedOrGone.length === 0) return false;
+    if (!this.#lowerTimeBoundRefused) {
       const missing = await this.#settleFromList(finishedOrGone);
-      if (missing === undefined) return;
+      if (missing === undefined) return true;
       finishedOrGone = missing;
     }
+    let failed = false;
     for (const operationId of finishedOrGone) {
-      if (this.#stopped) return;
-      await this.#readOnce(operationId);
+      if (this.#stopped) break;
+      if ((await this.#readOnce(operationId)) === "failed") failed = true;
     }
+    return failed;
+  }
+
+  /** Without a list: read the operation read longest ago; without reads either, give every one up. */
+  async #readLeastRecent(): Promise<boolean> {
+    let oldest: [string, Pending] | undefined;
+    for (const entry of this.#pending)
+      if (oldest === undefined || entry[1].lastReadAt < oldest[1].lastReadAt) oldest = entry;
+    if (oldest === undefined) return false;
+    oldest[1].lastReadAt = Date.now();
+    const read = await this.#readOnce(oldest[0]);
+    if (read !== "unsupported") return read === "failed";
+    this.#logger.info(
+      { tracked: this.#pending.size },
+      "this server cannot show these operations; their resources are followed instead",
+    );
+    for (const operationId of [...this.#pending.keys()]) {
+      this.#settle({ operationId, vanished: true, reason: "unsupported" });
+    }
+    return false;
   }
 
   /**
@@ -252,17 +305,23 @@ export class OperationTracker {
     return missing;
   }
 
-  async #readOnce(operationId: string): Promise<void> {
+  async #readOnce(operationId: string): Promise<"read" | "unsupported" | "failed"> {
     try {
       const operation = await this.#operations.get(this.projectId, this.family, operationId);
       // Still in progress: the list was read just before it started, or is lagging. Next round.
       if (isFinalOperation(operation)) this.#settle({ operationId, vanished: false, operation });
+      return "read";
     } catch (error) {
-      if (isOperationGone(error) || isUnsupported(error)) {
-        this.#settle({ operationId, vanished: true });
-        return;
+      if (isUnsupported(error)) {
+        this.#settle({ operationId, vanished: true, reason: "unsupported" });
+        return "unsupported";
       }
-      this.#logger.warn({ err: error, operationId }, "reading operation failed; retrying next interval");
+      if (isOperationGone(error)) {
+        this.#settle({ operationId, vanished: true, reason: "gone" });
+        return "read";
+      }
+      this.#logger.warn({ err: error, operationId }, "reading operation failed; backing off");
+      return "failed";
     }
   }
 

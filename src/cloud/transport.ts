@@ -30,6 +30,8 @@ export interface EndpointCall<T> {
   schema: z.ZodType<T>;
   /** The endpoint is beyond the spec: 404/405 from it means "not supported by this server". */
   beyondSpec?: boolean;
+  /** A list below the project (no resource id in the path): see HttpFailure.collection. */
+  collection?: boolean;
   /** Bodies of this call carry secrets (tokens): never logged, even redacted. */
   sensitive?: boolean;
   signal?: AbortSignal | undefined;
@@ -220,6 +222,7 @@ export class Transport {
         method,
         route,
         beyondSpec: call.beyondSpec ?? false,
+        collection: call.collection ?? false,
       });
       // No cause on purpose: ky's HTTPError carries the request options (bodies with passwords).
     }

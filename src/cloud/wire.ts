@@ -105,6 +105,11 @@ export const VM_TYPE_INFO: Readonly<Record<VmType, VmTypeInfo>> = Object.fromEnt
   }),
 ) as Record<VmType, VmTypeInfo>;
 
+/** The catalogue entry of a type a server names, or undefined for a type this table does not know. */
+export function vmTypeInfoOf(type: string): VmTypeInfo | undefined {
+  return (VM_TYPE_INFO as Readonly<Record<string, VmTypeInfo | undefined>>)[type];
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // Shared pieces
 // ---------------------------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 // a rate limit or an unavailable API with Retry-After waits exactly that long.
 import { REASONS, type Reason } from "../api/common.ts";
 import { CloudError } from "../cloud/errors.ts";
+import { KubeApiError } from "../runtime/index.ts";
 import type { Outcome } from "./external.ts";
 
 export const REASON = REASONS;
@@ -14,7 +15,7 @@ export const TERMINAL_REASONS: ReadonlySet<string> = new Set<string>([
   REASON.ImmutableFieldChanged,
   REASON.NotSupported,
   REASON.OperationFailed,
-  REASON.NameConflict,
+  REASON.StatusRejected,
 ]);
 
 /** How long a terminal stall waits before trying again without a spec change. */
@@ -34,6 +35,8 @@ export interface Verdict {
   event?: "Normal" | "Warning";
   /** Nothing to write (a Kubernetes 409 on our own write): requeue quietly and re-read. */
   silent?: boolean;
+  /** The UpToDate condition (create-only values); undefined keeps the previous one. */
+  upToDate?: { status: "True" | "False"; reason: Reason; message: string };
 }
 
 export class ReconcileError extends Error {
@@ -81,8 +84,13 @@ export function classify(error: unknown): Verdict {
       ? stalled(err.reason, err.message, { type: "requeueAfter", ms: TERMINAL_RETRY_MS })
       : backingOff(err.reason, err.message, { type: "retry", error: err });
   }
+  if (err instanceof KubeApiError) {
+    // The Kubernetes API failed a call (a 5xx, a timeout): transient, like an unavailable cloud API.
+    return backingOff(REASON.ApiUnavailable, `Kubernetes API: ${err.message}`, { type: "retry", error: err });
+  }
   if (!isCloudError(err)) {
-    return backingOff(REASON.ApiUnavailable, `unexpected error: ${err.message}`, { type: "retry", error: err });
+    // Our own bug: never dressed up as an API problem.
+    return backingOff(REASON.InternalError, `internal error: ${err.message}`, { type: "retry", error: err });
   }
   const status = err.status;
   if (err.kind === "unsupported") {

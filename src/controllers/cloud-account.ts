@@ -6,7 +6,7 @@
 import type { Logger } from "pino";
 import type { CloudClient } from "../cloud/client.ts";
 import { isCloudError, OperationTracker, TrackerStoppedError } from "../cloud/index.ts";
-import type { Disk, FirewallRule, OperationFamily, Vm, VpcNetwork } from "../cloud/wire.ts";
+import type { Disk, FirewallRule, Operation, OperationFamily, Vm, VpcNetwork } from "../cloud/wire.ts";
 import type { OperationProgress } from "./managed-reconciler.ts";
 import { FamilySnapshot } from "./snapshots.ts";
 
@@ -26,6 +26,11 @@ export interface CloudAccountOptions {
   logger: Logger;
   now?: () => number;
   onListCall?(family: OperationFamily): void;
+  /**
+   * Resources of a family that are gone: deleted by an operation that settled, or missing from a new list.
+   * Whoever holds them is woken at once instead of at its next resync.
+   */
+  onGone?(family: OperationFamily, ids: string[]): void;
   onOperationSettled?(family: OperationFamily, name: string, result: string, durationMs: number): void;
 }
 
@@ -95,6 +100,7 @@ export class CloudAccount {
       idOf: (vm) => vm.id,
       nameOf: (vm) => vm.name,
       onRefresh: () => options.onListCall?.("vm"),
+      onVanished: (ids) => options.onGone?.("vm", ids),
     });
     this.disks = new FamilySnapshot<Disk>({
       ...common,
@@ -102,6 +108,7 @@ export class CloudAccount {
       idOf: (disk) => disk.id,
       nameOf: (disk) => disk.name,
       onRefresh: () => options.onListCall?.("disk"),
+      onVanished: (ids) => options.onGone?.("disk", ids),
     });
     this.networks = new FamilySnapshot<VpcNetwork>({
       ...common,
@@ -109,6 +116,7 @@ export class CloudAccount {
       idOf: (network) => network.id,
       nameOf: (network) => network.name,
       onRefresh: () => options.onListCall?.("network"),
+      onVanished: (ids) => options.onGone?.("network", ids),
     });
     this.firewallRules = new FamilySnapshot<FirewallRule>({
       ...common,
@@ -116,6 +124,7 @@ export class CloudAccount {
       idOf: (rule) => rule.id,
       nameOf: (rule) => rule.name,
       onRefresh: () => options.onListCall?.("firewall-rule"),
+      onVanished: (ids) => options.onGone?.("firewall-rule", ids),
     });
   }
 
@@ -162,6 +171,9 @@ export class CloudAccount {
           // Coalesced: the next read of each affected snapshot lists once for every key that asks meanwhile.
           for (const other of affected) this.snapshotOf(other).invalidate(settledAt);
           for (const owner of tracked.owners) this.#options.wake(family, owner, affected);
+          if (!outcome.vanished && name === "DELETE" && outcome.operation.state === "SUCCEEDED") {
+            this.#options.onGone?.(family, [outcome.operation.metadata.id]);
+          }
           this.#forgetOldOperations();
         },
         (error: unknown) => {
@@ -174,8 +186,49 @@ export class CloudAccount {
     return tracked.progress;
   }
 
+  /**
+   * The operation `name` the cloud lists for a resource (since `sinceMs` when given: whole seconds, so from one
+   * second before). Undefined when none is listed, or when this server cannot list the family's operations.
+   */
+  async findOperation(
+    family: OperationFamily,
+    resourceId: string,
+    name: string,
+    sinceMs: number | undefined,
+    signal?: AbortSignal,
+  ): Promise<Operation | undefined> {
+    const bound =
+      sinceMs === undefined
+        ? undefined
+        : new Date(Math.floor(sinceMs / 1000) * 1000 - 1000).toISOString().replace(/\.\d{3}Z$/, "Z");
+    try {
+      const operations = await this.client.operations.list(
+        this.projectId,
+        family,
+        { resource_id: resourceId, ...(bound !== undefined ? { lower_time_bound: bound } : {}) },
+        signal ? { signal } : {},
+      );
+      return operations.find((op) => op.metadata.operation_name === name && op.metadata.id === resourceId);
+    } catch (error) {
+      if (isCloudError(error) && (error.status === 403 || error.status === 404 || error.kind === "unsupported")) {
+        return undefined;
+      }
+      throw error;
+    }
+  }
+
   inFlight(family: OperationFamily): number {
     return this.#trackers.get(family)?.inFlight() ?? 0;
+  }
+
+  /** When this account began tracking its oldest operation of `family` still pending; undefined when none. */
+  oldestInFlightSince(family: OperationFamily): number | undefined {
+    let oldest: number | undefined;
+    for (const tracked of this.#operations.values()) {
+      if (tracked.family !== family || tracked.progress.state !== "pending") continue;
+      if (oldest === undefined || tracked.startedAt < oldest) oldest = tracked.startedAt;
+    }
+    return oldest;
   }
 
   /**

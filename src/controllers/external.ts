@@ -30,6 +30,15 @@ export interface CreatePending {
   requestedAt: string;
 }
 
+/** A non-idempotent action recorded before it is sent (cleared once its operation is recorded). */
+export interface ActionPending {
+  name: string;
+  id: string;
+  requestedAt: string;
+  /** Status fields to set once the action is confirmed sent. */
+  fields?: Record<string, string>;
+}
+
 /** Fields every kind's spec shares (src/api/common.ts is the schema; this is the view the reconciler needs). */
 export interface ManagedSpecBase {
   cloudName?: string;
@@ -48,6 +57,7 @@ export interface ManagedStatusBase {
   operations?: OperationRecord[];
   lastError?: string;
   createPending?: CreatePending;
+  actionPending?: ActionPending;
   projectId?: string;
   locationIndex?: number;
   [field: string]: unknown;
@@ -91,11 +101,47 @@ export type Observation =
       diff?: string;
       /** A terminal problem seen while comparing (e.g. an immutable field changed). */
       terminal?: { reason: string; message: string };
+      /**
+       * The create-only values the resource would be created with now (a GpuVm's image, SSH key, scripts), as
+       * digests with where each comes from: compared with the ones it was created with (UpToDate condition).
+       * Undefined when they cannot be read now (a Secret gone): nothing is concluded then.
+       */
+      createOnly?: Record<string, CreateOnlyValue>;
+      /**
+       * When the cloud created the resource (its created_at, or its CREATE operation's start), when known: a
+       * resource found by name is adopted only when it is younger than this object's own create intent.
+       */
+      createdAt?: string;
     };
 
-/** An accepted change: the operation it started, plus status fields to record with it. */
+/** One create-only value, as a digest (never the value: it may be a secret) and where it comes from. */
+export interface CreateOnlyValue {
+  digest: string;
+  /** `spec.sshPublicKey`, `Secret ns/name key k`, … */
+  source: string;
+}
+
+/** A resource looked up by its exact cloud name. */
+export interface FoundResource {
+  id: string;
+  /** As Observation.createdAt. */
+  createdAt?: string;
+}
+
+/**
+ * An accepted change. A create answers the operation it started (its intent is `createPending`). Every other
+ * change that is not idempotent (START, STOP, RESET, UPDATE, RESIZE, PATCH, DELETE) is handed back unsent, as
+ * `send`: the reconciler records its intent in status (`status.actionPending`) first and sends it only once
+ * that write is confirmed, so that a failed status write can never make it send the action again.
+ */
 export interface Mutation {
   operation?: Operation;
+  /** The request, not sent yet. */
+  send?: () => Promise<Operation>;
+  /** Its operation name, as the cloud will report it (looked up after a crash or a lost answer). */
+  action?: string;
+  /** Status fields of what the action serves (e.g. the reset annotation's value), recorded with its intent. */
+  intentFields?: Record<string, string>;
   statusFields?: Record<string, unknown>;
   /** Short note for the event stream ("STOP to change type"). */
   note?: string;
@@ -103,6 +149,8 @@ export interface Mutation {
   capacityUnavailable?: string;
   /** Nothing was sent: the change cannot be made (a shrink, a type outside its family). */
   refused?: { reason: string; message: string };
+  /** Nothing was sent: an input is missing (a Secret key with the SSH key, a referenced object). */
+  waiting?: string;
 }
 
 /** Outcome of resolving references and preconditions before touching the cloud. */
@@ -124,7 +172,7 @@ export interface ExternalClient<Spec extends ManagedSpecBase> {
   resolve(mr: ManagedObject<Spec>, signal: AbortSignal): Promise<Resolution>;
   observe(mr: ManagedObject<Spec>, options: ObserveOptions, signal: AbortSignal): Promise<Observation>;
   /** Look a resource up by its exact cloud name (adoption after a conflict or a lost answer). */
-  findByName(cloudName: string, signal: AbortSignal): Promise<string | undefined>;
+  findByName(cloudName: string, signal: AbortSignal): Promise<FoundResource | undefined>;
   create(mr: ManagedObject<Spec>, target: CreateTarget, signal: AbortSignal): Promise<Mutation>;
   /** One step towards the spec (a VM type change is STOP, then UPDATE, then START across reconciles). */
   update(

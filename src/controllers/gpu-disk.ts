@@ -43,6 +43,7 @@ export function observeDisk(spec: GpuDiskSpec, disk: Disk): Extract<Observation,
     ready: true,
     upToDate: size === "equal" || size === "unknown",
     atProvider: diskAtProvider(disk),
+    ...(disk.created_at ? { createdAt: disk.created_at } : {}),
     ...(size === "equal" ? {} : { diff: `size ${disk.size} → ${spec.size}` }),
   };
 }
@@ -66,8 +67,10 @@ export const gpuDisk: KindDefinition<GpuDiskSpec> = {
         return disk === undefined ? { exists: false } : observeDisk(mr.spec, disk);
       },
       async findByName(cloudName) {
-        const view = await account.disks.read(Date.now());
-        return view.byName.get(cloudName)?.id;
+        const disk = (await account.disks.read(Date.now())).byName.get(cloudName);
+        return disk === undefined
+          ? undefined
+          : { id: disk.id, ...(disk.created_at ? { createdAt: disk.created_at } : {}) };
       },
       async create(mr, target, signal) {
         const operation = await client.disks.create(
@@ -95,11 +98,15 @@ export const gpuDisk: KindDefinition<GpuDiskSpec> = {
           };
         }
         if (comparison !== "grow") return {};
-        const operation = await client.disks.resize(projectId, observed.id, mr.spec.size, { signal });
-        return { operation, note: `RESIZE ${current} → ${mr.spec.size}` };
+        const size = mr.spec.size;
+        return {
+          action: "RESIZE",
+          send: () => client.disks.resize(projectId, observed.id, size, { signal }),
+          note: `RESIZE ${current} → ${size}`,
+        };
       },
       async delete(_mr, id, signal) {
-        return { operation: await client.disks.delete(projectId, id, { signal }) };
+        return { action: "DELETE", send: () => client.disks.delete(projectId, id, { signal }) };
       },
       deleteBlocker(_mr, observed) {
         const attached = observed.atProvider.attachedTo;

@@ -10,7 +10,14 @@ import {
 } from "../api/gpu-firewall-rule.ts";
 import type { EndpointRequest, FirewallRule, PatchFirewallRuleRequest } from "../cloud/wire.ts";
 import type { ExternalClient, Observation } from "./external.ts";
-import { findResource, type KindDefinition, type KindDeps, knownId, readyTarget } from "./kind-support.ts";
+import {
+  createdAtFromOperations,
+  findResource,
+  type KindDefinition,
+  type KindDeps,
+  knownId,
+  readyTarget,
+} from "./kind-support.ts";
 
 const ALL_PORTS = new Set(["*", "1-65535", "0-65535"]);
 
@@ -153,11 +160,18 @@ export const gpuFirewallRule: KindDefinition<GpuFirewallRuleSpec> = {
         );
         if (rule === undefined) return { exists: false };
         if (desired !== undefined) desired.name = options.cloudName;
-        return observeRule(desired, rule);
+        const observed = observeRule(desired, rule);
+        // Found by name only: when it was created decides whether this object may adopt it.
+        if (knownId(mr) !== undefined) return observed;
+        const createdAt = await createdAtFromOperations(account, "firewall-rule", rule.id, signal);
+        return createdAt !== undefined ? { ...observed, createdAt } : observed;
       },
-      async findByName(cloudName) {
+      async findByName(cloudName, signal) {
         const view = await account.firewallRules.read(Date.now());
-        return view.byName.get(cloudName)?.id;
+        const rule = view.byName.get(cloudName);
+        if (rule === undefined) return undefined;
+        const createdAt = await createdAtFromOperations(account, "firewall-rule", rule.id, signal);
+        return { id: rule.id, ...(createdAt !== undefined ? { createdAt } : {}) };
       },
       async create(mr, target, signal) {
         if (desired === undefined || networkId === undefined) throw new Error("firewall rule create before resolve");
@@ -188,11 +202,14 @@ export const gpuFirewallRule: KindDefinition<GpuFirewallRuleSpec> = {
           source_ports: desired.source_ports,
           destination_ports: desired.destination_ports,
         };
-        const operation = await client.firewallRules.patch(projectId, observed.id, change, { signal });
-        return { operation, note: `PATCH rule (${observed.diff ?? "drift"})` };
+        return {
+          action: "UPDATE",
+          send: () => client.firewallRules.patch(projectId, observed.id, change, { signal }),
+          note: `PATCH rule (${observed.diff ?? "drift"})`,
+        };
       },
       async delete(_mr, id, signal) {
-        return { operation: await client.firewallRules.delete(projectId, id, { signal }) };
+        return { action: "DELETE", send: () => client.firewallRules.delete(projectId, id, { signal }) };
       },
     };
   },

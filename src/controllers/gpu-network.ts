@@ -3,7 +3,7 @@ import { type GpuNetworkSpec, GpuNetworkSpec as GpuNetworkSpecSchema, GpuNetwork
 import type { VpcNetwork } from "../cloud/wire.ts";
 import { REASON } from "./classify.ts";
 import type { ExternalClient, Observation } from "./external.ts";
-import { findResource, type KindDefinition, knownId } from "./kind-support.ts";
+import { createdAtFromOperations, findResource, type KindDefinition, knownId } from "./kind-support.ts";
 
 export function networkAtProvider(network: VpcNetwork): Record<string, unknown> {
   return { cloudName: network.name, cidr: network.cidr, gateway: network.gateway, subnets: [...network.subnets] };
@@ -44,11 +44,19 @@ export const gpuNetwork: KindDefinition<GpuNetworkSpec> = {
         const network = await findResource(account.networks, knownId(mr), options.cloudName, options.notBefore, (id) =>
           client.networks.get(projectId, id, { signal }),
         );
-        return network === undefined ? { exists: false } : observeNetwork(mr.spec, network);
+        if (network === undefined) return { exists: false };
+        const observed = observeNetwork(mr.spec, network);
+        // Found by name only: when it was created decides whether this object may adopt it.
+        if (knownId(mr) !== undefined) return observed;
+        const createdAt = await createdAtFromOperations(account, "network", network.id, signal);
+        return createdAt !== undefined ? { ...observed, createdAt } : observed;
       },
-      async findByName(cloudName) {
+      async findByName(cloudName, signal) {
         const view = await account.networks.read(Date.now());
-        return view.byName.get(cloudName)?.id;
+        const network = view.byName.get(cloudName);
+        if (network === undefined) return undefined;
+        const createdAt = await createdAtFromOperations(account, "network", network.id, signal);
+        return { id: network.id, ...(createdAt !== undefined ? { createdAt } : {}) };
       },
       async create(mr, target, signal) {
         const operation = await client.networks.create(
@@ -60,7 +68,7 @@ export const gpuNetwork: KindDefinition<GpuNetworkSpec> = {
       },
       update: async () => ({}),
       async delete(_mr, id, signal) {
-        return { operation: await client.networks.delete(projectId, id, { signal }) };
+        return { action: "DELETE", send: () => client.networks.delete(projectId, id, { signal }) };
       },
       deleteBlocker(mr) {
         // Rules of this namespace that still point at the network go first (the cloud would answer 409).

@@ -103,6 +103,7 @@ export function observeVm(desired: DesiredVm | undefined, vm: Vm): Extract<Obser
       ready: false,
       upToDate: true,
       atProvider,
+      ...(vm.created_at ? { createdAt: vm.created_at } : {}),
       terminal: { reason: REASON.ImmutableFieldChanged, message },
     };
   }
@@ -115,6 +116,7 @@ export function observeVm(desired: DesiredVm | undefined, vm: Vm): Extract<Obser
     upToDate: step.action === "none" || step.action === "wait",
     busy: step.action === "wait",
     atProvider,
+    ...(vm.created_at ? { createdAt: vm.created_at } : {}),
     ...("why" in step ? { diff: step.why } : {}),
   };
 }

@@ -2,48 +2,81 @@
 // as GpuDisk references or ids), power state through START/STOP, RESET on a new reset annotation, a type change
 // within its family through STOP → UPDATE type → START (one step per reconcile), data disks through UPDATE
 // disks, connection details published to a Secret or ConfigMap owned by the GpuVm.
+import { createHash } from "node:crypto";
 import { ANNOTATIONS } from "../api/common.ts";
-import { type GpuVmSpec, GpuVmSpec as GpuVmSpecSchema, GpuVmStatus } from "../api/gpu-vm.ts";
+import { type GpuVmSpec, GpuVmSpec as GpuVmSpecSchema, GpuVmStatus, MAX_RESET_VALUE_LENGTH } from "../api/gpu-vm.ts";
 import type { DiskRef } from "../cloud/wire.ts";
-import type { ExternalClient, ManagedObject } from "./external.ts";
+import type { CreateOnlyValue, ExternalClient, ManagedObject } from "./external.ts";
 import { connectionDetails, type DesiredVm, nextVmStepFromObservation, observeVm } from "./gpu-vm-mappers.ts";
 import { findResource, type KindDefinition, type KindDeps, knownId, readyTarget } from "./kind-support.ts";
+import { fitText } from "./status-limits.ts";
 
-/** Inline value or a key of a Secret/ConfigMap; `waiting` names what is missing. */
+/** Inline value or a key of a Secret/ConfigMap (and where it came from); `waiting` names what is missing. */
 function valueOrRef(
   deps: KindDeps,
   namespace: string,
-  inline: string | undefined,
+  inline: { field: string; value: string | undefined },
   ref: { kind: "Secret" | "ConfigMap"; name: string; key: string } | undefined,
-): { value?: string } | { waiting: string } {
-  if (inline !== undefined) return { value: inline };
+): { value?: string; source?: string } | { waiting: string } {
+  if (inline.value !== undefined) return { value: inline.value, source: `spec.${inline.field}` };
   if (ref === undefined) return {};
   const value = deps.dataKey(ref.kind, namespace, ref.name, ref.key);
-  return value === undefined ? { waiting: `${ref.kind} ${namespace}/${ref.name} key ${ref.key} not found` } : { value };
+  const where = `${ref.kind} ${namespace}/${ref.name} key ${ref.key}`;
+  return value === undefined ? { waiting: `${where} not found` } : { value, source: where };
 }
 
 interface CreateInputs {
   sshPublicKey: string;
   startupScript?: string;
   shutdownScript?: string;
+  /** What the cloud takes only at creation, as digests: compared later to report a change (UpToDate). */
+  createOnly: Record<string, CreateOnlyValue>;
 }
+
+const digestOf = (value: string): string => createHash("sha256").update(value).digest("hex").slice(0, 16);
 
 function resolveCreateInputs(deps: KindDeps, mr: ManagedObject<GpuVmSpec>): CreateInputs | { waiting: string } {
   const ns = mr.metadata.namespace;
-  const secretRef = mr.spec.sshPublicKeySecretRef;
-  const ssh = valueOrRef(deps, ns, mr.spec.sshPublicKey, secretRef ? { kind: "Secret", ...secretRef } : undefined);
+  const { spec } = mr;
+  const secretRef = spec.sshPublicKeySecretRef;
+  const ssh = valueOrRef(
+    deps,
+    ns,
+    { field: "sshPublicKey", value: spec.sshPublicKey },
+    secretRef ? { kind: "Secret", ...secretRef } : undefined,
+  );
   if ("waiting" in ssh) return ssh;
   if (ssh.value === undefined) return { waiting: "no SSH public key (spec.sshPublicKey or sshPublicKeySecretRef)" };
-  const startup = valueOrRef(deps, ns, mr.spec.startupScript, mr.spec.startupScriptRef);
+  const startup = valueOrRef(deps, ns, { field: "startupScript", value: spec.startupScript }, spec.startupScriptRef);
   if ("waiting" in startup) return startup;
-  const shutdown = valueOrRef(deps, ns, mr.spec.shutdownScript, mr.spec.shutdownScriptRef);
+  const shutdown = valueOrRef(
+    deps,
+    ns,
+    { field: "shutdownScript", value: spec.shutdownScript },
+    spec.shutdownScriptRef,
+  );
   if ("waiting" in shutdown) return shutdown;
+  const createOnly: Record<string, CreateOnlyValue> = {
+    image: { digest: digestOf(spec.image ?? ""), source: "spec.image" },
+    sshPublicKey: { digest: digestOf(ssh.value), source: ssh.source ?? "spec.sshPublicKey" },
+  };
+  for (const [field, resolved] of [
+    ["startupScript", startup],
+    ["shutdownScript", shutdown],
+  ] as const) {
+    if (resolved.value !== undefined) {
+      createOnly[field] = { digest: digestOf(resolved.value), source: resolved.source ?? `spec.${field}` };
+    }
+  }
   return {
     sshPublicKey: ssh.value,
     ...(startup.value !== undefined ? { startupScript: startup.value } : {}),
     ...(shutdown.value !== undefined ? { shutdownScript: shutdown.value } : {}),
+    createOnly,
   };
 }
+
+const intent = (fields: Record<string, string> | undefined) => (fields ? { intentFields: fields } : {});
 
 function resolveDisks(deps: KindDeps, mr: ManagedObject<GpuVmSpec>): DiskRef[] | { waiting: string } {
   const disks: DiskRef[] = [];
@@ -58,9 +91,15 @@ function resolveDisks(deps: KindDeps, mr: ManagedObject<GpuVmSpec>): DiskRef[] |
   return disks;
 }
 
+/**
+ * The reset annotation's value when it asks for a RESET not yet acted on. Compared as status can hold it (a long
+ * value shortened the same way every time), so that a value too long for status never asks again and again.
+ */
 function pendingReset(mr: ManagedObject<GpuVmSpec>): string | undefined {
-  const requested = mr.metadata.annotations[ANNOTATIONS.resetRequestedAt];
-  return requested !== undefined && requested !== mr.status.lastResetRequestedAt ? requested : undefined;
+  const annotation = mr.metadata.annotations[ANNOTATIONS.resetRequestedAt];
+  if (annotation === undefined) return undefined;
+  const requested = fitText(annotation, MAX_RESET_VALUE_LENGTH);
+  return requested !== mr.status.lastResetRequestedAt ? requested : undefined;
 }
 
 export const gpuVm: KindDefinition<GpuVmSpec> = {
@@ -90,24 +129,30 @@ export const gpuVm: KindDefinition<GpuVmSpec> = {
           disks,
           ...(reset ? { resetRequestedAt: reset } : {}),
         };
-        if (knownId(mr) !== undefined) return { type: "ready" };
         const resolved = resolveCreateInputs(deps, mr);
-        if ("waiting" in resolved) return { type: "waiting", message: resolved.waiting };
-        inputs = resolved;
+        inputs = "waiting" in resolved ? undefined : resolved;
+        // An existing VM needs its create inputs only to compare them (a Secret gone since is no reason to wait).
+        if ("waiting" in resolved && knownId(mr) === undefined) return { type: "waiting", message: resolved.waiting };
         return { type: "ready" };
       },
       async observe(mr, options, signal) {
         const vm = await findResource(account.vms, knownId(mr), options.cloudName, options.notBefore, (id) =>
           client.vms.get(projectId, id, { signal }),
         );
-        return vm === undefined ? { exists: false } : observeVm(desired, vm);
+        if (vm === undefined) return { exists: false };
+        const observed = observeVm(desired, vm);
+        return inputs !== undefined ? { ...observed, createOnly: inputs.createOnly } : observed;
       },
       async findByName(cloudName, signal) {
         const page = await client.vms.list(projectId, { names: [cloudName], limit: 10 }, { signal });
-        return page.items.find((vm) => vm.name === cloudName)?.id;
+        const vm = page.items.find((item) => item.name === cloudName);
+        return vm === undefined ? undefined : { id: vm.id, ...(vm.created_at ? { createdAt: vm.created_at } : {}) };
       },
       async create(mr, target, signal) {
-        if (inputs === undefined || desired === undefined) throw new Error("VM create before resolve");
+        // A VM re-created after it vanished needs its create inputs again: wait for them, like a first create.
+        const resolved = inputs ?? resolveCreateInputs(deps, mr);
+        if ("waiting" in resolved) return { waiting: resolved.waiting };
+        if (desired === undefined) throw new Error("VM create before resolve");
         const location = target.location;
         if (location === undefined) throw new Error("VM create without a location");
         if (!(await account.isAvailable(mr.spec.type, location, signal))) {
@@ -119,15 +164,18 @@ export const gpuVm: KindDefinition<GpuVmSpec> = {
             name: target.cloudName,
             type: mr.spec.type,
             location,
-            ssh_public_key: inputs.sshPublicKey,
+            ssh_public_key: resolved.sshPublicKey,
             ...(mr.spec.image ? { image: mr.spec.image } : {}),
             ...(desired.disks.length > 0 ? { disks: desired.disks } : {}),
-            ...(inputs.startupScript !== undefined ? { startup_script: inputs.startupScript } : {}),
-            ...(inputs.shutdownScript !== undefined ? { shutdown_script: inputs.shutdownScript } : {}),
+            ...(resolved.startupScript !== undefined ? { startup_script: resolved.startupScript } : {}),
+            ...(resolved.shutdownScript !== undefined ? { shutdown_script: resolved.shutdownScript } : {}),
           },
           { signal },
         );
-        return { operation, statusFields: { cloudName: target.cloudName, location } };
+        const createOnlyDigests = Object.fromEntries(
+          Object.entries(resolved.createOnly).map(([field, value]) => [field, value.digest]),
+        );
+        return { operation, statusFields: { cloudName: target.cloudName, location, createOnlyDigests } };
       },
       async update(mr, observed, signal) {
         if (desired === undefined) return {};
@@ -135,41 +183,46 @@ export const gpuVm: KindDefinition<GpuVmSpec> = {
         const reset = desired.resetRequestedAt;
         // A reset asked while the VM is meant to be stopped is acknowledged without a call.
         const acknowledgeReset = reset !== undefined && (step.action === "RESET" || mr.spec.powerState === "Stopped");
-        const statusFields = acknowledgeReset ? { lastResetRequestedAt: reset } : {};
+        const fields = acknowledgeReset ? { lastResetRequestedAt: reset } : undefined;
+        const id = observed.id;
         switch (step.action) {
           case "none":
           case "wait":
-            return { statusFields };
+            return fields ? { statusFields: fields } : {};
           case "UPDATE": {
             const change = { ...(step.type ? { type: step.type } : {}), ...(step.disks ? { disks: step.disks } : {}) };
             return {
-              operation: await client.vms.update(projectId, observed.id, change, { signal }),
+              action: "UPDATE",
+              send: () => client.vms.update(projectId, id, change, { signal }),
               note: step.why,
-              statusFields,
+              ...intent(fields),
             };
           }
           case "START":
             return {
-              operation: await client.vms.start(projectId, observed.id, { signal }),
+              action: "START",
+              send: () => client.vms.start(projectId, id, { signal }),
               note: step.why,
-              statusFields,
+              ...intent(fields),
             };
           case "STOP":
             return {
-              operation: await client.vms.stop(projectId, observed.id, { signal }),
+              action: "STOP",
+              send: () => client.vms.stop(projectId, id, { signal }),
               note: step.why,
-              statusFields,
+              ...intent(fields),
             };
           case "RESET":
             return {
-              operation: await client.vms.reset(projectId, observed.id, { signal }),
+              action: "RESET",
+              send: () => client.vms.reset(projectId, id, { signal }),
               note: step.why,
-              statusFields,
+              ...intent(fields),
             };
         }
       },
       async delete(_mr, id, signal) {
-        return { operation: await client.vms.terminate(projectId, id, { signal }) };
+        return { action: "DELETE", send: () => client.vms.terminate(projectId, id, { signal }) };
       },
       async publish(mr, observed) {
         const target = mr.spec.connectionDetails;

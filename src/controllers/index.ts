@@ -2,14 +2,16 @@
 // accounts, the dependency index (a change of a target wakes its dependents), the credentials-in-use finalizer
 // on Secrets, and the operator's own metrics.
 import type { KubernetesObject } from "@kubernetes/client-node";
+import type { z } from "zod";
 import { FINALIZER, GROUP, VERSION } from "../api/common.ts";
+import { structuralSchemaOf } from "../api/crd.ts";
 import type { OperationFamily } from "../cloud/wire.ts";
 import type { Controller, KubeResource, Manager, Reconciler } from "../runtime/index.ts";
-import { CONFIG_MAPS, SECRETS } from "../runtime/index.ts";
+import { CONFIG_MAPS, KubeApiError, SECRETS } from "../runtime/index.ts";
 import { CloudAccount } from "./cloud-account.ts";
 import { CredentialStore, clientFor, type SecretLike } from "./credentials.ts";
 import { DependencyIndex } from "./dependency-index.ts";
-import type { ManagedObject, ManagedSpecBase } from "./external.ts";
+import type { ManagedObject, ManagedSpecBase, ManagedStatusBase } from "./external.ts";
 import { gpuDisk } from "./gpu-disk.ts";
 import { gpuFirewallRule } from "./gpu-firewall-rule.ts";
 import { gpuNetwork } from "./gpu-network.ts";
@@ -17,8 +19,10 @@ import { gpuVm } from "./gpu-vm.ts";
 import type { KindDefinition, KindDeps } from "./kind-support.ts";
 import { parseManaged } from "./kind-support.ts";
 import { type KubeAccess, ManagedReconciler, type ReconcileTiming } from "./managed-reconciler.ts";
-import { registerOperatorMetrics } from "./metrics.ts";
+import { cloudOperationsSample, registerOperatorMetrics } from "./metrics.ts";
+import { ClaimIndex } from "./ownership.ts";
 import { CREDENTIALS_FINALIZER, SecretUsageReconciler } from "./secret-usage.ts";
+import { fitStatus } from "./status-limits.ts";
 
 export const MANAGED_KINDS: readonly KindDefinition<ManagedSpecBase>[] = [gpuVm, gpuDisk, gpuNetwork, gpuFirewallRule];
 
@@ -57,6 +61,17 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
   const controllers = new Map<string, Controller>();
   const kindOfFamily = new Map<OperationFamily, string>(MANAGED_KINDS.map((kind) => [kind.family, kind.kind]));
   const dependencies = new DependencyIndex();
+  // One claim index per kind over every object (all namespaces watched): a second claimant of a cloud resource
+  // or name gets NameConflict; a change of the first wakes it.
+  const claimIndexes = new Map(
+    MANAGED_KINDS.map((kind) => {
+      const claims = new ClaimIndex({ wake: (key) => controllers.get(kind.kind)?.enqueue(key) });
+      informers
+        .get(kind.kind)
+        ?.on((event) => (event.type === "delete" ? claims.remove(event.object) : claims.upsert(event.object)));
+      return [kind.kind, claims] as const;
+    }),
+  );
 
   const parse = (kindName: string, raw: unknown): ManagedObject | undefined => {
     const kind = kindByName.get(kindName);
@@ -86,6 +101,14 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
         }),
         projectId: parsed.projectId,
         credentialKey,
+        onGone: (family, ids) => {
+          const kindName = kindOfFamily.get(family);
+          const claims = kindName === undefined ? undefined : claimIndexes.get(kindName);
+          if (kindName === undefined || claims === undefined) return;
+          for (const id of ids) {
+            for (const key of claims.holdersOf(parsed.projectId, id)) controllers.get(kindName)?.enqueue(key);
+          }
+        },
         snapshotMaxAgeMs: config.syncPeriodMs,
         operationPollMs: config.operationPollIntervalMs,
         logger: logger.child({ credentialKey }),
@@ -170,6 +193,8 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
       parse: (raw) => parseManaged(raw, kind.specSchema, kind.statusSchema),
       locations: (spec) => kind.locations(spec),
       kube,
+      ...(claimIndexes.get(kind.kind) ? { claims: claimIndexes.get(kind.kind) } : {}),
+      fitStatus: fitterFor(kind.statusSchema),
       ...(options.now ? { now: options.now } : {}),
       timing: { ...options.timing },
       connect: async (mr) => {
@@ -184,6 +209,8 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
             usingCachedCredentials: usingCached,
             paymentProblem: (signal, options) => account.paymentProblem(signal, options),
             operation: (operationId, ownerKey) => account.operation(kind.family, operationId, ownerKey),
+            findOperation: (resourceId, name, sinceMs, signal) =>
+              account.findOperation(kind.family, resourceId, name, sinceMs, signal),
           },
         };
       },
@@ -224,11 +251,24 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
   registerOperatorMetrics(manager.metrics.registry, {
     kinds: MANAGED_KINDS.map((kind) => ({ kind: kind.kind, list: () => informers.get(kind.kind)?.list() ?? [] })),
     accounts: () => credentials.accounts(),
-    operationsInFlight: manager.metrics.cloudOperationsInFlight,
     logger,
   });
+  manager.metrics.observeCloudOperations(() =>
+    cloudOperationsSample(credentials.accounts(), (options.now ?? Date.now)()),
+  );
 
   return { controllers, credentials, stop: () => credentials.stop() };
+}
+
+/** Fit statuses of a kind to its CRD schema in place (the structural schema the CRD is generated with). */
+function fitterFor(statusSchema: z.ZodType): (status: ManagedStatusBase) => string[] {
+  const schema = structuralSchemaOf(statusSchema);
+  return (status) => {
+    const fitted = fitStatus(status, schema);
+    for (const key of Object.keys(status)) delete status[key];
+    Object.assign(status, fitted.value);
+    return fitted.problems;
+  };
 }
 
 function kubeAccessFor(
@@ -268,7 +308,17 @@ function kubeAccessFor(
   };
   return {
     get,
-    writeStatus: async (mr, status) => mapResult(mr, await manager.kube.patchStatus(resource, envelope(mr), status)),
+    writeStatus: async (mr, status) => {
+      try {
+        return mapResult(mr, await manager.kube.patchStatus(resource, envelope(mr), status));
+      } catch (error) {
+        // 422 (or 400): the API server refused the status. A bug on our side; the reconciler stalls loudly.
+        if (error instanceof KubeApiError && (error.status === 422 || error.status === 400)) {
+          return { type: "invalid", message: error.message };
+        }
+        throw error;
+      }
+    },
     setFinalizer: async (mr, present) =>
       mapResult(
         mr,

@@ -122,6 +122,21 @@ export async function findResource<T>(
   }
 }
 
+/**
+ * When the cloud created a resource whose answers carry no created_at (networks, firewall rules): the start of
+ * its CREATE operation. Undefined when the operation list does not show it (old, or a server without the
+ * endpoint): then nothing proves who created the resource, and it is not adopted by name.
+ */
+export async function createdAtFromOperations(
+  account: CloudAccount,
+  family: OperationFamily,
+  id: string,
+  signal?: AbortSignal,
+): Promise<string | undefined> {
+  const create = await account.findOperation(family, id, "CREATE", undefined, signal);
+  return create?.started_at || undefined;
+}
+
 /** Resolve `Kind/name` references to Ready objects with an id; a waiting message otherwise. */
 export function readyTarget(
   deps: KindDeps,

@@ -1,120 +1,58 @@
-// The one lifecycle every kind shares (crossplane's managed reconciler, split into helpers that return a
-// verdict). Order: read → paused? → orphan/observe deletion → credentials → operation in flight → references →
-// observe → delete | finalizer → create | update → ready. Conditions, events and status are written in
-// `finish()` only, once per reconcile and only when they changed. No worker ever waits on a cloud operation:
-// the operation id goes into status, trackers wake the key, and a fallback requeue covers lost wake-ups.
-import { isDeepStrictEqual } from "node:util";
-import type { Logger } from "pino";
-import { ANNOTATIONS, cloudNameOf, FINALIZER, MAX_OPERATION_HISTORY } from "../api/common.ts";
-import type { Operation } from "../cloud/wire.ts";
+// The one lifecycle every kind shares (crossplane's managed reconciler, split into steps that return a verdict).
+// Order: read → paused? → orphan/observe deletion → credentials → operation in flight → references → observe →
+// delete | finalizer → create | update → ready. The steps live beside this file, by responsibility:
+//   creation.ts (absent → crash-safe create, adoption, location walk), existing-resource.ts (update, ready,
+//   observe-only mirror), deletion.ts (delete, release, pause), operation-tracking.ts / operation-failures.ts
+//   (operations in flight and what a FAILED one means), status-building.ts (conditions, the one status write).
+// Conditions, events and status are written in `finish()` only, once per reconcile and only when they changed.
+// No worker ever waits on a cloud operation: the operation id goes into status, trackers wake the key, and a
+// fallback requeue covers lost wake-ups.
+import { ANNOTATIONS, FINALIZER } from "../api/common.ts";
 import { parseDuration } from "../runtime/index.ts";
+import { resolvePendingAction } from "./action-intents.ts";
+import { nameConflict, ownershipOf } from "./adoption.ts";
+import { classify, REASON, type Reason, TERMINAL_REASONS, type Verdict } from "./classify.ts";
+import { createAbsent } from "./creation.ts";
+import { deleteResource, paused, release } from "./deletion.ts";
+import { mirror, reconcileExisting } from "./existing-resource.ts";
+import type { ManagedObject, ManagedSpecBase, ManagedStatusBase, Outcome } from "./external.ts";
+import { handleFailedOperation } from "./operation-failures.ts";
+import { settleOperation } from "./operation-tracking.ts";
+import { ClaimIndex, cloudNameFor } from "./ownership.ts";
 import {
-  classify,
-  cloudStatus,
-  isCloudConflict,
-  isCloudNotFound,
-  REASON,
-  type Reason,
-  TERMINAL_REASONS,
-  type Verdict,
-} from "./classify.ts";
-import type {
-  Condition,
-  ExternalClient,
-  ManagedObject,
-  ManagedSpecBase,
-  ManagedStatusBase,
-  Observation,
-  Outcome,
-} from "./external.ts";
+  after,
+  type CloudConnection,
+  conflict,
+  DEFAULT_TIMING,
+  DONE,
+  keyOf,
+  type ManagedReconcilerOptions,
+  type Pass,
+  type PassServices,
+  RELEASED,
+  type ReconcileContext,
+  type ReconcileRequest,
+  type ReconcileTiming,
+  type Step,
+  verdict,
+  type WriteResult,
+  withDraft,
+} from "./reconcile-pass.ts";
+import { finish } from "./status-building.ts";
 
-export type Existing = Extract<Observation, { exists: true }>;
-
-/** Progress of a cloud operation as the per-credential trackers know it. */
-export type OperationProgress =
-  | { state: "pending" }
-  | { state: "settled"; operation: Operation; settledAt: number }
-  | { state: "vanished"; settledAt: number };
-
-/** A working connection to the cloud for one object: credentials resolved, kind client bound. */
-export interface CloudConnection<Spec extends ManagedSpecBase> {
-  external: ExternalClient<Spec>;
-  projectId: string;
-  /** The Secret could not be read; the last good credentials of it are in use. */
-  usingCachedCredentials: boolean;
-  /**
-   * A message (with the billing link) when the organization cannot pay, else undefined. Cached per credential;
-   * `fresh` reads it again.
-   */
-  paymentProblem(signal: AbortSignal, options?: { fresh?: boolean }): Promise<string | undefined>;
-  /** Where an operation stands; starts tracking it (waking `ownerKey` when it settles) if it is not yet. */
-  operation(operationId: string, ownerKey: string): OperationProgress;
-}
-
-export type Connect<Spec extends ManagedSpecBase> = (
-  mr: ManagedObject<Spec>,
-  signal: AbortSignal,
-) => Promise<{ type: "connected"; connection: CloudConnection<Spec> } | { type: "missing"; message: string }>;
-
-export type WriteResult = { type: "written"; resourceVersion: string } | { type: "conflict" } | { type: "gone" };
-
-/** What the reconciler needs from Kubernetes (adapted onto the runtime in index.ts; plain fakes in tests). */
-export interface KubeAccess {
-  /** The object from the informer cache, unparsed. */
-  get(namespace: string, name: string): unknown;
-  writeStatus(mr: ManagedObject, status: ManagedStatusBase): Promise<WriteResult>;
-  setFinalizer(mr: ManagedObject, present: boolean): Promise<WriteResult>;
-  event(mr: ManagedObject, type: "Normal" | "Warning", reason: string, note: string): void;
-}
-
-export interface ManagedReconcilerOptions<Spec extends ManagedSpecBase> {
-  kind: string;
-  /** Parse an informer object; a message when its spec is invalid. */
-  parse(
-    raw: unknown,
-  ): { ok: true; object: ManagedObject<Spec> } | { ok: false; object?: ManagedObject; message: string };
-  /** Candidate locations in order (empty for kinds without a location). */
-  locations(spec: Spec): string[];
-  kube: KubeAccess;
-  connect: Connect<Spec>;
-  now?: () => number;
-  timing?: Partial<ReconcileTiming>;
-  /** Called with the keys an object refers to, so that a change of a target wakes its dependents. */
-  onReconciled?(mr: ManagedObject<Spec>): void;
-}
-
-export interface ReconcileTiming {
-  /** How long a terminal stall of the current generation waits before one more try. */
-  terminalRetryMs: number;
-  /** How long every location stays unasked after all of them answered out of capacity. */
-  capacityRetryMs: number;
-  /** Fallback requeue while an operation is in flight (the tracker normally wakes the key first). */
-  operationFallbackMs: number;
-  /** A resource may read as missing this long after its create succeeded (eventual consistency). */
-  createGraceMs: number;
-  /** Requeue while waiting for a transition we did not start or for a dependency. */
-  shortMs: number;
-  dependencyMs: number;
-}
-
-const DEFAULT_TIMING: ReconcileTiming = {
-  terminalRetryMs: 10 * 60_000,
-  capacityRetryMs: 60_000,
-  operationFallbackMs: 15_000,
-  createGraceMs: 30_000,
-  shortMs: 2_000,
-  dependencyMs: 30_000,
-};
-
-export interface ReconcileRequest {
-  namespace: string;
-  name: string;
-}
-
-export interface ReconcileContext {
-  signal: AbortSignal;
-  logger: Logger;
-}
+export type {
+  CloudConnection,
+  Connect,
+  Existing,
+  KubeAccess,
+  ManagedReconcilerOptions,
+  OperationProgress,
+  ReconcileContext,
+  ReconcileRequest,
+  ReconcileTiming,
+  WriteResult,
+} from "./reconcile-pass.ts";
+export { formatKubeTime } from "./status-building.ts";
 
 /** The object's `gpucloud.dev/sync-period` in ms; undefined when absent or not a positive duration. */
 function syncPeriodOf(mr: ManagedObject): number | undefined {
@@ -128,44 +66,6 @@ function syncPeriodOf(mr: ManagedObject): number | undefined {
   }
 }
 
-/** The object is released (finalizer removed or never held): no status to write. */
-const RELEASED = Symbol("released");
-type Step = Verdict | typeof RELEASED;
-
-interface Pass<Spec extends ManagedSpecBase> {
-  mr: ManagedObject<Spec>;
-  draft: ManagedStatusBase;
-  key: string;
-  cloudName: string;
-  signal: AbortSignal;
-  logger: Logger;
-}
-
-function verdict(
-  reason: Reason,
-  message: string,
-  outcome: Outcome,
-  flags: { ready?: boolean; progressing?: boolean; stalled?: boolean; event?: "Normal" | "Warning" } = {},
-): Verdict {
-  return {
-    ready: flags.ready ?? false,
-    reason,
-    message,
-    progressing: flags.progressing ?? false,
-    stalled: flags.stalled ?? false,
-    outcome,
-    ...(flags.event ? { event: flags.event } : {}),
-  };
-}
-
-const after = (ms: number): Outcome => ({ type: "requeueAfter", ms });
-const keyOf = (mr: ManagedObject): string => `${mr.metadata.namespace}/${mr.metadata.name}`;
-
-/** Kubernetes writes metav1.Time (condition lastTransitionTime) at whole seconds: RFC 3339 without a fraction. */
-export function formatKubeTime(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
-}
-
 /**
  * What our own writes did to one object: every resourceVersion they replaced and the one the last write made.
  * A pass can write several times (finalizer, create intent, final status), and the watch event of each write
@@ -175,13 +75,12 @@ interface OwnWrites {
   superseded: Set<string>;
   last: string;
 }
-/** Nothing to poll: the runtime resyncs the key after its sync period (jittered, per-object annotation). */
-const DONE: Outcome = { type: "done" };
 
 export class ManagedReconciler<Spec extends ManagedSpecBase> {
   readonly #options: ManagedReconcilerOptions<Spec>;
   readonly #timing: ReconcileTiming;
   readonly #now: () => number;
+  readonly #services: PassServices<Spec>;
   /** key → the versions our writes replaced and the last one they made (to recognise a cache not caught up). */
   readonly #ownWrites = new Map<string, OwnWrites>();
 
@@ -189,6 +88,16 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     this.#options = options;
     this.#timing = { ...DEFAULT_TIMING, ...options.timing };
     this.#now = options.now ?? Date.now;
+    this.#services = {
+      options,
+      timing: this.#timing,
+      now: () => this.#now(),
+      writeStatus: (mr, status) => this.#writeStatus(mr, status),
+      fit: (status) => options.fitStatus?.(status) ?? [],
+      sentActions: new Map(),
+      setFinalizer: (mr, present) => this.#setFinalizer(mr, present),
+      claims: options.claims ?? new ClaimIndex(),
+    };
   }
 
   async reconcile(request: ReconcileRequest, ctx: ReconcileContext): Promise<Outcome> {
@@ -216,6 +125,8 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
 
   /** Status write through the guarded Kubernetes access; a success moves `mr` to the version it made. */
   async #writeStatus(mr: ManagedObject, status: ManagedStatusBase): Promise<WriteResult> {
+    const problems = this.#options.fitStatus?.(status) ?? [];
+    if (problems.length > 0) return { type: "invalid", message: problems.join("; ") };
     const written = await this.#options.kube.writeStatus(mr, status);
     if (written.type === "written") this.#advance(mr, written.resourceVersion);
     return written;
@@ -251,27 +162,31 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
         stalled: true,
         event: "Warning",
       });
-      return this.#finish(parsed.object, draft, invalid, ctx.logger);
+      return finish(this.#services, parsed.object, draft, invalid, ctx.logger);
     }
     const mr = parsed.object;
     const pass: Pass<Spec> = {
       mr,
       draft: structuredClone(mr.status),
       key,
-      cloudName: mr.status.createPending?.cloudName ?? cloudNameOf(mr),
+      cloudName: cloudNameFor(mr),
       signal: ctx.signal,
       logger: ctx.logger,
+      services: this.#services,
     };
     let step: Step;
     try {
       step = await this.#lifecycle(pass);
     } catch (error) {
       step = classify(error);
-      ctx.logger.debug({ err: error, reason: step.reason }, "reconcile failed");
+      // An expected failure (the cloud or Kubernetes answered an error) is said in status; a bug is logged loudly.
+      if (step.reason === REASON.InternalError) ctx.logger.error({ err: error }, "reconcile failed: internal error");
+      else ctx.logger.debug({ reason: step.reason, detail: step.message }, "reconcile failed");
     }
     if (step === RELEASED) return { type: "done" };
     this.#options.onReconciled?.(mr);
-    return this.#finish(mr, pass.draft, step, ctx.logger);
+    const ended = pass.upToDate !== undefined ? { ...step, upToDate: pass.upToDate } : step;
+    return finish(this.#services, mr, pass.draft, ended, ctx.logger);
   }
 
   async #lifecycle(pass: Pass<Spec>): Promise<Step> {
@@ -279,9 +194,9 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     const deleting = mr.metadata.deletionTimestamp !== undefined;
     const holdsFinalizer = mr.metadata.finalizers.includes(FINALIZER);
     if (deleting && !holdsFinalizer) return RELEASED;
-    if (mr.metadata.annotations[ANNOTATIONS.paused] === "true") return this.#paused(pass, deleting);
+    if (mr.metadata.annotations[ANNOTATIONS.paused] === "true") return paused(pass, deleting);
     if (deleting && (mr.spec.deletionPolicy === "Orphan" || mr.spec.managementPolicy === "Observe")) {
-      return this.#release(pass, "Normal", "the cloud resource is kept (deletionPolicy Orphan or Observe)");
+      return release(pass, "Normal", "the cloud resource is kept (deletionPolicy Orphan or Observe)");
     }
     const stall = this.#stillStalled(pass, deleting);
     if (stall !== undefined) return stall;
@@ -289,7 +204,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     const connected = await this.#options.connect(mr, pass.signal);
     if (connected.type === "missing") {
       const untouched = pass.draft.id === undefined && pass.draft.createPending === undefined;
-      if (deleting && untouched) return this.#release(pass, "Normal", "no cloud resource was ever created");
+      if (deleting && untouched) return release(pass, "Normal", "no cloud resource was ever created");
       // Deleting needs the credentials too; say how else to let the object go.
       const message = deleting
         ? `${connected.message}; the cloud resource cannot be deleted without them (or set deletionPolicy: Orphan to keep it and release the object)`
@@ -312,39 +227,54 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     holdsFinalizer: boolean,
   ): Promise<Step> {
     const { mr } = pass;
-    const settled = this.#settleOperation(pass, connection);
+    await resolvePendingAction(pass, connection);
+    const settled = settleOperation(pass, connection);
     if (settled.verdict !== undefined) return settled.verdict;
-    if (settled.failure !== undefined) return this.#handleFailedOperation(pass, connection, settled.failure);
+    if (settled.failure !== undefined) return handleFailedOperation(pass, connection, settled.failure);
 
     // An object with its own (shorter) sync period is checked against a list at most that old: the shared
     // snapshot may otherwise be as old as --sync-period, and drift would go unseen at the object's resyncs.
     const ownPeriodMs = syncPeriodOf(mr);
     const periodic = ownPeriodMs !== undefined ? this.#now() - ownPeriodMs : undefined;
-    if (mr.spec.managementPolicy === "Observe") return this.#mirror(pass, connection, settled.notBefore ?? periodic);
+    if (mr.spec.managementPolicy === "Observe") return mirror(pass, connection, settled.notBefore ?? periodic);
     if (!deleting) {
       const waiting = await this.#resolve(pass, connection);
       if (waiting !== undefined) return waiting;
     }
-    // A spec change of an existing resource is compared against a fresh list (coalesced with other keys), not
-    // the periodic snapshot. A new object needs none: a create under its deterministic name cannot duplicate.
-    const specChanged = mr.status.observedGeneration !== mr.metadata.generation && pass.draft.id !== undefined;
-    // A resource last seen in transition is looked at afresh too, or it would wait for the next periodic list.
-    const lastReason = mr.status.conditions?.find((c) => c.type === "Ready")?.reason;
-    const inTransition =
-      pass.draft.id !== undefined && (lastReason === REASON.WaitingForOperation || lastReason === REASON.Creating);
-    const notBefore = settled.notBefore ?? (specChanged || inTransition ? this.#now() : periodic);
+    const notBefore = settled.notBefore ?? (this.#needsFreshList(pass) ? this.#now() : periodic);
     const observed = await connection.external.observe(
-      this.#withDraft(mr, pass.draft),
+      withDraft(mr, pass.draft),
       { cloudName: pass.cloudName, ...(notBefore !== undefined ? { notBefore } : {}) },
       pass.signal,
     );
-    if (deleting) return this.#delete(pass, connection, observed);
+    if (observed.exists) {
+      // One owner per resource: another object's (or a foreign) resource is never changed nor deleted.
+      const ownership = ownershipOf(pass, observed);
+      if (!ownership.owned) {
+        if (deleting) return release(pass, "Warning", `cloud resource ${observed.id} left as is: ${ownership.message}`);
+        return nameConflict(ownership.message, this.#timing.nameConflictRetryMs);
+      }
+    }
+    if (deleting) return deleteResource(pass, connection, observed);
     if (!holdsFinalizer) {
       const written = await this.#setFinalizer(mr, true);
-      if (written.type !== "written") return this.#conflict();
+      if (written.type !== "written") return conflict();
     }
-    if (!observed.exists) return this.#absent(pass, connection);
-    return this.#present(pass, connection, observed);
+    if (!observed.exists) return createAbsent(pass, connection);
+    return reconcileExisting(pass, connection, observed);
+  }
+
+  /**
+   * A spec change of an existing resource is compared against a fresh list (coalesced with other keys), not the
+   * periodic snapshot; so is a resource last seen in transition, or it would wait for the next periodic list.
+   * A new object needs none: a create under its deterministic name cannot duplicate.
+   */
+  #needsFreshList(pass: Pass<Spec>): boolean {
+    const { mr } = pass;
+    if (pass.draft.id === undefined) return false;
+    if (mr.status.observedGeneration !== mr.metadata.generation) return true;
+    const lastReason = mr.status.conditions?.find((c) => c.type === "Ready")?.reason;
+    return lastReason === REASON.WaitingForOperation || lastReason === REASON.Creating;
   }
 
   /** References and inputs (other objects, Secrets, ConfigMaps) must be there before the cloud is touched. */
@@ -362,35 +292,6 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
       });
     }
     return undefined;
-  }
-
-  /** Paused: no cloud call at all. Deleting a paused object releases it and says what was left behind. */
-  async #paused(pass: Pass<Spec>, deleting: boolean): Promise<Step> {
-    if (deleting) {
-      const leftBehind = pass.mr.spec.deletionPolicy !== "Orphan" && pass.draft.id !== undefined;
-      const note = leftBehind
-        ? `paused object deleted: cloud resource ${pass.draft.id} was left behind (no cloud call while paused)`
-        : "paused object deleted without a cloud call";
-      return this.#release(pass, leftBehind ? "Warning" : "Normal", note);
-    }
-    return {
-      ready: undefined,
-      reason: REASON.Paused,
-      message: `${ANNOTATIONS.paused} is "true": no cloud calls`,
-      progressing: false,
-      stalled: false,
-      outcome: { type: "done" },
-    };
-  }
-
-  async #release(pass: Pass<Spec>, type: "Normal" | "Warning", note: string): Promise<Step> {
-    if (pass.mr.metadata.finalizers.includes(FINALIZER)) {
-      const written = await this.#setFinalizer(pass.mr, false);
-      if (written.type === "conflict") return this.#conflict();
-    }
-    this.#options.kube.event(pass.mr, type, REASON.Deleting, note);
-    pass.logger.info({ note }, "finalizer removed");
-    return RELEASED;
   }
 
   /** A terminal stall stays put until the spec changes or a long backoff passes: no hot loop. */
@@ -418,402 +319,4 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     if (remaining <= 0) return undefined;
     return verdict(stalledCondition.reason as Reason, stalledCondition.message, after(remaining), { stalled: true });
   }
-
-  /** Move a finished operation from "in flight" to history; a still running one ends this reconcile. */
-  #settleOperation(
-    pass: Pass<Spec>,
-    connection: CloudConnection<Spec>,
-  ): { verdict?: Verdict; notBefore?: number; failure?: { code: string; message: string } } {
-    const current = pass.draft.operation;
-    if (current === undefined || current.state !== "IN_PROGRESS") return {};
-    const progress = connection.operation(current.id, pass.key);
-    if (progress.state === "pending") {
-      const reason = current.name === "DELETE" ? REASON.Deleting : REASON.WaitingForOperation;
-      return {
-        verdict: verdict(
-          reason,
-          `waiting for ${current.name} operation ${current.id}`,
-          after(this.#timing.operationFallbackMs),
-          {
-            progressing: true,
-            ready: this.#wasReady(pass.mr),
-          },
-        ),
-      };
-    }
-    const final =
-      progress.state === "settled"
-        ? { ...current, state: progress.operation.state, completedAt: progress.operation.completed_at }
-        : { ...current, state: "SUCCEEDED", completedAt: "" };
-    pass.draft.operation = final;
-    pass.draft.operations = [final, ...(pass.draft.operations ?? []).filter((o) => o.id !== final.id)].slice(
-      0,
-      MAX_OPERATION_HISTORY,
-    );
-    if (final.name === "CREATE" && final.state === "SUCCEEDED") delete pass.draft.createPending;
-    if (progress.state === "settled" && progress.operation.state === "FAILED") {
-      const message = failureText(progress.operation);
-      pass.draft.lastError = message;
-      return { notBefore: progress.settledAt, failure: { code: failureCode(progress.operation), message } };
-    }
-    return { notBefore: progress.settledAt };
-  }
-
-  async #handleFailedOperation(
-    pass: Pass<Spec>,
-    connection: CloudConnection<Spec>,
-    { code, message }: { code: string; message: string },
-  ): Promise<Verdict> {
-    if (pass.draft.operation?.name === "CREATE") {
-      delete pass.draft.createPending;
-      delete pass.draft.id;
-      if (code === "already_exists") {
-        const id = await connection.external.findByName(pass.cloudName, pass.signal);
-        if (id !== undefined) return this.#adopt(pass, id);
-        return verdict(REASON.NameConflict, message, after(this.#timing.shortMs), { progressing: true });
-      }
-      if (code === "out_of_stock") return this.#nextLocation(pass, message);
-    }
-    if (code === "out_of_stock") {
-      return verdict(
-        REASON.CapacityUnavailable,
-        message,
-        { type: "retry", error: new Error(message) },
-        {
-          stalled: true,
-          event: "Warning",
-        },
-      );
-    }
-    return verdict(REASON.OperationFailed, message, DONE, { stalled: true, event: "Warning" });
-  }
-
-  #nextLocation(pass: Pass<Spec>, message: string): Verdict {
-    const locations = this.#options.locations(pass.mr.spec);
-    const index = (pass.draft.locationIndex ?? 0) + 1;
-    if (index < locations.length) {
-      pass.draft.locationIndex = index;
-      return verdict(REASON.CapacityUnavailable, `${message}; trying location ${locations[index]}`, after(0), {
-        progressing: true,
-        event: "Warning",
-      });
-    }
-    pass.draft.locationIndex = 0;
-    const all = locations.length > 0 ? ` in ${locations.join(", ")}` : "";
-    return verdict(REASON.CapacityUnavailable, `no capacity${all}: ${message}`, after(this.#timing.capacityRetryMs), {
-      stalled: true,
-      event: "Warning",
-    });
-  }
-
-  async #adopt(pass: Pass<Spec>, id: string): Promise<Verdict> {
-    pass.draft.id = id;
-    delete pass.draft.createPending;
-    this.#options.kube.event(
-      pass.mr,
-      "Normal",
-      REASON.Creating,
-      `adopted cloud resource ${id} named ${pass.cloudName}`,
-    );
-    return verdict(REASON.Creating, `adopted ${id}`, after(0), { progressing: true });
-  }
-
-  /** managementPolicy Observe: mirror the cloud into status; never write to it. */
-  async #mirror(pass: Pass<Spec>, connection: CloudConnection<Spec>, notBefore?: number): Promise<Verdict> {
-    const observed = await connection.external.observe(
-      pass.mr,
-      { cloudName: pass.cloudName, ...(notBefore !== undefined ? { notBefore } : {}) },
-      pass.signal,
-    );
-    if (!observed.exists) {
-      const what = pass.mr.spec.id ?? pass.cloudName;
-      return verdict(REASON.Observed, `no cloud resource ${what} to observe`, after(this.#timing.dependencyMs));
-    }
-    Object.assign(pass.draft, observed.atProvider);
-    pass.draft.id = observed.id;
-    return verdict(REASON.Observed, "observing the cloud resource (no changes are made)", DONE, {
-      ready: observed.ready,
-    });
-  }
-
-  async #delete(pass: Pass<Spec>, connection: CloudConnection<Spec>, observed: Observation): Promise<Step> {
-    if (!observed.exists) return this.#release(pass, "Normal", "cloud resource deleted");
-    const blocker = connection.external.deleteBlocker?.(pass.mr, observed);
-    if (blocker !== undefined) {
-      return verdict(REASON.WaitingForDependency, blocker, after(this.#timing.shortMs * 5), { progressing: true });
-    }
-    if (observed.busy) {
-      return verdict(
-        REASON.Deleting,
-        "waiting for the resource to settle before deleting",
-        after(this.#timing.shortMs),
-        {
-          progressing: true,
-        },
-      );
-    }
-    try {
-      const mutation = await connection.external.delete(pass.mr, observed.id, pass.signal);
-      if (mutation.operation === undefined) return this.#release(pass, "Normal", "cloud resource deleted");
-      this.#record(pass, connection, mutation.operation);
-      pass.logger.info({ id: observed.id, operation: mutation.operation.operation_id }, "delete requested");
-      return verdict(REASON.Deleting, `deleting ${observed.id}`, after(this.#timing.operationFallbackMs), {
-        progressing: true,
-        event: "Normal",
-      });
-    } catch (error) {
-      if (isCloudNotFound(error)) return this.#release(pass, "Normal", "cloud resource already gone");
-      if (isCloudConflict(error)) {
-        const text = error instanceof Error ? error.message : String(error);
-        return verdict(REASON.WaitingForDependency, text, after(this.#timing.shortMs * 5), { progressing: true });
-      }
-      throw error;
-    }
-  }
-
-  async #absent(pass: Pass<Spec>, connection: CloudConnection<Spec>): Promise<Verdict> {
-    const { mr, draft } = pass;
-    if (mr.spec.id !== undefined) {
-      return verdict(REASON.InvalidSpec, `cloud resource ${mr.spec.id} (spec.id) does not exist`, DONE, {
-        stalled: true,
-        event: "Warning",
-      });
-    }
-    if (draft.id !== undefined && this.#withinCreateGrace(draft)) {
-      return verdict(REASON.Creating, `waiting for ${draft.id} to become readable`, after(this.#timing.shortMs), {
-        progressing: true,
-      });
-    }
-    if (draft.id !== undefined) {
-      this.#options.kube.event(mr, "Warning", REASON.Creating, `cloud resource ${draft.id} is gone; creating it again`);
-      delete draft.id;
-    }
-    return this.#create(pass, connection);
-  }
-
-  #withinCreateGrace(draft: ManagedStatusBase): boolean {
-    const create = (draft.operations ?? []).find((o) => o.name === "CREATE" && o.state === "SUCCEEDED");
-    if (create?.completedAt === undefined || create.completedAt === "") return false;
-    const completed = Date.parse(create.completedAt);
-    return !Number.isNaN(completed) && this.#now() - completed < this.#timing.createGraceMs;
-  }
-
-  /**
-   * The payment method may have gone since it was last read (it is cached): a create refused with 403 is read
-   * as PaymentMethodRequired when the organization says so, not as invalid credentials.
-   */
-  async #paymentRefusal(
-    pass: Pass<Spec>,
-    connection: CloudConnection<Spec>,
-    error: unknown,
-  ): Promise<Verdict | undefined> {
-    if (cloudStatus(error) !== 403) return undefined;
-    const problem = await connection.paymentProblem(pass.signal, { fresh: true });
-    if (problem === undefined) return undefined;
-    delete pass.draft.createPending;
-    return verdict(REASON.PaymentMethodRequired, problem, after(this.#timing.dependencyMs * 2), {
-      stalled: true,
-      event: "Warning",
-    });
-  }
-
-  async #create(pass: Pass<Spec>, connection: CloudConnection<Spec>): Promise<Verdict> {
-    const { mr, draft } = pass;
-    const paymentProblem = await connection.paymentProblem(pass.signal);
-    if (paymentProblem !== undefined) {
-      return verdict(REASON.PaymentMethodRequired, paymentProblem, after(this.#timing.dependencyMs * 2), {
-        stalled: true,
-        event: "Warning",
-      });
-    }
-    const locations = this.#options.locations(mr.spec);
-    const location = locations[draft.locationIndex ?? 0] ?? locations[0];
-    const intent = draft.createPending;
-    if (intent === undefined || intent.cloudName !== pass.cloudName || intent.location !== location) {
-      // The intent is written and confirmed before the POST: a crash after it makes the next pass look up the
-      // name first instead of creating a second resource.
-      draft.createPending = {
-        cloudName: pass.cloudName,
-        ...(location !== undefined ? { location } : {}),
-        requestedAt: new Date(this.#now()).toISOString(),
-      };
-      const written = await this.#writeStatus(mr, draft);
-      if (written.type !== "written") return this.#conflict();
-      mr.status = structuredClone(draft);
-    } else {
-      const existing = await connection.external.findByName(pass.cloudName, pass.signal);
-      if (existing !== undefined) return this.#adopt(pass, existing);
-    }
-    try {
-      const target = { cloudName: pass.cloudName, ...(location !== undefined ? { location } : {}) };
-      const mutation = await connection.external.create(mr, target, pass.signal);
-      if (mutation.capacityUnavailable !== undefined) {
-        delete draft.createPending;
-        return this.#nextLocation(pass, mutation.capacityUnavailable);
-      }
-      if (mutation.refused !== undefined) {
-        return verdict(mutation.refused.reason as Reason, mutation.refused.message, DONE, {
-          stalled: true,
-          event: "Warning",
-        });
-      }
-      if (mutation.operation === undefined)
-        return verdict(REASON.Creating, "create requested", after(this.#timing.shortMs), { progressing: true });
-      draft.id = mutation.operation.metadata.id;
-      Object.assign(draft, mutation.statusFields);
-      this.#record(pass, connection, mutation.operation);
-      pass.logger.info({ id: draft.id, location, operation: mutation.operation.operation_id }, "create requested");
-      return verdict(
-        REASON.Creating,
-        `creating ${pass.cloudName}${location ? ` in ${location}` : ""}`,
-        after(this.#timing.operationFallbackMs),
-        {
-          progressing: true,
-          event: "Normal",
-        },
-      );
-    } catch (error) {
-      const refused = await this.#paymentRefusal(pass, connection, error);
-      if (refused !== undefined) return refused;
-      if (!isCloudConflict(error)) throw error;
-      // The name is ours (deterministic): a conflict means an earlier create went through. Adopt it.
-      const id = await connection.external.findByName(pass.cloudName, pass.signal);
-      if (id !== undefined) return this.#adopt(pass, id);
-      return verdict(
-        REASON.NameConflict,
-        `name ${pass.cloudName} is in use but not readable yet`,
-        after(this.#timing.shortMs),
-        {
-          progressing: true,
-        },
-      );
-    }
-  }
-
-  async #present(pass: Pass<Spec>, connection: CloudConnection<Spec>, observed: Existing): Promise<Verdict> {
-    const { mr, draft } = pass;
-    draft.id = observed.id;
-    delete draft.createPending;
-    Object.assign(draft, observed.atProvider);
-    if (observed.terminal !== undefined) {
-      return verdict(observed.terminal.reason as Reason, observed.terminal.message, DONE, {
-        stalled: true,
-        event: "Warning",
-        ready: false,
-      });
-    }
-    if (observed.busy) {
-      return verdict(REASON.WaitingForOperation, "the cloud resource is in transition", after(this.#timing.shortMs), {
-        progressing: true,
-      });
-    }
-    if (!observed.upToDate) {
-      pass.logger.debug({ diff: observed.diff }, "not up to date");
-      const mutation = await connection.external.update(this.#withDraft(mr, draft), observed, pass.signal);
-      Object.assign(draft, mutation.statusFields);
-      if (mutation.refused !== undefined) {
-        return verdict(mutation.refused.reason as Reason, mutation.refused.message, DONE, {
-          stalled: true,
-          event: "Warning",
-          ready: observed.ready,
-        });
-      }
-      if (mutation.operation !== undefined) {
-        this.#record(pass, connection, mutation.operation);
-        const note = mutation.note ?? `${mutation.operation.metadata.operation_name} requested`;
-        this.#options.kube.event(mr, "Normal", REASON.Updating, note);
-        pass.logger.info({ id: observed.id, operation: mutation.operation.operation_id, note }, "update requested");
-        return verdict(REASON.Updating, note, after(this.#timing.operationFallbackMs), { progressing: true });
-      }
-    }
-    if (!observed.ready) {
-      return verdict(REASON.Creating, "waiting for the cloud resource to become ready", after(this.#timing.shortMs), {
-        progressing: true,
-      });
-    }
-    await connection.external.publish?.(mr, observed, pass.signal);
-    delete draft.lastError;
-    const cached = connection.usingCachedCredentials ? " (using cached credentials: the Secret is unreadable)" : "";
-    return verdict(REASON.Available, `cloud resource ${observed.id} is available${cached}`, DONE, {
-      ready: true,
-      event: "Normal",
-    });
-  }
-
-  #record(pass: Pass<Spec>, connection: CloudConnection<Spec>, operation: Operation): void {
-    const recorded = {
-      id: operation.operation_id,
-      name: operation.metadata.operation_name,
-      state: operation.state,
-      ...(operation.started_at ? { startedAt: operation.started_at } : {}),
-    };
-    pass.draft.operation = recorded;
-    pass.draft.operations = [recorded, ...(pass.draft.operations ?? [])].slice(0, MAX_OPERATION_HISTORY);
-    if (operation.state === "IN_PROGRESS") connection.operation(operation.operation_id, pass.key);
-  }
-
-  #withDraft(mr: ManagedObject<Spec>, draft: ManagedStatusBase): ManagedObject<Spec> {
-    return { ...mr, status: draft };
-  }
-
-  #wasReady(mr: ManagedObject): boolean {
-    return mr.status.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
-  }
-
-  #conflict(): Verdict {
-    // A Kubernetes 409 on our own write: the cache is behind. Requeue silently; the next pass re-reads.
-    return { ...verdict(REASON.Updating, "", after(0)), silent: true };
-  }
-
-  /** Write conditions, observedGeneration and status once; emit an event when the Ready story changed. */
-  async #finish(mr: ManagedObject, draft: ManagedStatusBase, result: Verdict, logger: Logger): Promise<Outcome> {
-    if (result.silent) return result.outcome;
-    const previous = mr.status.conditions ?? [];
-    const previousReady = previous.find((c) => c.type === "Ready");
-    const readyStatus =
-      result.ready === undefined ? (previousReady?.status ?? "False") : result.ready ? "True" : "False";
-    const at = formatKubeTime(this.#now());
-    const generation = mr.metadata.generation;
-    const condition = (type: string, status: Condition["status"]): Condition => {
-      const old = previous.find((c) => c.type === type);
-      const transition = old?.status === status ? old.lastTransitionTime : at;
-      return {
-        type,
-        status,
-        reason: result.reason,
-        message: result.message,
-        lastTransitionTime: transition,
-        observedGeneration: generation,
-      };
-    };
-    draft.conditions = [
-      condition("Ready", readyStatus),
-      condition("Reconciling", result.progressing ? "True" : "False"),
-      condition("Stalled", result.stalled ? "True" : "False"),
-    ];
-    draft.observedGeneration = generation;
-    if (result.stalled) draft.lastError = result.message;
-    if (!isDeepStrictEqual(mr.status, draft)) {
-      const written = await this.#writeStatus(mr, draft);
-      if (written.type === "conflict") return after(0);
-    }
-    const storyChanged = previousReady?.reason !== result.reason || previousReady?.status !== readyStatus;
-    if (storyChanged && result.event !== undefined) {
-      this.#options.kube.event(mr, result.event, result.reason, result.message);
-    }
-    logger.debug({ reason: result.reason, ready: readyStatus, outcome: result.outcome.type }, "reconciled");
-    return result.outcome;
-  }
-}
-
-function failureText(operation: Operation): string {
-  const result = operation.result as { code?: unknown; message?: unknown } | null;
-  const code = typeof result?.code === "string" ? result.code : "unknown";
-  const message = typeof result?.message === "string" ? result.message : "";
-  return `${operation.metadata.operation_name} failed: ${code}${message ? `: ${message}` : ""}`;
-}
-
-function failureCode(operation: Operation): string {
-  const result = operation.result as { code?: unknown } | null;
-  return typeof result?.code === "string" ? result.code : "unknown";
 }

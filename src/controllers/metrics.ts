@@ -1,24 +1,50 @@
 // The operator's own gauges, computed at scrape time from the informer caches (no extra API calls), and GPU
-// usage read from the cloud rarely (once an hour per account, in the background of a scrape).
+// usage read from the cloud rarely (once an hour per account, in the background of a scrape). The cloud
+// refreshes usage once a day shortly after midnight UTC, so the gauge reads the last complete day (and the
+// current day only where a server has it).
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { Gauge, type Registry } from "prom-client";
 import { DISK_PRICE_PER_GB_HOUR, OPERATION_FAMILIES } from "../cloud/wire.ts";
+import type { CloudOperationsSample } from "../runtime/index.ts";
 import type { CloudAccount } from "./cloud-account.ts";
+
+/** What the usage gauge reads of an account. */
+export type MetricsAccount = Pick<CloudAccount, "projectId" | "client">;
 
 export interface OperatorMetricsSources {
   kinds: { kind: string; list(): KubernetesObject[] }[];
-  accounts(): CloudAccount[];
-  /** The runtime's gauge, filled here from the trackers at scrape time. */
-  operationsInFlight?: Gauge<"family">;
+  accounts(): MetricsAccount[];
   logger: Logger;
   now?: () => number;
 }
 
 const USAGE_REFRESH_MS = 60 * 60_000;
+const SECONDS_PER_HOUR = 3600;
+/** "Shortly after midnight UTC": a day's usage is taken as published one hour after the day ended. */
+const USAGE_PUBLISHED_AFTER_MS = 60 * 60_000;
+const DAY_MS = 24 * 60 * 60_000;
+
+const dateOf = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
+
+/** The last UTC day whose usage the daily refresh has published at `now`: yesterday from 01:00 UTC on. */
+export function lastCompleteUsageDay(now: number): string {
+  return dateOf(now - USAGE_PUBLISHED_AFTER_MS - DAY_MS);
+}
+
+interface UsageReading {
+  /** The last complete day read, and when. */
+  day: string;
+  at: number;
+  /** GPU-hours of that day. */
+  lastComplete: number;
+  /** Today's GPU-hours so far, when the server reports the running day (the spec's server does not). */
+  today?: { date: string; quantity: number };
+  refreshing: boolean;
+}
 
 interface StatusView {
-  conditions?: { type?: string; status?: string }[];
+  conditions?: { type?: string; status?: string; reason?: string }[];
   state?: string;
   hourlyPriceUSD?: number;
   sizeBytes?: number;
@@ -34,6 +60,16 @@ export function estimatedHourlyCost(kind: string, status: StatusView): number {
   if (kind === "GpuVm") return status.state === "STATE_RUNNING" ? (status.hourlyPriceUSD ?? 0) : 0;
   if (kind === "GpuDisk") return ((status.sizeBytes ?? 0) / 1e9) * DISK_PRICE_PER_GB_HOUR;
   return 0;
+}
+
+/** The runtime's cloud operation gauges, per family, from the accounts' trackers. */
+export function cloudOperationsSample(accounts: readonly CloudAccount[], now: number): CloudOperationsSample[] {
+  return OPERATION_FAMILIES.map((family) => {
+    const inFlight = accounts.reduce((sum, account) => sum + account.inFlight(family), 0);
+    const since = accounts.flatMap((account) => account.oldestInFlightSince(family) ?? []);
+    const oldestAgeSeconds = since.length === 0 ? 0 : Math.max(0, (now - Math.min(...since)) / 1000);
+    return { family, inFlight, oldestAgeSeconds };
+  });
 }
 
 export function registerOperatorMetrics(registry: Registry, sources: OperatorMetricsSources): void {
@@ -54,12 +90,36 @@ export function registerOperatorMetrics(registry: Registry, sources: OperatorMet
         }
         for (const [ready, count] of Object.entries(counts)) this.set({ kind, ready }, count);
       }
-      if (sources.operationsInFlight !== undefined) {
-        for (const family of OPERATION_FAMILIES) {
-          const inFlight = sources.accounts().reduce((sum, account) => sum + account.inFlight(family), 0);
-          sources.operationsInFlight.set({ family }, inFlight);
+    },
+  });
+  new Gauge({
+    name: "gpucloud_managed_resource_conditions",
+    help: "Managed objects per namespace, kind and condition (type, status, reason): e.g. how many are Stalled and why",
+    labelNames: ["namespace", "kind", "type", "status", "reason"],
+    registers: [registry],
+    collect(this: Gauge<"namespace" | "kind" | "type" | "status" | "reason">) {
+      this.reset();
+      const counts = new Map<string, { labels: Record<string, string>; count: number }>();
+      for (const { kind, list } of sources.kinds) {
+        for (const object of list()) {
+          const namespace = object.metadata?.namespace ?? "";
+          for (const condition of statusOf(object).conditions ?? []) {
+            if (condition.type === undefined) continue;
+            const labels = {
+              namespace,
+              kind,
+              type: condition.type,
+              status: condition.status ?? "Unknown",
+              reason: condition.reason ?? "",
+            };
+            const key = JSON.stringify(labels);
+            const entry = counts.get(key) ?? { labels, count: 0 };
+            entry.count++;
+            counts.set(key, entry);
+          }
         }
       }
+      for (const { labels, count } of counts.values()) this.set(labels, count);
     },
   });
   new Gauge({
@@ -79,33 +139,53 @@ export function registerOperatorMetrics(registry: Registry, sources: OperatorMet
       }
     },
   });
-  const usage = new Map<string, { at: number; quantity: number; refreshing: boolean }>();
+  const usage = new Map<string, UsageReading>();
+  const refresh = (account: MetricsAccount, reading: UsageReading, day: string) => {
+    reading.refreshing = true;
+    const today = dateOf(now());
+    account.client.usage
+      .list(account.projectId, { start_date: day, end_date: today })
+      .then(
+        (items) => {
+          const sumOf = (date: string) => items.filter((i) => i.date === date).reduce((sum, i) => sum + i.quantity, 0);
+          reading.day = day;
+          reading.at = now();
+          reading.lastComplete = sumOf(day);
+          reading.today = items.some((i) => i.date === today) ? { date: today, quantity: sumOf(today) } : undefined;
+        },
+        (error: unknown) => sources.logger.debug({ err: error }, "usage refresh failed"),
+      )
+      .finally(() => {
+        reading.refreshing = false;
+      });
+  };
+  // In seconds, Prometheus' base unit (promtool check metrics refuses "hours"): GPU-hours × 3600.
   new Gauge({
-    name: "gpucloud_usage_gpu_hours",
-    help: "GPU-hours used today (UTC) per project, as the cloud's usage endpoint reports (refreshed hourly)",
-    labelNames: ["project"],
+    name: "gpucloud_usage_gpu_seconds",
+    help:
+      "GPU time per project in GPU-seconds (the cloud's usage endpoint reports GPU-hours): the last complete UTC " +
+      "day (period=last_complete_day, published by the daily refresh after midnight UTC) and, where the server " +
+      "has it, the running day (period=current_day); read hourly and when the day changes",
+    labelNames: ["project", "period", "date"],
     registers: [registry],
-    collect(this: Gauge<"project">) {
+    collect(this: Gauge<"project" | "period" | "date">) {
+      this.reset();
       for (const account of sources.accounts()) {
-        const entry = usage.get(account.projectId) ?? { at: 0, quantity: 0, refreshing: false };
-        usage.set(account.projectId, entry);
-        if (!entry.refreshing && now() - entry.at > USAGE_REFRESH_MS) {
-          entry.refreshing = true;
-          const today = new Date(now()).toISOString().slice(0, 10);
-          account.client.usage
-            .list(account.projectId, { start_date: today, end_date: today })
-            .then(
-              (items) => {
-                entry.quantity = items.reduce((sum, item) => sum + item.quantity, 0);
-                entry.at = now();
-              },
-              (error: unknown) => sources.logger.debug({ err: error }, "usage refresh failed"),
-            )
-            .finally(() => {
-              entry.refreshing = false;
-            });
+        const day = lastCompleteUsageDay(now());
+        const reading = usage.get(account.projectId) ?? { day: "", at: 0, lastComplete: 0, refreshing: false };
+        usage.set(account.projectId, reading);
+        if (!reading.refreshing && (reading.day !== day || now() - reading.at > USAGE_REFRESH_MS)) {
+          refresh(account, reading, day);
         }
-        this.set({ project: account.projectId }, entry.quantity);
+        if (reading.day === "") continue; // nothing read yet: no value rather than a false zero
+        const project = account.projectId;
+        this.set({ project, period: "last_complete_day", date: reading.day }, reading.lastComplete * SECONDS_PER_HOUR);
+        if (reading.today !== undefined) {
+          this.set(
+            { project, period: "current_day", date: reading.today.date },
+            reading.today.quantity * SECONDS_PER_HOUR,
+          );
+        }
       }
     },
   });

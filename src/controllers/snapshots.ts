@@ -20,6 +20,8 @@ export interface SnapshotOptions<T> {
   now?: () => number;
   /** Called once per list, for metrics and tests. */
   onRefresh?(count: number, durationMs: number): void;
+  /** Ids the previous list had and this one has not: resources deleted meanwhile (their holders look at once). */
+  onVanished?(ids: string[]): void;
   /**
    * Minimum spacing of lists (default 500 ms): a refresh asked for sooner waits, and every caller arriving
    * meanwhile shares it. Operations settling one by one thus cost one list per window, not one each.
@@ -99,7 +101,12 @@ export class FamilySnapshot<T> {
       byName.set(this.#options.nameOf(item), item);
     }
     const view = { byId, byName, fetchedAt: startedAt };
-    if (this.#view === undefined || this.#view.fetchedAt <= startedAt) this.#view = view;
+    const previous = this.#view;
+    if (previous === undefined || previous.fetchedAt <= startedAt) {
+      this.#view = view;
+      const vanished = previous === undefined ? [] : [...previous.byId.keys()].filter((id) => !byId.has(id));
+      if (vanished.length > 0) this.#options.onVanished?.(vanished);
+    }
     this.#options.onRefresh?.(items.length, this.#now() - startedAt);
     return view;
   }

@@ -1,10 +1,17 @@
 // Operator configuration from flags and environment. Flag names follow controller-runtime's conventions; every
-// flag has an environment variable `GPUVM_<FLAG_IN_UPPER_SNAKE>`. Precedence: flag > env > default.
+// flag has an environment variable `GPUVM_<FLAG_IN_UPPER_SNAKE>`. Precedence: flag > env > default. A flag given
+// twice takes its last value; only list flags (--watch-namespace) accumulate.
 // Parsing never throws: it returns a result the run command turns into a message and exit code 2.
 import { DurationError, formatDuration, parseDuration } from "./time.ts";
 
 export type LogLevel = "trace" | "debug" | "info" | "warn" | "error" | "fatal" | "silent";
 const LOG_LEVELS: readonly LogLevel[] = ["trace", "debug", "info", "warn", "error", "fatal", "silent"];
+/** `json`: one JSON object per line (pino); `text`: `time LEVEL message key=value …` for people. */
+export type LogFormat = "json" | "text";
+const LOG_FORMATS: readonly LogFormat[] = ["json", "text"];
+/** `epoch`: milliseconds since 1970 (pino's default); `iso8601`: `2025-01-31T12:00:00.000Z`. */
+export type LogTimeFormat = "epoch" | "iso8601";
+const LOG_TIME_FORMATS: readonly LogTimeFormat[] = ["epoch", "iso8601"];
 
 export interface BindAddress {
   host: string;
@@ -35,6 +42,8 @@ export interface OperatorConfig {
   /** Default credentials Secret for objects that name none. */
   credentialsSecret: { namespace: string; name: string } | undefined;
   logLevel: LogLevel;
+  logFormat: LogFormat;
+  logTimeFormat: LogTimeFormat;
   operationPollIntervalMs: number;
   /** How long `Manager.start()` waits for the informer caches before it fails; 0 → forever. */
   cacheSyncTimeoutMs: number;
@@ -132,6 +141,18 @@ const FLAGS: readonly FlagSpec[] = [
   { name: "credentials-secret", type: "string", default: "", help: "Default credentials Secret as <namespace>/<name>" },
   { name: "log-level", type: "string", default: "info", help: `Log level: ${LOG_LEVELS.join(", ")}` },
   {
+    name: "log-format",
+    type: "string",
+    default: "json",
+    help: "Log format: json (one object per line) or text (time LEVEL message key=value)",
+  },
+  {
+    name: "log-time-format",
+    type: "string",
+    default: "epoch",
+    help: "Log timestamps: epoch (milliseconds) or iso8601 (2025-01-31T12:00:00.000Z)",
+  },
+  {
     name: "operation-poll-interval",
     type: "duration",
     default: "2s",
@@ -164,9 +185,11 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
     const raw = collectRaw(argv);
     if (raw === "help") return { kind: "help" };
     const value = (name: string): string => {
-      const fromFlags = raw.get(name);
-      if (fromFlags !== undefined && fromFlags.length > 0) return fromFlags.join(",");
       const spec = specOf(name);
+      const fromFlags = raw.get(name);
+      // A list flag accumulates; a scalar given twice takes the last value (as Go's flag package does).
+      if (fromFlags !== undefined && fromFlags.length > 0)
+        return spec.type === "list" ? fromFlags.join(",") : (fromFlags.at(-1) ?? "");
       const fromEnv = env[envNameOf(name)] ?? (spec.fallbackEnv ? env[spec.fallbackEnv] : undefined);
       return fromEnv !== undefined && fromEnv !== "" ? fromEnv : spec.default;
     };
@@ -219,6 +242,8 @@ function buildConfig(value: (name: string) => string): OperatorConfig {
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
     throw new ConfigError(`--log-level: "${logLevel}" is not one of ${LOG_LEVELS.join(", ")}`);
   }
+  const logFormat = oneOf("log-format", value("log-format"), LOG_FORMATS);
+  const logTimeFormat = oneOf("log-time-format", value("log-time-format"), LOG_TIME_FORMATS);
   const apiUrl = value("api-url");
   if (apiUrl !== "" && !URL.canParse(apiUrl)) throw new ConfigError(`--api-url: "${apiUrl}" is not a URL`);
   const apiRateLimit = Number(value("api-rate-limit"));
@@ -243,9 +268,17 @@ function buildConfig(value: (name: string) => string): OperatorConfig {
     apiRateLimit,
     credentialsSecret: secretRef(value("credentials-secret")),
     logLevel: logLevel as LogLevel,
+    logFormat,
+    logTimeFormat,
     operationPollIntervalMs: duration("operation-poll-interval", value),
     cacheSyncTimeoutMs: value("cache-sync-timeout").trim() === "0" ? 0 : duration("cache-sync-timeout", value),
   };
+}
+
+function oneOf<T extends string>(name: string, text: string, allowed: readonly T[]): T {
+  const found = allowed.find((entry) => entry === text);
+  if (found === undefined) throw new ConfigError(`--${name}: "${text}" is not one of ${allowed.join(", ")}`);
+  return found;
 }
 
 function duration(name: string, value: (name: string) => string): number {

@@ -38,7 +38,7 @@ export const outcome = {
 export interface ReconcileContext {
   /** Aborted when the controller stops (shutdown timeout, lost lease); pass it to every I/O call. */
   signal: AbortSignal;
-  /** Child logger carrying {controller, namespace, name, reconcileId}. */
+  /** Child logger carrying {controller, namespace, name, reconcileID} (controller-runtime's spelling). */
   logger: Logger;
   reconcileId: string;
 }
@@ -218,7 +218,7 @@ export class Controller {
   async #reconcileKey(queue: WorkQueue, key: string): Promise<void> {
     const request = parseKey(key);
     const reconcileId = randomUUID();
-    const logger = this.#logger.child({ namespace: request.namespace, name: request.name, reconcileId });
+    const logger = this.#logger.child({ namespace: request.namespace, name: request.name, reconcileID: reconcileId });
     const abort = new AbortController();
     this.#inFlight.add(abort);
     const metrics = this.#options.metrics;
@@ -229,9 +229,14 @@ export class Controller {
     let result: Outcome;
     try {
       result = await this.#options.reconciler.reconcile(request, { signal: abort.signal, logger, reconcileId });
-      if (!isOutcome(result)) result = outcome.retry(new Error(`reconciler returned an invalid outcome`));
+      if (!isOutcome(result)) {
+        metrics?.reconcilePanicsTotal.inc(labels);
+        result = outcome.retry(new Error(`reconciler returned an invalid outcome`));
+      }
     } catch (error) {
-      // A thrown error is a retry, never a crash of the worker.
+      // A thrown error is what a panic is in controller-runtime: counted as one, then a retry, never a crash
+      // of the worker.
+      metrics?.reconcilePanicsTotal.inc(labels);
       result = outcome.retry(error instanceof Error ? error : new Error(String(error)));
     } finally {
       this.#inFlight.delete(abort);

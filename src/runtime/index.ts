@@ -5,7 +5,9 @@ export {
   type ConfigResult,
   envNameOf,
   helpText,
+  type LogFormat,
   type LogLevel,
+  type LogTimeFormat,
   type OperatorConfig,
   parseBindAddress,
   parseConfig,
@@ -34,7 +36,9 @@ export {
   ResilientInformer,
 } from "./informer.ts";
 export { KubeClient, type StatusObject } from "./kube.ts";
+export { countingInterceptor, instrumentKubeConfig, NO_RESPONSE_CODE } from "./kube-request-metrics.ts";
 export { LeaderElector, type LeaderElectorOptions } from "./leader-election.ts";
+export { createLogger, formatLogLine, type LoggerOptions, REDACTED_PATHS, textDestination } from "./logging.ts";
 export {
   CacheSyncTimeoutError,
   type ControllerRegistration,
@@ -44,7 +48,7 @@ export {
   type ManagerOptions,
   type WatchMapping,
 } from "./manager.ts";
-export { Metrics, type ReconcileResult } from "./metrics.ts";
+export { type CloudOperationsSample, Metrics, type ReconcileResult } from "./metrics.ts";
 export {
   apiVersionOf,
   CONFIG_MAPS,

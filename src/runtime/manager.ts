@@ -11,6 +11,7 @@ import { Controller, keyOf, type ReconcileRequest, type Reconciler } from "./con
 import { EventRecorder } from "./events.ts";
 import { type InformerOptions, MultiNamespaceInformer, type ObjectInformer, ResilientInformer } from "./informer.ts";
 import { KubeClient } from "./kube.ts";
+import { instrumentKubeConfig } from "./kube-request-metrics.ts";
 import { LeaderElector } from "./leader-election.ts";
 import { Metrics } from "./metrics.ts";
 import { type KubeResource, resourceId } from "./resource.ts";
@@ -82,6 +83,8 @@ export class Manager {
   readonly events: EventRecorder;
   readonly kube: KubeClient;
   readonly #options: ManagerOptions;
+  /** options.kubeConfig with every request counted in rest_client_requests_total. */
+  readonly #kubeConfig: KubeConfig;
   readonly #informers = new Map<string, ObjectInformer>();
   readonly #controllers: Array<{ controller: Controller; informer: ObjectInformer }> = [];
   readonly #servers: RunningServer[] = [];
@@ -100,9 +103,11 @@ export class Manager {
     this.logger = options.logger;
     this.identity = options.identity ?? `${process.env.POD_NAME || hostname()}_${randomUUID().slice(0, 8)}`;
     this.metrics = new Metrics();
-    this.kube = new KubeClient(options.kubeConfig, options.logger.child({ component: "kube" }));
+    this.metrics.observeReadiness(() => this.hasSynced());
+    this.#kubeConfig = instrumentKubeConfig(options.kubeConfig, this.metrics.restClientRequestsTotal);
+    this.kube = new KubeClient(this.#kubeConfig, options.logger.child({ component: "kube" }));
     this.events = new EventRecorder({
-      kubeConfig: options.kubeConfig,
+      kubeConfig: this.#kubeConfig,
       reportingInstance: this.identity,
       logger: options.logger.child({ component: "events" }),
     });
@@ -125,7 +130,7 @@ export class Manager {
     if (informer === undefined) {
       const options: InformerOptions = {
         ...this.#options.informer,
-        kubeConfig: this.#options.kubeConfig,
+        kubeConfig: this.#kubeConfig,
         resource,
         logger: this.logger,
       };
@@ -219,7 +224,7 @@ export class Manager {
       return;
     }
     this.#elector = new LeaderElector({
-      kubeConfig: this.#options.kubeConfig,
+      kubeConfig: this.#kubeConfig,
       namespace: this.config.leaderElectionNamespace,
       name: this.config.leaderElectionId,
       identity: this.identity,
@@ -294,13 +299,13 @@ export class Manager {
       const routes = same
         ? { "/metrics": metricsRoute(this.metrics), ...probeRoutes }
         : { "/metrics": metricsRoute(this.metrics) };
-      const server = await startHttpServer(metrics, routes, logger);
+      const server = await startHttpServer(metrics, routes, logger, "--metrics-bind-address");
       this.#servers.push(server);
       this.#serverUrls.metrics = server.url;
       if (same) this.#serverUrls.probes = server.url;
     }
     if (probes && !same) {
-      const server = await startHttpServer(probes, probeRoutes, logger);
+      const server = await startHttpServer(probes, probeRoutes, logger, "--health-probe-bind-address");
       this.#servers.push(server);
       this.#serverUrls.probes = server.url;
     }

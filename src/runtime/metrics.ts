@@ -1,10 +1,25 @@
 // One prom-client registry per manager (no global registry: two managers in one test process must not
 // collide). Metric names follow controller-runtime and client-go so existing dashboards work unchanged.
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { RestClientLabels } from "./kube-request-metrics.ts";
 import type { WorkQueue, WorkQueueObserver } from "./workqueue.ts";
 
 /** The `result` label of controller_runtime_reconcile_total. */
 export type ReconcileResult = "success" | "error" | "requeue" | "requeue_after";
+
+const MISNAMED_DEFAULT_METRICS = [
+  "nodejs_active_handles_total",
+  "nodejs_active_requests_total",
+  "nodejs_active_resources_total",
+] as const;
+
+/** What the cloud operation gauges show for one family, sampled at scrape time. */
+export interface CloudOperationsSample {
+  family: string;
+  inFlight: number;
+  /** Age of the oldest operation still in flight; 0 when none is. */
+  oldestAgeSeconds: number;
+}
 
 export interface MetricsOptions {
   /** Include prom-client's default process metrics (default true). */
@@ -16,6 +31,7 @@ export class Metrics {
 
   readonly reconcileTotal: Counter<"controller" | "result">;
   readonly reconcileErrorsTotal: Counter<"controller">;
+  readonly reconcilePanicsTotal: Counter<"controller">;
   readonly terminalReconcileErrorsTotal: Counter<"controller">;
   readonly reconcileTimeSeconds: Histogram<"controller">;
   readonly maxConcurrentReconciles: Gauge<"controller">;
@@ -30,14 +46,22 @@ export class Metrics {
   readonly workqueueLongestRunningProcessorSeconds: Gauge<"name">;
 
   readonly leaderElectionMasterStatus: Gauge<"name">;
+  /** 1 while /readyz passes (every informer cache synced), else 0; set by the manager. */
+  readonly operatorReady: Gauge;
+
+  /** Every request to the Kubernetes API (client-go's name and labels); fed by instrumentKubeConfig. */
+  readonly restClientRequestsTotal: Counter<RestClientLabels>;
 
   /** Fed by the cloud client's observer (controllers wire it). */
   readonly cloudApiRequestsTotal: Counter<"method" | "route" | "code">;
   readonly cloudApiRequestDurationSeconds: Histogram<"method" | "route">;
   readonly cloudOperationsInFlight: Gauge<"family">;
+  readonly cloudOperationsOldestAgeSeconds: Gauge<"family">;
   readonly cloudOperationDurationSeconds: Histogram<"family" | "operation" | "result">;
 
   readonly #queues = new Map<string, WorkQueue>();
+  #isReady: () => boolean = () => false;
+  #cloudOperations: () => readonly CloudOperationsSample[] = () => [];
 
   constructor(options: MetricsOptions = {}) {
     const registers = [this.registry];
@@ -62,6 +86,12 @@ export class Metrics {
     this.reconcileErrorsTotal = new Counter({
       name: "controller_runtime_reconcile_errors_total",
       help: "Total number of reconciliation errors per controller",
+      labelNames: ["controller"],
+      registers,
+    });
+    this.reconcilePanicsTotal = new Counter({
+      name: "controller_runtime_reconcile_panics_total",
+      help: "Total number of reconciliation panics per controller (the reconciler threw instead of returning an outcome)",
       labelNames: ["controller"],
       registers,
     });
@@ -137,6 +167,22 @@ export class Metrics {
       registers,
     });
 
+    const readiness = (): boolean => this.#isReady();
+    this.operatorReady = new Gauge({
+      name: "gpucloud_operator_ready",
+      help: "1 while this replica is ready (every informer cache has synced, /readyz answers 200), else 0",
+      registers,
+      collect(this: Gauge) {
+        this.set(readiness() ? 1 : 0);
+      },
+    });
+    this.restClientRequestsTotal = new Counter({
+      name: "rest_client_requests_total",
+      help: "Number of HTTP requests to the Kubernetes API, partitioned by status code, method, and host",
+      labelNames: ["code", "method", "host"],
+      registers,
+    });
+
     this.cloudApiRequestsTotal = new Counter({
       name: "gpucloud_api_requests_total",
       help: "Requests sent to the GPU cloud API, by method, route template and HTTP status (or 'error')",
@@ -150,11 +196,24 @@ export class Metrics {
       buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers,
     });
+    const cloudOperations = (): readonly CloudOperationsSample[] => this.#cloudOperations();
     this.cloudOperationsInFlight = new Gauge({
       name: "gpucloud_operations_in_flight",
       help: "Cloud operations being tracked, by family (vm, disk, network, firewall-rule)",
       labelNames: ["family"],
       registers,
+      collect(this: Gauge<"family">) {
+        for (const sample of cloudOperations()) this.set({ family: sample.family }, sample.inFlight);
+      },
+    });
+    this.cloudOperationsOldestAgeSeconds = new Gauge({
+      name: "gpucloud_operations_oldest_age_seconds",
+      help: "Age of the oldest cloud operation still in flight, by family (0 when none); counted from when this replica began tracking it",
+      labelNames: ["family"],
+      registers,
+      collect(this: Gauge<"family">) {
+        for (const sample of cloudOperations()) this.set({ family: sample.family }, sample.oldestAgeSeconds);
+      },
     });
     this.cloudOperationDurationSeconds = new Histogram({
       name: "gpucloud_operation_duration_seconds",
@@ -164,7 +223,12 @@ export class Metrics {
       registers,
     });
 
-    if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
+    if (options.defaultMetrics !== false) {
+      collectDefaultMetrics({ register: this.registry });
+      // prom-client also exports these gauges with a `_total` suffix, which only counters may carry (promtool
+      // check metrics refuses them); the same values are in nodejs_active_{handles,requests,resources} by type.
+      for (const name of MISNAMED_DEFAULT_METRICS) this.registry.removeSingleMetric(name);
+    }
   }
 
   /** Counter/histogram hooks for a queue name (usable before the queue exists). */
@@ -176,6 +240,16 @@ export class Metrics {
       onQueueLatency: (seconds) => this.workqueueQueueDurationSeconds.observe(labels, seconds),
       onWorkDuration: (seconds) => this.workqueueWorkDurationSeconds.observe(labels, seconds),
     };
+  }
+
+  /** The readiness gpucloud_operator_ready reports at each scrape (the manager's /readyz check). */
+  observeReadiness(isReady: () => boolean): void {
+    this.#isReady = isReady;
+  }
+
+  /** Where gpucloud_operations_in_flight and gpucloud_operations_oldest_age_seconds read at each scrape. */
+  observeCloudOperations(sample: () => readonly CloudOperationsSample[]): void {
+    this.#cloudOperations = sample;
   }
 
   /** Registers a queue for the sampled gauges (depth, unfinished work, longest running processor). */

@@ -49,10 +49,35 @@ export function healthRoute(checks: Record<string, HealthCheck>): Route {
   };
 }
 
+/** The server could not listen; the message names the address and the flag that sets it. */
+export class BindError extends Error {
+  override name = "BindError";
+}
+
+function bindFailure(bind: BindAddress, flag: string, error: unknown): BindError {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  const address = `${bind.host.includes(":") ? `[${bind.host}]` : bind.host}:${bind.port}`;
+  const why =
+    code === "EADDRINUSE"
+      ? "the address is already in use (another operator, or a simulator, on the same port?)"
+      : code === "EACCES"
+        ? "permission denied (ports below 1024 need privileges)"
+        : code === "EADDRNOTAVAIL"
+          ? "no network interface has this address"
+          : error instanceof Error
+            ? error.message
+            : String(error);
+  return new BindError(`cannot listen on ${address}: ${why}; choose another address with ${flag} (0 disables it)`, {
+    cause: error,
+  });
+}
+
+/** Starts the server; `flag` names the setting of `bind` in errors ("--metrics-bind-address"). */
 export async function startHttpServer(
   bind: BindAddress,
   routes: Record<string, Route>,
   logger: Logger,
+  flag = "the bind address",
 ): Promise<RunningServer> {
   const server: Server = createServer((request, response) => {
     const path = new URL(request.url ?? "/", "http://localhost").pathname;
@@ -71,9 +96,10 @@ export async function startHttpServer(
   // Probes and scrapes are short; keep-alive sockets must not hold shutdown open.
   server.keepAliveTimeout = 1000;
   await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
+    const fail = (error: unknown): void => reject(bindFailure(bind, flag, error));
+    server.once("error", fail);
     server.listen(bind.port, bind.host, () => {
-      server.off("error", reject);
+      server.off("error", fail);
       resolve();
     });
   });

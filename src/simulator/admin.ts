@@ -10,6 +10,7 @@ import { FaultConfigSchema } from "./faults.ts";
 import { addTenant } from "./seed.ts";
 import type { Method, ServerDeps } from "./server.ts";
 import { noteMethod, validate } from "./server.ts";
+import { RESOURCE_KINDS, type ResourceKind } from "./store.ts";
 
 export const ADMIN_PREFIX = "/_sim";
 
@@ -39,11 +40,12 @@ const Settings = z.strictObject({
   duplicate_names: z.enum(["conflict", "operation"]).optional(),
   token_ttl_seconds: z.number().int().min(1).optional(),
   unknown_operation_status: z.union([z.literal(403), z.literal(404)]).optional(),
+  /** How long a finished operation stays listed and readable; null keeps it. */
+  operation_retention_ms: z.union([z.number().int().min(0), z.null()]).optional(),
   rate_limit: z
     .union([z.literal(false), z.strictObject({ rate_per_sec: z.number().positive(), burst: z.number().int().min(1) })])
     .optional(),
 });
-const RESOURCE_KINDS = ["vms", "disks", "networks", "firewall-rules"] as const;
 
 export function registerAdminRoutes(app: FastifyInstance, deps: ServerDeps, registered: Map<string, Set<Method>>) {
   const { store, faults, requestCounts, rateLimiter, auth } = deps;
@@ -61,10 +63,12 @@ export function registerAdminRoutes(app: FastifyInstance, deps: ServerDeps, regi
     (request.params as Record<string, string>)[name] ?? "";
 
   const settings = () => ({
-    latency_ms: store.latencyMs,
-    duplicate_names: store.duplicateNames,
+    profile: deps.profile,
+    latency_ms: store.settings.latencyMs,
+    duplicate_names: store.settings.duplicateNames,
     token_ttl_seconds: auth.tokenTtlSeconds,
-    unknown_operation_status: store.unknownOperationStatus,
+    unknown_operation_status: store.settings.unknownOperationStatus,
+    operation_retention_ms: store.settings.operationRetentionMs ?? null,
     rate_limit:
       rateLimiter.options === false
         ? false
@@ -98,7 +102,10 @@ export function registerAdminRoutes(app: FastifyInstance, deps: ServerDeps, regi
     for (const location of LOCATIONS) {
       const perType: Record<string, { capacity: number; used: number }> = {};
       for (const type of VM_TYPES) {
-        perType[type] = { capacity: store.capacityOf(location, type), used: store.usedCapacity(location, type) };
+        perType[type] = {
+          capacity: store.capacity.capacityOf(location, type),
+          used: store.capacity.usedCapacity(location, type),
+        };
       }
       view[location] = perType;
     }
@@ -106,17 +113,22 @@ export function registerAdminRoutes(app: FastifyInstance, deps: ServerDeps, regi
   };
   admin("GET", "/capacity", capacityView);
   admin("PUT", "/capacity", (request) => {
-    store.setCapacity(validate(CapacityUpdate, request.body) as Capacity);
+    store.capacity.setCapacity(validate(CapacityUpdate, request.body) as Capacity);
     return capacityView();
   });
 
   admin("GET", "/settings", settings);
   admin("PUT", "/settings", (request) => {
     const update = validate(Settings, request.body);
-    if (update.latency_ms !== undefined) store.latencyMs = update.latency_ms;
-    if (update.duplicate_names !== undefined) store.duplicateNames = update.duplicate_names;
+    if (update.latency_ms !== undefined) store.settings.latencyMs = update.latency_ms;
+    if (update.duplicate_names !== undefined) store.settings.duplicateNames = update.duplicate_names;
     if (update.token_ttl_seconds !== undefined) auth.tokenTtlSeconds = update.token_ttl_seconds;
-    if (update.unknown_operation_status !== undefined) store.unknownOperationStatus = update.unknown_operation_status;
+    if (update.unknown_operation_status !== undefined) {
+      store.settings.unknownOperationStatus = update.unknown_operation_status;
+    }
+    if (update.operation_retention_ms !== undefined) {
+      store.settings.operationRetentionMs = update.operation_retention_ms ?? undefined;
+    }
     if (update.rate_limit !== undefined) {
       rateLimiter.options =
         update.rate_limit === false
@@ -138,11 +150,11 @@ export function registerAdminRoutes(app: FastifyInstance, deps: ServerDeps, regi
       user: body.user,
       paymentMethodValid: body.payment_method_valid,
     });
-    store.ensureDefaultNetwork(tenant.projectId);
+    store.networks.ensureDefault(tenant.projectId);
     return { organization_id: tenant.organizationId, project_id: tenant.projectId, api_key: tenant.apiKey };
   });
   admin("PUT", "/organizations/:organizationId/payment-method", (request) => {
-    const org = store.organization(param(request, "organizationId"));
+    const org = store.records.organization(param(request, "organizationId"));
     const { valid } = validate(PaymentMethodUpdate, request.body);
     org.hasValidPaymentMethod = valid;
     org.payment_customer_id = valid
@@ -153,16 +165,16 @@ export function registerAdminRoutes(app: FastifyInstance, deps: ServerDeps, regi
 
   admin("POST", "/projects/:projectId/vms", (request) => {
     const body = validate(BulkVms, request.body);
-    const created = store.insertVms(param(request, "projectId"), body.vms);
+    const created = store.vms.insert(param(request, "projectId"), body.vms);
     return { items: created.map((vm) => ({ id: vm.id, name: vm.name })) };
   });
 
   admin("PUT", "/vms/:vmId/state", (request) => {
     const { state } = validate(VmStateUpdate, request.body);
-    return store.vmJson(store.forceVmState(param(request, "vmId"), state));
+    return store.vms.json(store.vms.forceState(param(request, "vmId"), state));
   });
   admin("PATCH", "/firewall-rules/:ruleId", (request) => {
-    store.mutateFirewallRule(param(request, "ruleId"), validate(PatchFirewallRuleRequest, request.body));
+    store.firewallRules.mutate(param(request, "ruleId"), validate(PatchFirewallRuleRequest, request.body));
     return { message: "firewall rule changed" };
   });
   admin("DELETE", "/resources/:kind/:id", (request) => {
@@ -170,7 +182,7 @@ export function registerAdminRoutes(app: FastifyInstance, deps: ServerDeps, regi
     if (!(RESOURCE_KINDS as readonly string[]).includes(kind)) {
       throw badRequest(`kind: must be one of ${RESOURCE_KINDS.join(", ")}`);
     }
-    store.removeResource(kind as (typeof RESOURCE_KINDS)[number], param(request, "id"));
+    store.removeResource(kind as ResourceKind, param(request, "id"));
     return { message: `${kind} ${param(request, "id")} removed` };
   });
 }

@@ -9,22 +9,42 @@ import type { Clock } from "./clock.ts";
 import { systemClock } from "./clock.ts";
 import type { FaultConfigInput } from "./faults.ts";
 import { FaultInjector } from "./faults.ts";
+import { profileDefaults, type SimulatorProfile } from "./profiles.ts";
 import { DEFAULT_API_KEY, DEFAULT_ORGANIZATION_ID, DEFAULT_PROJECT_ID, DEFAULT_USER, seedState } from "./seed.ts";
 import { API_PREFIX, buildServer } from "./server.ts";
 import type { SimState } from "./state.ts";
 import { readStateFile } from "./state-file.ts";
 import type { DuplicateNameMode } from "./store.ts";
 import { Store } from "./store.ts";
+import { DEFAULT_USAGE_REFRESH_DELAY_MS } from "./usage-publication.ts";
+
+/** Not 8080 or 8081: those are the operator's /metrics and probe ports, and both run side by side. */
+export const DEFAULT_SIMULATOR_PORT = 8070;
 
 export type { RateLimitOptions } from "./auth.ts";
 export type { Capacity } from "./catalogue.ts";
 export type { Clock, ManualClock } from "./clock.ts";
 export { createManualClock, systemClock } from "./clock.ts";
 export type { FaultConfig, FaultConfigInput } from "./faults.ts";
+export {
+  CONTRACT_ONLY_ROUTES,
+  isSimulatorProfile,
+  SEED_ONLY_OPERATION_RETENTION_MS,
+  SIMULATOR_PROFILES,
+  type SimulatorProfile,
+} from "./profiles.ts";
 export { DEFAULT_API_KEY, DEFAULT_PROJECT_ID, DEFAULT_USER } from "./seed.ts";
 
 export interface SimulatorOptions {
-  /** 0 picks a free port (tests). Default 8080. */
+  /**
+   * `contract` (default): the spec and every endpoint of contract-decisions.md. `seed-only`: only the endpoints
+   * the spec shows (the others answer as unknown routes), finished operations vanish after
+   * `operationRetentionMs` and then read 403.
+   */
+  profile?: SimulatorProfile;
+  /** How long a finished operation stays listed and readable. Default: kept (contract), 60 s (seed-only). */
+  operationRetentionMs?: number;
+  /** 0 picks a free port (tests). Default 8070 (the operator's /metrics and probes default to 8080 and 8081). */
   port?: number;
   /** Default 127.0.0.1. */
   host?: string;
@@ -50,6 +70,8 @@ export interface SimulatorOptions {
   clock?: Clock;
   /** Randomness for fault rates (tests pass a deterministic one). */
   random?: () => number;
+  /** How long after midnight UTC the daily usage refresh publishes the day before. Default 15 minutes. */
+  usageRefreshDelayMs?: number;
   /** Fastify request logging. Default off (throughput). */
   logger?: boolean;
 }
@@ -63,6 +85,7 @@ export interface RunningSimulator {
   projectId: string;
   organizationId: string;
   user: { email: string; password: string };
+  profile: SimulatorProfile;
   clock: Clock;
   close(): Promise<void>;
 }
@@ -105,14 +128,18 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
 
   const faults = new FaultInjector(options.faults, options.random);
   let writer: JsonStateFileWriter | undefined;
+  const profile = options.profile ?? "contract";
+  const defaults = profileDefaults(profile);
   const store = new Store(loaded ?? seed(), {
     clock,
     faults,
     latencyMs: options.latencyMs ?? 2000,
     duplicateNames: options.duplicateNames ?? "conflict",
+    unknownOperationStatus: defaults.unknownOperationStatus,
+    operationRetentionMs: options.operationRetentionMs ?? defaults.operationRetentionMs,
     onChange: () => writer?.markDirty(),
   });
-  store.ensureDefaultNetwork(projectId);
+  store.networks.ensureDefault(projectId);
   const auth = new Auth(() => store.state, clock, options.tokenTtlSeconds ?? 3600);
   const rateLimiter = new RateLimiter(options.rateLimit ?? { ratePerSec: 20, burst: 40 }, clock);
   const requestCounts = new Map<string, number>();
@@ -123,10 +150,12 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     faults,
     rateLimiter,
     requestCounts,
+    profile,
     logger: options.logger ?? false,
+    usageRefreshDelayMs: options.usageRefreshDelayMs ?? DEFAULT_USAGE_REFRESH_DELAY_MS,
     reset: () => {
       store.load(seed());
-      store.ensureDefaultNetwork(projectId);
+      store.networks.ensureDefault(projectId);
       auth.reset();
       rateLimiter.reset();
       faults.clear();
@@ -148,7 +177,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     });
   }
 
-  const address = await app.listen({ port: options.port ?? 8080, host: options.host ?? "127.0.0.1" });
+  const address = await app.listen({ port: options.port ?? DEFAULT_SIMULATOR_PORT, host: options.host ?? "127.0.0.1" });
   const base = address.replace("[::1]", "127.0.0.1");
   let closed = false;
   return {
@@ -158,6 +187,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     projectId,
     organizationId: store.state.projects.find((p) => p.id === projectId)?.organization_id ?? DEFAULT_ORGANIZATION_ID,
     user,
+    profile,
     clock,
     async close() {
       if (closed) return;

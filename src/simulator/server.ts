@@ -26,7 +26,9 @@ import { IMAGES, LOCATIONS, specItems } from "./catalogue.ts";
 import { badRequest, forbidden, SimError } from "./errors.ts";
 import type { FaultInjector } from "./faults.ts";
 import { paginate, parseSort } from "./paging.ts";
+import { type SimulatorProfile, servesRoute } from "./profiles.ts";
 import type { Family, Store } from "./store.ts";
+import { publishedUsage } from "./usage-publication.ts";
 
 export const API_PREFIX = "/v0.1";
 
@@ -36,8 +38,12 @@ export interface ServerDeps {
   faults: FaultInjector;
   rateLimiter: RateLimiter;
   requestCounts: Map<string, number>;
+  /** Which API is served: the spec plus contract-decisions.md, or the spec's endpoints only. */
+  profile: SimulatorProfile;
   /** Re-seed everything (admin reset). */
   reset: () => void;
+  /** How long after midnight UTC the daily usage refresh runs. */
+  usageRefreshDelayMs: number;
   logger: boolean;
 }
 
@@ -101,6 +107,11 @@ function sendError(reply: FastifyReply, error: SimError): void {
   void reply.code(error.status).send(body);
 }
 
+/** The answer to a route this server does not have. */
+function answerUnknownRoute(request: FastifyRequest, reply: FastifyReply): void {
+  sendError(reply, new SimError(404, `no route ${request.method} ${request.url.split("?")[0]}`));
+}
+
 export function buildServer(deps: ServerDeps): FastifyInstance {
   const { store, auth, faults, rateLimiter, requestCounts } = deps;
   const app = Fastify({ logger: deps.logger, bodyLimit: 1024 * 1024 });
@@ -136,6 +147,8 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   });
 
   const registered = new Map<string, Set<Method>>();
+  /** Routes the profile does not serve: they answer as unknown routes do (never 405). */
+  const unserved = new Map<string, Set<Method>>();
 
   function api(
     method: Method,
@@ -145,6 +158,19 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   ): void {
     const needsAuth = options.auth ?? true;
     const fullUrl = `${API_PREFIX}${url}`;
+    if (!servesRoute(deps.profile, method, url)) {
+      noteMethod(unserved, fullUrl, method);
+      app.route({
+        method,
+        url: fullUrl,
+        // Counted under its template (the admin counts show who asked), answered exactly as an unknown route.
+        handler: async (request, reply) => {
+          count(method, fullUrl);
+          answerUnknownRoute(request, reply);
+        },
+      });
+      return;
+    }
     noteMethod(registered, fullUrl, method);
     app.route({
       method,
@@ -196,14 +222,14 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   }
 
   function checkProjectAccess(principal: Principal, projectId: string): void {
-    store.project(projectId);
+    store.records.project(projectId);
     if (!principal.projectIds.includes(projectId)) {
       throw forbidden(`this credential has no access to project ${projectId}`);
     }
   }
 
-  const op = (record: Parameters<Store["operationJson"]>[0]): Reply => ({
-    body: { operation: store.operationJson(record) },
+  const op = (record: Parameters<Store["operations"]["json"]>[0]): Reply => ({
+    body: { operation: store.operations.json(record) },
   });
 
   // ---------------------------------------------------------------------------------------------------
@@ -247,7 +273,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     })),
   }));
   api("GET", "/organizations/:organizationId/billing", ({ principal, params }) => {
-    const org = store.organization(params.organizationId ?? "");
+    const org = store.records.organization(params.organizationId ?? "");
     if (!visibleOrganizations(principal).some((o) => o.id === org.id)) {
       throw forbidden(`this credential has no access to organization ${org.id}`);
     }
@@ -259,8 +285,8 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
       .map((p) => ({ id: p.id, name: p.name, version: "v0.1", organization_id: p.organization_id })),
   }));
   api("GET", "/projects/:projectId", ({ projectId }) => {
-    const project = store.project(projectId);
-    const org = store.organization(project.organization_id);
+    const project = store.records.project(projectId);
+    const org = store.records.organization(project.organization_id);
     return {
       body: {
         id: project.id,
@@ -283,14 +309,14 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   api("GET", "/projects/:projectId/images", () => ({ body: { items: IMAGES } }));
   api("GET", "/projects/:projectId/specs", () => ({ body: { items: specItems() } }));
   api("GET", "/projects/:projectId/availabilities", ({ query }) => ({
-    body: { items: store.availabilities(stringParam(query, "product_name"), stringParam(query, "location")) },
+    body: { items: store.capacity.availabilities(stringParam(query, "product_name"), stringParam(query, "location")) },
   }));
 
   // ---------------------------------------------------------------------------------------------------
   // VMs
   // ---------------------------------------------------------------------------------------------------
   api("POST", "/projects/:projectId/vms", ({ projectId, body }) =>
-    op(store.createVm(projectId, validate(CreateVmRequest, body))),
+    op(store.vms.create(projectId, validate(CreateVmRequest, body))),
   );
   api("GET", "/projects/:projectId/vms", ({ projectId, query }) => {
     const sort = parseSort(stringParam(query, "sort"));
@@ -306,8 +332,8 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
       locations: listParam(query, "locations"),
       states: listParam(query, "states")?.map((s) => (s.startsWith("STATE_") ? s : `STATE_${s}`)),
     };
-    const vms = store
-      .listVms(projectId)
+    const vms = store.vms
+      .list(projectId)
       .filter(
         (vm) =>
           (filters.ids === undefined || filters.ids.includes(vm.id)) &&
@@ -324,7 +350,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     const page = paginate(keyed, sort, limit, stringParam(query, "next_token"), stringParam(query, "prev_token"));
     return {
       body: {
-        items: page.items.map((k) => store.vmJson(k.vm)),
+        items: page.items.map((k) => store.vms.json(k.vm)),
         next_page_token: page.next_page_token,
         prev_page_token: page.prev_page_token,
       },
@@ -349,74 +375,74 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
       if (lowerTimeBoundMs !== undefined && Number.isNaN(lowerTimeBoundMs)) {
         throw badRequest("lower_time_bound: must be a timestamp such as 2026-11-21T00:00:00Z");
       }
-      const items = store
-        .listOperations(projectId, family, { resourceId: stringParam(query, "resource_id"), state, lowerTimeBoundMs })
-        .map((record) => store.operationJson(record));
+      const items = store.operations
+        .list(projectId, family, { resourceId: stringParam(query, "resource_id"), state, lowerTimeBoundMs })
+        .map((record) => store.operations.json(record));
       return { body: { items } };
     });
     api("GET", `/projects/:projectId/${path}/operations/:operationId`, ({ projectId, params }) => ({
-      body: store.operationJson(store.getOperation(projectId, family, params.operationId ?? "")),
+      body: store.operations.json(store.operations.get(projectId, family, params.operationId ?? "")),
     }));
   }
 
   api("GET", "/projects/:projectId/vms/:vmId", ({ projectId, params }) => ({
-    body: store.vmJson(store.getVm(projectId, params.vmId ?? "")),
+    body: store.vms.json(store.vms.get(projectId, params.vmId ?? "")),
   }));
   api("PATCH", "/projects/:projectId/vms/:vmId", ({ projectId, params, body }) =>
-    op(store.vmAction(projectId, params.vmId ?? "", validate(VmActionRequest, body))),
+    op(store.vms.action(projectId, params.vmId ?? "", validate(VmActionRequest, body))),
   );
   api("DELETE", "/projects/:projectId/vms/:vmId", ({ projectId, params }) =>
-    op(store.deleteVm(projectId, params.vmId ?? "")),
+    op(store.vms.delete(projectId, params.vmId ?? "")),
   );
 
   // ---------------------------------------------------------------------------------------------------
   // Disks
   // ---------------------------------------------------------------------------------------------------
   api("POST", "/projects/:projectId/disks", ({ projectId, body }) =>
-    op(store.createDisk(projectId, validate(CreateDiskRequest, body))),
+    op(store.disks.create(projectId, validate(CreateDiskRequest, body))),
   );
   api("GET", "/projects/:projectId/disks", ({ projectId }) => ({
-    body: { items: store.listDisks(projectId).map((d) => store.diskJson(d)) },
+    body: { items: store.disks.list(projectId).map((d) => store.disks.json(d)) },
   }));
   api("GET", "/projects/:projectId/disks/:diskId", ({ projectId, params }) => ({
-    body: store.diskJson(store.getDisk(projectId, params.diskId ?? "")),
+    body: store.disks.json(store.disks.get(projectId, params.diskId ?? "")),
   }));
   api("PATCH", "/projects/:projectId/disks/:diskId", ({ projectId, params, body }) =>
-    op(store.resizeDisk(projectId, params.diskId ?? "", validate(ResizeDiskRequest, body).size)),
+    op(store.disks.resize(projectId, params.diskId ?? "", validate(ResizeDiskRequest, body).size)),
   );
   api("DELETE", "/projects/:projectId/disks/:diskId", ({ projectId, params }) =>
-    op(store.deleteDisk(projectId, params.diskId ?? "")),
+    op(store.disks.delete(projectId, params.diskId ?? "")),
   );
 
   // ---------------------------------------------------------------------------------------------------
   // Networks and firewall rules
   // ---------------------------------------------------------------------------------------------------
   api("POST", "/projects/:projectId/vpc/networks", ({ projectId, body }) =>
-    op(store.createNetwork(projectId, validate(CreateNetworkRequest, body))),
+    op(store.networks.create(projectId, validate(CreateNetworkRequest, body))),
   );
   api("GET", "/projects/:projectId/vpc/networks", ({ projectId }) => ({
-    body: { items: store.listNetworks(projectId).map((n) => store.networkJson(n)) },
+    body: { items: store.networks.list(projectId).map((n) => store.networks.json(n)) },
   }));
   api("GET", "/projects/:projectId/vpc/networks/:networkId", ({ projectId, params }) => ({
-    body: store.networkJson(store.getNetwork(projectId, params.networkId ?? "")),
+    body: store.networks.json(store.networks.get(projectId, params.networkId ?? "")),
   }));
   api("DELETE", "/projects/:projectId/vpc/networks/:networkId", ({ projectId, params }) =>
-    op(store.deleteNetwork(projectId, params.networkId ?? "")),
+    op(store.networks.delete(projectId, params.networkId ?? "")),
   );
   api("POST", "/projects/:projectId/vpc/firewall-rules", ({ projectId, body }) =>
-    op(store.createFirewallRule(projectId, validate(CreateFirewallRuleRequest, body))),
+    op(store.firewallRules.create(projectId, validate(CreateFirewallRuleRequest, body))),
   );
   api("GET", "/projects/:projectId/vpc/firewall-rules", ({ projectId }) => ({
-    body: { items: store.listFirewallRules(projectId).map((r) => store.ruleJson(r)) },
+    body: { items: store.firewallRules.list(projectId).map((r) => store.firewallRules.json(r)) },
   }));
   api("GET", "/projects/:projectId/vpc/firewall-rules/:ruleId", ({ projectId, params }) => ({
-    body: store.ruleJson(store.getFirewallRule(projectId, params.ruleId ?? "")),
+    body: store.firewallRules.json(store.firewallRules.get(projectId, params.ruleId ?? "")),
   }));
   api("PATCH", "/projects/:projectId/vpc/firewall-rules/:ruleId", ({ projectId, params, body }) =>
-    op(store.patchFirewallRule(projectId, params.ruleId ?? "", validate(PatchFirewallRuleRequest, body))),
+    op(store.firewallRules.patch(projectId, params.ruleId ?? "", validate(PatchFirewallRuleRequest, body))),
   );
   api("DELETE", "/projects/:projectId/vpc/firewall-rules/:ruleId", ({ projectId, params }) =>
-    op(store.deleteFirewallRule(projectId, params.ruleId ?? "")),
+    op(store.firewallRules.delete(projectId, params.ruleId ?? "")),
   );
 
   // ---------------------------------------------------------------------------------------------------
@@ -431,23 +457,20 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     ] as const) {
       if (value !== undefined && !DATE_PATTERN.test(value)) throw badRequest(`${name}: must be YYYY-MM-DD`);
     }
-    return {
-      body: {
-        items: store.usage(projectId, {
-          resourceTypes: listParam(query, "resource_types"),
-          regions: listParam(query, "regions"),
-          startDate,
-          endDate,
-        }),
-      },
-    };
+    const accrued = store.capacity.usage(projectId, {
+      resourceTypes: listParam(query, "resource_types"),
+      regions: listParam(query, "regions"),
+      startDate,
+      endDate,
+    });
+    return { body: { items: publishedUsage(accrued, store.records.now(), deps.usageRefreshDelayMs) } };
   });
 
   registerAdminRoutes(app, deps, registered);
 
   // 405 for a known path with another method; 404 for everything else.
   for (const [url, methods] of registered) {
-    const others = ALL_METHODS.filter((m) => !methods.has(m));
+    const others = ALL_METHODS.filter((m) => !methods.has(m) && !unserved.get(url)?.has(m));
     if (others.length === 0) continue;
     app.route({
       method: others,
@@ -461,7 +484,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   }
   app.setNotFoundHandler((request, reply) => {
     count(request.method, "(unmatched)");
-    sendError(reply, new SimError(404, `no route ${request.method} ${request.url.split("?")[0]}`));
+    answerUnknownRoute(request, reply);
   });
   return app;
 }

@@ -1,6 +1,6 @@
 // A JSON state file that survives a restart: read back at start (absent → `undefined`), written debounced and
 // atomically (temp file + rename). The caller checks the shape of what it reads. Depends on nothing of ours.
-import { readFile, rename, writeFile } from "node:fs/promises";
+import { chmod, open, readFile, rename, rm } from "node:fs/promises";
 
 export class StateFileError extends Error {
   constructor(message: string, options?: ErrorOptions) {
@@ -25,6 +25,37 @@ export async function readJsonStateFile(path: string): Promise<unknown> {
   }
 }
 
+let temporarySequence = 0;
+
+/**
+ * Replace `path` with `text` atomically: a reader sees the old file or the new one, never a part. The temporary
+ * file is created with `mode` (e.g. 0o600 for secrets) so the content is never readable by others, even briefly.
+ * `durable` flushes it to disk before the rename (a spent single-use token must not come back after a crash).
+ */
+export async function writeFileAtomic(
+  path: string,
+  text: string,
+  options: { mode?: number; durable?: boolean } = {},
+): Promise<void> {
+  const temp = `${path}.${process.pid}.${temporarySequence++}.tmp`;
+  const mode = options.mode ?? 0o644;
+  const handle = await open(temp, "wx", mode);
+  try {
+    await handle.writeFile(text);
+    if (options.durable === true) await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  try {
+    // The umask may have narrowed the mode; never widened. Set it exactly.
+    await chmod(temp, mode);
+    await rename(temp, path);
+  } catch (error) {
+    await rm(temp, { force: true });
+    throw error;
+  }
+}
+
 /** Debounced atomic writer: `markDirty()` schedules one write of `snapshot()`; writes never overlap. */
 export class JsonStateFileWriter {
   readonly #path: string;
@@ -33,7 +64,6 @@ export class JsonStateFileWriter {
   readonly #onError: (error: unknown) => void;
   #timer: NodeJS.Timeout | undefined;
   #writing: Promise<void> = Promise.resolve();
-  #sequence = 0;
 
   constructor(options: {
     path: string;
@@ -57,13 +87,7 @@ export class JsonStateFileWriter {
 
   #write(): Promise<void> {
     const text = JSON.stringify(this.#snapshot());
-    const temp = `${this.#path}.${process.pid}.${this.#sequence++}.tmp`;
-    this.#writing = this.#writing
-      .then(async () => {
-        await writeFile(temp, text);
-        await rename(temp, this.#path);
-      })
-      .catch(this.#onError);
+    this.#writing = this.#writing.then(() => writeFileAtomic(this.#path, text)).catch(this.#onError);
     return this.#writing;
   }
 

@@ -6,6 +6,7 @@ import {
   defaultCloudName,
   FINALIZER,
   GROUP,
+  legacyDefaultCloudName,
   MAX_CLOUD_NAME_LENGTH,
   REASON_DESCRIPTIONS,
   REASONS,
@@ -21,11 +22,11 @@ describe("constants", () => {
       resetRequestedAt: "gpucloud.dev/reset-requested-at",
       syncPeriod: "gpucloud.dev/sync-period",
     });
-    expect(CONDITION_TYPES).toEqual(["Ready", "Reconciling", "Stalled"]);
+    expect(CONDITION_TYPES).toEqual(["Ready", "Reconciling", "Stalled", "UpToDate"]);
   });
 
   it("documents every reason with one line, and each reason is its own name", () => {
-    expect(Object.keys(REASONS)).toHaveLength(19);
+    expect(Object.keys(REASONS)).toHaveLength(23);
     for (const [key, reason] of Object.entries(REASONS)) {
       expect(reason).toBe(key);
       const description = REASON_DESCRIPTIONS[reason];
@@ -38,9 +39,29 @@ describe("constants", () => {
 describe("defaultCloudName", () => {
   it.each([
     { namespace: "default", name: "trainer", want: "default-trainer" },
-    { namespace: "Team-A", name: "Trainer.V2", want: "team-a-trainer.v2" },
-  ])("$namespace/$name → $want", ({ namespace, name, want }) => {
+    { namespace: "default", name: "reset-vm", want: "default-reset-vm" },
+    { namespace: "Team", name: "Trainer.V2", want: "team-trainer.v2" },
+  ])("$namespace/$name → $want (readable, the same as before 0.2)", ({ namespace, name, want }) => {
     expect(defaultCloudName(namespace, name)).toBe(want);
+    expect(legacyDefaultCloudName(namespace, name)).toBe(want);
+  });
+
+  it("never gives two objects the same name (default/reset-vm and default-reset/vm used to share one)", () => {
+    expect(legacyDefaultCloudName("default-reset", "vm")).toBe(legacyDefaultCloudName("default", "reset-vm"));
+    expect(defaultCloudName("default-reset", "vm")).not.toBe(defaultCloudName("default", "reset-vm"));
+    expect(defaultCloudName("default-reset", "vm")).toMatch(/^default-reset-vm-[0-9a-f]{8}$/);
+    // Every split of one text into namespace and name gets its own name.
+    const namespaces = ["a", "a-b", "a-b-c", "b", "b-c", "c"];
+    const names = ["a", "b-c", "c", "b", "a-b", "x.y", "c-d"];
+    const seen = new Map<string, string>();
+    for (const namespace of namespaces) {
+      for (const name of names) {
+        const cloudName = defaultCloudName(namespace, name);
+        expect(seen.get(cloudName), `${namespace}/${name} → ${cloudName}`).toBeUndefined();
+        seen.set(cloudName, `${namespace}/${name}`);
+        expect(cloudName.length).toBeLessThanOrEqual(MAX_CLOUD_NAME_LENGTH);
+      }
+    }
   });
 
   it("shortens long names to 63 characters with a stable hash suffix", () => {

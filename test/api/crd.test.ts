@@ -115,6 +115,8 @@ describe("CRD rules", () => {
         "set location or locations, not both",
         "set sshPublicKey or sshPublicKeySecretRef, not both",
         "location is immutable",
+        "image is immutable: the cloud takes it only when it creates the VM; create a new GpuVm with the new value (or delete and re-create this one)",
+        "sshPublicKeySecretRef is immutable: the cloud takes it only when it creates the VM; create a new GpuVm with the new value (or delete and re-create this one)",
       ]),
     );
     expect(messages("GpuDisk")).toEqual(

@@ -1,7 +1,14 @@
 // The operator under test, for real: the API simulator (latency 0) and the Kubernetes API test double over HTTP,
 // a Manager with the four controllers, and helpers to apply objects, wait for conditions and read the cloud.
 import { fileURLToPath } from "node:url";
-import { CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  EventsV1Api,
+  KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+} from "@kubernetes/client-node";
 import { pino } from "pino";
 import { GROUP, VERSION } from "../../src/api/common.ts";
 import { type OperatorControllers, registerControllers } from "../../src/controllers/index.ts";
@@ -220,6 +227,14 @@ export async function startEnv(options: EnvOptions = {}): Promise<Env> {
 }
 
 const MERGE = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+
+/** Events about one object of the test namespace, as `Type Reason: note`. */
+export async function eventsAbout(env: Env, name: string): Promise<string[]> {
+  const events = env.kubeConfig.makeApiClient(EventsV1Api);
+  return (await events.listNamespacedEvent({ namespace: NAMESPACE })).items
+    .filter((e) => e.regarding?.name === name)
+    .map((e) => `${e.type} ${e.reason}: ${e.note}`);
+}
 
 export function vmSpec(extra: Record<string, unknown> = {}): Record<string, unknown> {
   return { type: "a100.1x", location: "us-east1-a", image: "ubuntu22.04", sshPublicKey: SSH_KEY, ...extra };

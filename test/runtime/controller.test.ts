@@ -72,6 +72,8 @@ describe("Controller", () => {
     expect(await metricValue(metrics, "controller_runtime_reconcile_total", { result: "requeue_after" })).toBe(1);
     expect(await metricValue(metrics, "controller_runtime_reconcile_errors_total", { controller: "demo" })).toBe(3);
     expect(await metricValue(metrics, "controller_runtime_terminal_reconcile_errors_total", {})).toBe(1);
+    // Only the thrown error is a panic; returned failures are ordinary errors.
+    expect(await metricValue(metrics, "controller_runtime_reconcile_panics_total", { controller: "demo" })).toBe(1);
     expect(await metricValue(metrics, "workqueue_retries_total", { name: "demo" })).toBe(2);
     await controller.stop(1000);
   });
@@ -93,7 +95,7 @@ describe("Controller", () => {
       controller: "demo",
       namespace: "team-a",
       name: "vm-1",
-      reconcileId: calls[0]?.ctx.reconcileId,
+      reconcileID: calls[0]?.ctx.reconcileId,
     });
     await controller.stop(1000);
   });

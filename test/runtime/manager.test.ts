@@ -1,3 +1,4 @@
+import type { AddressInfo } from "node:net";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import type { OperatorConfig } from "../../src/runtime/config.ts";
@@ -14,6 +15,16 @@ import {
   WIDGETS,
   type WidgetObject,
 } from "./helpers.ts";
+
+/** A port nothing listens on (it was free a moment ago): connections to it are refused. */
+async function freePort(): Promise<number> {
+  const { createServer } = await import("node:net");
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
 
 const localServers: Partial<OperatorConfig> = {
   metricsBindAddress: { host: "127.0.0.1", port: 0 },
@@ -143,6 +154,71 @@ describe("Manager against the Kubernetes API test double", () => {
       expect(text).toContain("process_cpu_seconds_total");
     });
     expect((await fetch(`${probes}/nothing`)).status).toBe(404);
+  });
+
+  it("counts every Kubernetes request in rest_client_requests_total{code,method,host}, as client-go does", async () => {
+    cluster.double.faults.failNext(1, 500, { path: "v1/widgets" });
+    const manager = newManager({ leaderElect: true, leaderElectionNamespace: "default" });
+    const reconciled: ReconcileRequest[] = [];
+    mirrorController(manager, reconciled);
+    await cluster.createWidget("default", "counted", { size: 1 });
+    await manager.start();
+    await eventually(() => expect(reconciled.length).toBeGreaterThan(0));
+    const host = new URL(proxy.url).host;
+    const samples = async () =>
+      ((await manager.metrics.registry.getMetricsAsJSON()).find((m) => m.name === "rest_client_requests_total")
+        ?.values ?? []) as { labels: Record<string, string | number>; value: number }[];
+    await eventually(async () => {
+      const values = await samples();
+      const count = (code: string, method: string) =>
+        values.find((v) => v.labels.code === code && v.labels.method === method && v.labels.host === host)?.value ?? 0;
+      // The failed list, the lists and watches that followed, the Lease and the status write all counted.
+      expect(count("500", "GET")).toBe(1);
+      expect(count("200", "GET")).toBeGreaterThanOrEqual(2);
+      expect(count("200", "PATCH")).toBeGreaterThanOrEqual(1);
+      expect(count("201", "POST")).toBeGreaterThanOrEqual(1); // the Lease
+      // Every request the server saw was counted once (watches are counted when their stream opens).
+      expect(values.reduce((sum, v) => sum + v.value, 0)).toBe(proxy.requests.length);
+    });
+    const text = await (await fetch(`${manager.serverUrls.metrics}/metrics`)).text();
+    expect(text).toContain(`rest_client_requests_total{code="500",method="GET",host="${host}"} 1`);
+    expect(text).toContain("gpucloud_operator_ready 1");
+  });
+
+  it('counts a request that got no answer as code "<error>"', async () => {
+    const closedPort = await freePort();
+    const manager = new Manager({
+      kubeConfig: kubeConfigFor(`http://127.0.0.1:${closedPort}`),
+      config: defaultConfig({ ...localServers, cacheSyncTimeoutMs: 0 }),
+      logger: silentLogger,
+      informer: { restartBaseDelayMs: 50, restartMaxDelayMs: 100 },
+    });
+    managers.push(manager);
+    manager.informerFor(WIDGETS);
+    void manager.start().catch(() => undefined);
+    await eventually(async () => {
+      const text = await manager.metrics.text();
+      expect(text).toContain(`rest_client_requests_total{code="<error>",method="GET",host="127.0.0.1:${closedPort}"}`);
+      expect(text).toContain("gpucloud_operator_ready 0");
+    });
+  });
+
+  it.each([
+    ["metricsBindAddress", "--metrics-bind-address"],
+    ["healthProbeBindAddress", "--health-probe-bind-address"],
+  ] as const)("fails to start with a message naming %s's flag when its port is taken", async (field, flag) => {
+    const { createServer } = await import("node:net");
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    const { port } = taken.address() as AddressInfo;
+    try {
+      const manager = newManager({ [field]: { host: "127.0.0.1", port } });
+      await expect(manager.start()).rejects.toThrow(
+        `cannot listen on 127.0.0.1:${port}: the address is already in use (another operator, or a simulator, on the same port?); choose another address with ${flag} (0 disables it)`,
+      );
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
   });
 
   it("enqueues the controller's keys when a watched Secret changes", async () => {

@@ -554,7 +554,8 @@ describe("routing and errors", () => {
 describe("exact shapes", () => {
   const keysOf = (value: unknown) => Object.keys(value as object).sort();
 
-  it("answers disks, networks, rules, operations, images, specs and usage with exactly the contract's fields", async () => {
+  // Usage items: test/simulator/lifecycle.test.ts (they need days to pass on a manual clock).
+  it("answers disks, networks, rules, operations, images and specs with exactly the contract's fields", async () => {
     const disk = await createDisk("shape-disk");
     expect(keysOf(disk)).toEqual(
       [
@@ -617,11 +618,6 @@ describe("exact shapes", () => {
         "num_gpu",
         "product_name",
       ].sort(),
-    );
-    const usage = (await api.call("GET", api.project("/usage"))).body as { items: unknown[] };
-    expect(usage.items.length).toBeGreaterThan(0);
-    expect(keysOf(usage.items[0])).toEqual(
-      ["billable_metric", "date", "project_id", "quantity", "region", "reservation_id", "resource_type"].sort(),
     );
     const vmList = (await api.call("GET", api.project("/vms?limit=1"))).body;
     expect(keysOf(vmList)).toEqual(["items", "next_page_token", "prev_page_token"]);

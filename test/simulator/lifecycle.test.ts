@@ -123,8 +123,11 @@ describe("VM state machine", () => {
 });
 
 describe("usage", () => {
-  it("accrues GPU-hours per UTC day for running time only", async () => {
-    const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+  const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+  const usageOf = async (query = "") =>
+    ok(await api.call("GET", api.project(`/usage${query}`)), itemsOf(UsageItem)).items;
+
+  it("accrues GPU-hours per UTC day for running time only, published by the daily refresh", async () => {
     const op = opOf(
       await api.call(
         "POST",
@@ -139,7 +142,10 @@ describe("usage", () => {
     await act(op.metadata.id, { action: "STOP" });
     clock.advance(LATENCY);
     clock.advance(5 * HOUR); // stopped: accrues nothing
-    const items = ok(await api.call("GET", api.project("/usage?resource_types=a100.2x")), itemsOf(UsageItem)).items;
+    // The day that is running is never in the answer; the day before is, once 00:15 UTC has passed.
+    expect((await usageOf("?resource_types=a100.2x")).map((i) => i.date)).toEqual([day(midnight - 1)]);
+    clock.advance(midnight + 24 * HOUR + 15 * 60_000 - clock.now());
+    const items = await usageOf("?resource_types=a100.2x");
     const quantity = (date: string) => items.find((i) => i.date === date)?.quantity ?? 0;
     // Two GPUs; the STOPPING time still counts (the VM is up until it has stopped).
     expect(quantity(day(midnight - 1))).toBeCloseTo((2 * beforeMidnight) / HOUR, 5);
@@ -150,20 +156,38 @@ describe("usage", () => {
       resource_type: "a100.2x",
       reservation_id: "",
     });
-    const onlySecond = ok(
-      await api.call(
-        "GET",
-        api.project(`/usage?start_date=${day(midnight)}&end_date=${day(midnight)}&regions=us-southcentral1`),
-      ),
-      itemsOf(UsageItem),
-    ).items;
-    expect(onlySecond.map((i) => i.date)).toEqual([day(midnight)]);
-    const otherRegion = ok(
-      await api.call("GET", api.project("/usage?regions=eu-iceland1&resource_types=a100.2x")),
-      itemsOf(UsageItem),
+    expect(Object.keys(items[0] ?? {}).sort()).toEqual(
+      ["billable_metric", "date", "project_id", "quantity", "region", "reservation_id", "resource_type"].sort(),
     );
-    expect(otherRegion.items).toEqual([]);
+    const onlySecond = await usageOf(`?start_date=${day(midnight)}&end_date=${day(midnight)}&regions=us-southcentral1`);
+    expect(onlySecond.map((i) => i.date)).toEqual([day(midnight)]);
+    expect(await usageOf("?regions=eu-iceland1&resource_types=a100.2x")).toEqual([]);
     errorOf(await api.call("GET", api.project("/usage?start_date=21-11-2026")), 400, "bad_request");
+  });
+
+  it("publishes a day at the first refresh after it ends (00:15 UTC), never the running day", async () => {
+    const op = opOf(
+      await api.call(
+        "POST",
+        api.project("/vms"),
+        vmBody("refresh", { type: "l40s-48gb.4x", location: "eu-iceland1-a" }),
+      ),
+    );
+    clock.advance(LATENCY);
+    const nextMidnight = Math.ceil(clock.now() / (24 * HOUR)) * 24 * HOUR;
+    const today = day(clock.now());
+    const dates = async () => (await usageOf("?resource_types=l40s-48gb.4x")).map((i) => i.date);
+    expect(await dates()).toEqual([]);
+    clock.advance(nextMidnight - clock.now() + 15 * 60_000 - 1); // 00:14:59.999: not refreshed yet
+    expect(await dates()).toEqual([]);
+    clock.advance(1); // 00:15: yesterday is in, today (still running) is not
+    expect(await dates()).toEqual([today]);
+    clock.advance(24 * HOUR);
+    expect(await dates()).toEqual([today, day(nextMidnight)]);
+    const [, fullDay] = await usageOf("?resource_types=l40s-48gb.4x");
+    expect(fullDay?.quantity).toBeCloseTo(4 * 24, 5);
+    await act(op.metadata.id, { action: "STOP" });
+    clock.advance(LATENCY);
   });
 });
 

@@ -9,6 +9,8 @@ import path from "node:path";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import { type KubeTarget, kubeRequest as sendKubeRequest } from "../../control-plane/http.ts";
+import { formatLogLine } from "../../runtime/logging.ts";
+import { isSimulatorProfile, SIMULATOR_PROFILES, type SimulatorProfile } from "../../simulator/profiles.ts";
 
 const REPO_ROOT = path.resolve(import.meta.dirname, "../../..");
 const MAIN_SCRIPT = path.join(REPO_ROOT, "src/cli/main.ts");
@@ -35,6 +37,7 @@ export interface PlaygroundOptions {
   healthPort: number;
   stateDir: string;
   latencyMs: number;
+  profile: SimulatorProfile;
   withoutOperator: boolean;
   /** Which Kubernetes API: the test double (default, needs nothing) or a real control plane (needs the build). */
   kube: "double" | "real";
@@ -60,6 +63,8 @@ Flags:
   --health-port <n>      operator /healthz and /readyz port (default ${PLAYGROUND_DEFAULTS.healthPort})
   --state-dir <dir>      where the kubeconfig, cloud.json and both state files live (default ${PLAYGROUND_DEFAULTS.stateDir})
   --latency-ms <n>       how long each simulated cloud operation takes (default ${PLAYGROUND_DEFAULTS.latencyMs})
+  --profile <name>       the simulated cloud's API: contract (default; the spec and contract-decisions.md) or
+                         seed-only (only the spec's endpoints, see docs/simulator.md)
   --without-operator     start only the two servers and print the command that runs the operator against them
   -h, --help             show this help
 `;
@@ -87,6 +92,10 @@ export function parsePlaygroundArgs(argv: string[]): PlaygroundOptions | "help" 
   if (latencyText !== undefined && !/^\d+$/.test(latencyText)) {
     throw new PlaygroundUsageError(`--latency-ms: expected a whole number of milliseconds, got "${latencyText}"`);
   }
+  const profile = values.profile ?? "contract";
+  if (!isSimulatorProfile(profile)) {
+    throw new PlaygroundUsageError(`--profile: expected one of ${SIMULATOR_PROFILES.join(", ")}, got "${profile}"`);
+  }
   return {
     port: parsePort("port", values.port, PLAYGROUND_DEFAULTS.port),
     cloudPort: parsePort("cloud-port", values["cloud-port"], PLAYGROUND_DEFAULTS.cloudPort),
@@ -94,6 +103,7 @@ export function parsePlaygroundArgs(argv: string[]): PlaygroundOptions | "help" 
     healthPort: parsePort("health-port", values["health-port"], PLAYGROUND_DEFAULTS.healthPort),
     stateDir: path.resolve(values["state-dir"] ?? PLAYGROUND_DEFAULTS.stateDir),
     latencyMs,
+    profile,
     withoutOperator: values["without-operator"] === true,
     kube: parseKube(values.kube),
   };
@@ -117,6 +127,7 @@ function parseFlags(argv: string[]) {
       "health-port": { type: "string" },
       "state-dir": { type: "string" },
       "latency-ms": { type: "string" },
+      profile: { type: "string" },
       "without-operator": { type: "boolean" },
       kube: { type: "string" },
       help: { type: "boolean", short: "h" },
@@ -216,33 +227,9 @@ async function ensureCredentials(
   await expectStatus(created, [200, 201], `creating Secret ${CREDENTIALS_NAMESPACE}/${CREDENTIALS_SECRET}`);
 }
 
-const LEVEL_NAMES: Record<number, string> = {
-  10: "TRACE",
-  20: "DEBUG",
-  30: "INFO",
-  40: "WARN",
-  50: "ERROR",
-  60: "FATAL",
-};
-const HIDDEN_LOG_FIELDS = new Set(["level", "time", "msg", "pid", "hostname", "v"]);
-
 /** One pino JSON line as `HH:MM:SS LEVEL message key=value …`; other lines unchanged. */
 export function formatOperatorLogLine(line: string): string {
-  let record: unknown;
-  try {
-    record = JSON.parse(line);
-  } catch {
-    return line; // not JSON (a stack trace, a warning from Node): show it as it is
-  }
-  if (typeof record !== "object" || record === null || Array.isArray(record)) return line;
-  const fields = record as Record<string, unknown>;
-  const time = typeof fields.time === "number" ? new Date(fields.time).toISOString().slice(11, 19) : "";
-  const level = typeof fields.level === "number" ? (LEVEL_NAMES[fields.level] ?? String(fields.level)) : "";
-  const message = typeof fields.msg === "string" ? fields.msg : "";
-  const extras = Object.entries(fields)
-    .filter(([key]) => !HIDDEN_LOG_FIELDS.has(key))
-    .map(([key, value]) => `${key}=${typeof value === "string" ? value : JSON.stringify(value)}`);
-  return [time, level.padEnd(5), message, ...extras].filter((part) => part !== "").join(" ");
+  return formatLogLine(line, { clock: true });
 }
 
 function forwardLines(stream: NodeJS.ReadableStream, write: (line: string) => void): void {
@@ -327,6 +314,7 @@ function nextSteps(options: {
   /** kubectl of the control plane's release, when there is one. */
   kubectl: string | undefined;
   cloud: { url: string; projectId: string };
+  profile: SimulatorProfile;
   operatorCommand: string | undefined;
 }): string {
   const kubeconfig = displayPath(path.join(options.stateDir, "kubeconfig"));
@@ -335,6 +323,9 @@ function nextSteps(options: {
     "",
     `${options.kubeLabel}: ${options.kubeUrl}   (kubeconfig: ${kubeconfig})`,
     `GPU cloud API simulator:    ${options.cloud.url}   (API key and project: ${cloudFile})`,
+    ...(options.profile === "contract"
+      ? []
+      : [`Simulator profile:          ${options.profile} (only the spec's endpoints; see docs/simulator.md)`]),
     `Credentials Secret:         ${CREDENTIALS_NAMESPACE}/${CREDENTIALS_SECRET} (apiKey, projectId, apiUrl)`,
     "",
   ];
@@ -397,6 +388,7 @@ async function runPlayground(options: PlaygroundOptions): Promise<number> {
     const simulator = await startSimulator({
       port: options.cloudPort,
       latencyMs: options.latencyMs,
+      profile: options.profile,
       stateFile: path.join(options.stateDir, "cloud-state.json"),
     });
     closers.push(() => simulator.close());
@@ -440,6 +432,7 @@ async function runPlayground(options: PlaygroundOptions): Promise<number> {
         kubeLabel: kube.label,
         kubectl: kube.kubectl,
         cloud,
+        profile: options.profile,
         operatorCommand: options.withoutOperator ? commandLine : undefined,
       }),
     );

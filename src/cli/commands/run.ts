@@ -1,9 +1,8 @@
 // `gpuvm-operator run`: parse flags and environment, build the Manager, register the four controllers, start,
 // and resolve with 0 after SIGTERM/SIGINT once the graceful drain has finished.
 import { KubeConfig } from "@kubernetes/client-node";
-import pino from "pino";
 import { registerControllers } from "../../controllers/index.ts";
-import { helpText, Manager, parseConfig } from "../../runtime/index.ts";
+import { createLogger, helpText, Manager, parseConfig } from "../../runtime/index.ts";
 
 export async function main(argv: string[]): Promise<number> {
   const parsed = parseConfig(argv, process.env);
@@ -16,10 +15,7 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const config = parsed.config;
-  const logger = pino({
-    level: config.logLevel,
-    redact: { paths: ["*.apiKey", "*.password", "*.token", "*.authorization"], censor: "[redacted]" },
-  });
+  const logger = createLogger({ level: config.logLevel, format: config.logFormat, timeFormat: config.logTimeFormat });
   const kubeConfig = new KubeConfig();
   try {
     if (config.kubeconfig !== undefined) kubeConfig.loadFromFile(config.kubeconfig);

@@ -6,6 +6,7 @@ import { VM_TYPES } from "../../cloud/wire.ts";
 import { LOCATIONS } from "../../simulator/catalogue.ts";
 import { FaultConfigSchema } from "../../simulator/faults.ts";
 import type { SimulatorOptions } from "../../simulator/index.ts";
+import { isSimulatorProfile, SIMULATOR_PROFILES } from "../../simulator/profiles.ts";
 import { serveUntilSignal } from "../serve-until-signal.ts";
 
 const HELP = `Usage: gpuvm-operator simulator [flags]
@@ -13,7 +14,12 @@ const HELP = `Usage: gpuvm-operator simulator [flags]
 Runs the GPU cloud API simulator (API under /v0.1, admin API under /_sim).
 
 Flags:
-  --port <n>              port to listen on (default 8080; 0 picks a free one)
+  --profile <name>        contract (default): the spec and every endpoint of contract-decisions.md;
+                          seed-only: only the endpoints the spec shows (see docs/simulator.md)
+  --operation-retention-ms <n>
+                          how long a finished operation stays listed and readable
+                          (default: kept with contract, 60000 with seed-only)
+  --port <n>              port to listen on (default 8070; 0 picks a free one)
   --host <addr>           address to listen on (default 127.0.0.1)
   --api-key <key>         project API key (default: a fixed key, printed at start)
   --user <email:password> the user that can sign in with a password
@@ -26,6 +32,8 @@ Flags:
 
 /** The config file: the programmatic options in JSON (no clock, no randomness). */
 const ConfigFile = z.strictObject({
+  profile: z.enum(SIMULATOR_PROFILES).optional(),
+  operationRetentionMs: z.number().int().min(0).optional(),
   port: z.number().int().min(0).max(65535).optional(),
   host: z.string().optional(),
   apiKey: z.string().min(8).optional(),
@@ -33,6 +41,7 @@ const ConfigFile = z.strictObject({
   user: z.strictObject({ email: z.string().min(3), password: z.string().min(1) }).optional(),
   latencyMs: z.number().int().min(0).optional(),
   tokenTtlSeconds: z.number().int().min(1).optional(),
+  usageRefreshDelayMs: z.number().int().min(0).optional(),
   rateLimit: z
     .union([z.literal(false), z.strictObject({ ratePerSec: z.number().positive(), burst: z.number().int().min(1) })])
     .optional(),
@@ -92,6 +101,8 @@ export async function parseSimulatorArgs(argv: string[]): Promise<SimulatorOptio
       strict: true,
       allowPositionals: false,
       options: {
+        profile: { type: "string" },
+        "operation-retention-ms": { type: "string" },
         port: { type: "string" },
         host: { type: "string" },
         "api-key": { type: "string" },
@@ -111,6 +122,15 @@ export async function parseSimulatorArgs(argv: string[]): Promise<SimulatorOptio
   }
   if (values.help === true) return "help";
   const options: SimulatorOptions = values.config === undefined ? {} : await readConfig(values.config);
+  if (values.profile !== undefined) {
+    if (!isSimulatorProfile(values.profile)) {
+      throw new UsageError(`--profile: expected one of ${SIMULATOR_PROFILES.join(", ")}, got '${values.profile}'`);
+    }
+    options.profile = values.profile;
+  }
+  if (values["operation-retention-ms"] !== undefined) {
+    options.operationRetentionMs = parseInteger("operation-retention-ms", values["operation-retention-ms"], 0);
+  }
   if (values.port !== undefined) options.port = parseInteger("port", values.port, 0);
   if (options.port !== undefined && options.port > 65535) throw new UsageError("--port: at most 65535");
   if (values.host !== undefined) options.host = values.host;
@@ -143,10 +163,20 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const { startSimulator } = await import("../../simulator/index.ts");
-  const simulator = await startSimulator(options);
+  let simulator: Awaited<ReturnType<typeof startSimulator>>;
+  try {
+    simulator = await startSimulator(options);
+  } catch (error) {
+    const { code, address, port } = error as NodeJS.ErrnoException & { address?: string; port?: number };
+    if (code !== "EADDRINUSE" && code !== "EACCES" && code !== "EADDRNOTAVAIL") throw error;
+    process.stderr.write(
+      `gpuvm-operator simulator: cannot listen on ${address}:${port} (${code}): choose another port with --port (0 picks a free one) or another address with --host\n`,
+    );
+    return 1;
+  }
   process.stdout.write(
     [
-      `GPU cloud API simulator listening`,
+      `GPU cloud API simulator listening (profile ${simulator.profile})`,
       `  base URL:   ${simulator.url}`,
       `  admin API:  ${simulator.adminUrl}`,
       `  API key:    ${simulator.apiKey}`,

@@ -1,0 +1,108 @@
+// Non-idempotent actions (START, STOP, RESET, UPDATE, RESIZE, PATCH, DELETE) are sent only after their intent
+// (`status.actionPending`) is durably recorded. A pass that finds an intent without its operation (the answer
+// was lost, the process died, or the status write after the request failed) looks the operation up instead of
+// sending the action again: a failed status write can never turn into a loop of actions.
+import type { Operation } from "../cloud/wire.ts";
+import { isCloudError, type Verdict } from "./classify.ts";
+import type { ManagedSpecBase, Mutation } from "./external.ts";
+import { recordOperation } from "./operation-tracking.ts";
+import { type CloudConnection, conflict, type Pass } from "./reconcile-pass.ts";
+import { intentRefused } from "./status-building.ts";
+
+/** An action sent by this process whose operation status may not show yet (the write after it failed). */
+export interface SentAction {
+  requestedAt: string;
+  operation: Operation;
+}
+
+type Sendable = Mutation & { send: () => Promise<Operation>; action: string };
+
+export function isSendable(mutation: Mutation): mutation is Sendable {
+  return mutation.send !== undefined && mutation.action !== undefined;
+}
+
+/** An answer that proves the request was not carried out (a 4xx: refused, conflict, not found, rate limited). */
+function refused(error: unknown): boolean {
+  return isCloudError(error) && error.kind === "http" && error.status !== undefined && error.status < 500;
+}
+
+/**
+ * Record the intent, then send. Returns the operation, or the verdict that ends the pass without sending (the
+ * intent could not be recorded). A request refused outright drops its intent; an answer lost on the way keeps
+ * it, for the next pass to look up.
+ */
+export async function sendAction<Spec extends ManagedSpecBase>(
+  pass: Pass<Spec>,
+  connection: CloudConnection<Spec>,
+  mutation: Sendable,
+  resourceId: string,
+): Promise<{ operation: Operation } | { verdict: Verdict }> {
+  const { mr, draft, services } = pass;
+  const requestedAt = new Date(services.now()).toISOString();
+  draft.actionPending = {
+    name: mutation.action,
+    id: resourceId,
+    requestedAt,
+    ...(mutation.intentFields ? { fields: mutation.intentFields } : {}),
+  };
+  const written = await services.writeStatus(mr, draft);
+  if (written.type !== "written") delete draft.actionPending;
+  if (written.type === "invalid") {
+    return { verdict: intentRefused(pass.logger, mutation.action, written.message, services.timing.terminalRetryMs) };
+  }
+  if (written.type !== "written") return { verdict: conflict() };
+  mr.status = structuredClone(draft);
+  let operation: Operation;
+  try {
+    operation = await mutation.send();
+  } catch (error) {
+    if (refused(error)) delete draft.actionPending;
+    throw error;
+  }
+  services.sentActions.set(pass.key, { requestedAt, operation });
+  confirm(pass, connection, operation);
+  Object.assign(draft, mutation.statusFields);
+  return { operation };
+}
+
+/** The action's operation is known: it goes into status with the fields its intent carried. */
+function confirm<Spec extends ManagedSpecBase>(
+  pass: Pass<Spec>,
+  connection: CloudConnection<Spec>,
+  operation: Operation,
+): void {
+  const fields = pass.draft.actionPending?.fields;
+  delete pass.draft.actionPending;
+  if (fields !== undefined) Object.assign(pass.draft, fields);
+  recordOperation(pass, connection, operation);
+}
+
+/**
+ * An intent in status without its operation: the operation this process saw, else the one the cloud lists for
+ * the resource since the intent. Neither means the action was not carried out: the intent goes, and this pass
+ * decides afresh from what it observes.
+ */
+export async function resolvePendingAction<Spec extends ManagedSpecBase>(
+  pass: Pass<Spec>,
+  connection: CloudConnection<Spec>,
+): Promise<void> {
+  const pending = pass.draft.actionPending;
+  if (pending === undefined) return;
+  const sent = pass.services.sentActions.get(pass.key);
+  let operation = sent?.requestedAt === pending.requestedAt ? sent.operation : undefined;
+  if (operation === undefined && connection.findOperation !== undefined) {
+    const since = Date.parse(pending.requestedAt);
+    operation = await connection.findOperation(pending.id, pending.name, since, pass.signal);
+  }
+  pass.services.sentActions.delete(pass.key);
+  if (operation !== undefined) {
+    pass.logger.info(
+      { action: pending.name, operation: operation.operation_id },
+      "found the operation of a recorded action",
+    );
+    confirm(pass, connection, operation);
+    return;
+  }
+  pass.logger.info({ action: pending.name, id: pending.id }, "a recorded action was not carried out; deciding afresh");
+  delete pass.draft.actionPending;
+}

@@ -1,0 +1,87 @@
+// Letting an object go: delete its cloud resource (after its dependents let go of it), or release it without a
+// cloud call (paused, Orphan, Observe, nothing ever created). Releasing removes our finalizer and says why.
+import { ANNOTATIONS, FINALIZER } from "../api/common.ts";
+import { isSendable, sendAction } from "./action-intents.ts";
+import { isCloudConflict, isCloudNotFound, REASON, type Verdict } from "./classify.ts";
+import type { ManagedSpecBase, Observation } from "./external.ts";
+import {
+  after,
+  type CloudConnection,
+  conflict,
+  DONE,
+  type Pass,
+  RELEASED,
+  type Step,
+  verdict,
+} from "./reconcile-pass.ts";
+
+/** Paused: no cloud call at all. Deleting a paused object releases it and says what was left behind. */
+export async function paused<Spec extends ManagedSpecBase>(pass: Pass<Spec>, deleting: boolean): Promise<Step> {
+  if (deleting) {
+    const leftBehind = pass.mr.spec.deletionPolicy !== "Orphan" && pass.draft.id !== undefined;
+    const note = leftBehind
+      ? `paused object deleted: cloud resource ${pass.draft.id} was left behind (no cloud call while paused)`
+      : "paused object deleted without a cloud call";
+    return release(pass, leftBehind ? "Warning" : "Normal", note);
+  }
+  const verdictOfPause: Verdict = {
+    ready: undefined,
+    reason: REASON.Paused,
+    message: `${ANNOTATIONS.paused} is "true": no cloud calls`,
+    progressing: false,
+    stalled: false,
+    outcome: DONE,
+  };
+  return verdictOfPause;
+}
+
+/** Remove our finalizer (when held) and record why the object was let go. */
+export async function release<Spec extends ManagedSpecBase>(
+  pass: Pass<Spec>,
+  type: "Normal" | "Warning",
+  note: string,
+): Promise<Step> {
+  if (pass.mr.metadata.finalizers.includes(FINALIZER)) {
+    const written = await pass.services.setFinalizer(pass.mr, false);
+    if (written.type === "conflict") return conflict();
+  }
+  pass.services.options.kube.event(pass.mr, type, REASON.Deleting, note);
+  pass.logger.info({ note }, "finalizer removed");
+  return RELEASED;
+}
+
+export async function deleteResource<Spec extends ManagedSpecBase>(
+  pass: Pass<Spec>,
+  connection: CloudConnection<Spec>,
+  observed: Observation,
+): Promise<Step> {
+  const { timing } = pass.services;
+  if (!observed.exists) return release(pass, "Normal", "cloud resource deleted");
+  const blocker = connection.external.deleteBlocker?.(pass.mr, observed);
+  if (blocker !== undefined) {
+    return verdict(REASON.WaitingForDependency, blocker, after(timing.shortMs * 5), { progressing: true });
+  }
+  if (observed.busy) {
+    return verdict(REASON.Deleting, "waiting for the resource to settle before deleting", after(timing.shortMs), {
+      progressing: true,
+    });
+  }
+  try {
+    const mutation = await connection.external.delete(pass.mr, observed.id, pass.signal);
+    if (!isSendable(mutation)) return release(pass, "Normal", "cloud resource deleted");
+    const sent = await sendAction(pass, connection, mutation, observed.id);
+    if ("verdict" in sent) return sent.verdict;
+    pass.logger.info({ id: observed.id, operation: sent.operation.operation_id }, "delete requested");
+    return verdict(REASON.Deleting, `deleting ${observed.id}`, after(timing.operationFallbackMs), {
+      progressing: true,
+      event: "Normal",
+    });
+  } catch (error) {
+    if (isCloudNotFound(error)) return release(pass, "Normal", "cloud resource already gone");
+    if (isCloudConflict(error)) {
+      const text = error instanceof Error ? error.message : String(error);
+      return verdict(REASON.WaitingForDependency, text, after(timing.shortMs * 5), { progressing: true });
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,118 @@
+// A resource that exists: bring it to the spec one step at a time (an update answers the operation it started),
+// wait while it is in transition, publish connection details once it is ready. Observe-only objects mirror it.
+
+import { isSendable, sendAction } from "./action-intents.ts";
+import { REASON, type Reason, type Verdict } from "./classify.ts";
+import type { ManagedSpecBase } from "./external.ts";
+import { after, type CloudConnection, DONE, type Existing, type Pass, verdict, withDraft } from "./reconcile-pass.ts";
+
+export async function reconcileExisting<Spec extends ManagedSpecBase>(
+  pass: Pass<Spec>,
+  connection: CloudConnection<Spec>,
+  observed: Existing,
+): Promise<Verdict> {
+  const { mr, draft } = pass;
+  const { timing } = pass.services;
+  draft.id = observed.id;
+  delete draft.createPending;
+  Object.assign(draft, observed.atProvider);
+  pass.upToDate = createOnlyState(pass, observed);
+  if (observed.terminal !== undefined) {
+    return verdict(observed.terminal.reason as Reason, observed.terminal.message, DONE, {
+      stalled: true,
+      event: "Warning",
+      ready: false,
+    });
+  }
+  if (observed.busy) {
+    return verdict(REASON.WaitingForOperation, "the cloud resource is in transition", after(timing.shortMs), {
+      progressing: true,
+    });
+  }
+  if (!observed.upToDate) {
+    pass.logger.debug({ diff: observed.diff }, "not up to date");
+    const mutation = await connection.external.update(withDraft(mr, draft), observed, pass.signal);
+    Object.assign(draft, mutation.statusFields);
+    if (mutation.refused !== undefined) {
+      return verdict(mutation.refused.reason as Reason, mutation.refused.message, DONE, {
+        stalled: true,
+        event: "Warning",
+        ready: observed.ready,
+      });
+    }
+    if (isSendable(mutation)) {
+      const sent = await sendAction(pass, connection, mutation, observed.id);
+      if ("verdict" in sent) return sent.verdict;
+      const note = mutation.note ?? `${mutation.action} requested`;
+      pass.services.options.kube.event(mr, "Normal", REASON.Updating, note);
+      pass.logger.info({ id: observed.id, operation: sent.operation.operation_id, note }, "update requested");
+      return verdict(REASON.Updating, note, after(timing.operationFallbackMs), { progressing: true });
+    }
+  }
+  if (!observed.ready) {
+    return verdict(REASON.Creating, "waiting for the cloud resource to become ready", after(timing.shortMs), {
+      progressing: true,
+    });
+  }
+  await connection.external.publish?.(mr, observed, pass.signal);
+  delete draft.lastError;
+  const cached = connection.usingCachedCredentials ? " (using cached credentials: the Secret is unreadable)" : "";
+  return verdict(REASON.Available, `cloud resource ${observed.id} is available${cached}`, DONE, {
+    ready: true,
+    event: "Normal",
+  });
+}
+
+/**
+ * Whether the resource still has the create-only values the spec asks for now (image, SSH key and scripts,
+ * inline or from a Secret/ConfigMap): the cloud cannot change them, so a change is reported, never applied.
+ * The first time a resource is seen without recorded values (made by an older version), the current ones are
+ * taken as those it was created with.
+ */
+function createOnlyState<Spec extends ManagedSpecBase>(pass: Pass<Spec>, observed: Existing): Pass<Spec>["upToDate"] {
+  const current = observed.createOnly;
+  if (current === undefined) return undefined;
+  const digests = Object.fromEntries(Object.entries(current).map(([field, value]) => [field, value.digest]));
+  const recorded = pass.draft.createOnlyDigests as Record<string, string> | undefined;
+  if (recorded === undefined) pass.draft.createOnlyDigests = digests;
+  const before = recorded ?? digests;
+  const fields = [...new Set([...Object.keys(before), ...Object.keys(digests)])].sort();
+  const changed = fields.filter((field) => before[field] !== digests[field]);
+  if (changed.length === 0) {
+    return {
+      status: "True",
+      reason: REASON.CreateOnlyFieldsApplied,
+      message: "created with the current create-only values",
+    };
+  }
+  const what = changed.map((field) => `${field} (${current[field]?.source ?? "removed"})`).join(", ");
+  return {
+    status: "False",
+    reason: REASON.CreateOnlyFieldChanged,
+    message:
+      `${what} changed after the resource was created and is not applied: the cloud takes it only at creation. ` +
+      "Restore the previous value, or delete and re-create the object to use the new one",
+  };
+}
+
+/** managementPolicy Observe: mirror the cloud into status; never write to it. */
+export async function mirror<Spec extends ManagedSpecBase>(
+  pass: Pass<Spec>,
+  connection: CloudConnection<Spec>,
+  notBefore?: number,
+): Promise<Verdict> {
+  const observed = await connection.external.observe(
+    pass.mr,
+    { cloudName: pass.cloudName, ...(notBefore !== undefined ? { notBefore } : {}) },
+    pass.signal,
+  );
+  if (!observed.exists) {
+    const what = pass.mr.spec.id ?? pass.cloudName;
+    return verdict(REASON.Observed, `no cloud resource ${what} to observe`, after(pass.services.timing.dependencyMs));
+  }
+  Object.assign(pass.draft, observed.atProvider);
+  pass.draft.id = observed.id;
+  return verdict(REASON.Observed, "observing the cloud resource (no changes are made)", DONE, {
+    ready: observed.ready,
+  });
+}

@@ -1,0 +1,90 @@
+// Cloud operations of one object: recorded in status when a mutation starts one (`status.operation` and the
+// newest-first history), and moved to history when the per-credential trackers see them settle. No worker ever
+// waits on an operation: the trackers wake the key, and a fallback requeue covers lost wake-ups.
+import { MAX_OPERATION_HISTORY } from "../api/common.ts";
+import type { Operation } from "../cloud/wire.ts";
+import { REASON, type Verdict } from "./classify.ts";
+import type { ManagedSpecBase } from "./external.ts";
+import { after, type CloudConnection, type Pass, verdict, wasReady } from "./reconcile-pass.ts";
+
+/** Put a just-started operation into the draft status and start tracking it. */
+export function recordOperation<Spec extends ManagedSpecBase>(
+  pass: Pass<Spec>,
+  connection: CloudConnection<Spec>,
+  operation: Operation,
+): void {
+  const recorded = {
+    id: operation.operation_id,
+    name: operation.metadata.operation_name,
+    state: operation.state,
+    ...(operation.started_at ? { startedAt: operation.started_at } : {}),
+  };
+  pass.draft.operation = recorded;
+  pass.draft.operations = [recorded, ...(pass.draft.operations ?? [])].slice(0, MAX_OPERATION_HISTORY);
+  if (operation.state === "IN_PROGRESS") connection.operation(operation.operation_id, pass.key);
+}
+
+export interface OperationFailure {
+  code: string;
+  message: string;
+}
+
+export interface Settlement {
+  /** The operation is still running: this verdict ends the pass. */
+  verdict?: Verdict;
+  /** Lists taken before this time (ms) do not show the operation's effect. */
+  notBefore?: number;
+  failure?: OperationFailure;
+}
+
+/** Move a finished operation from "in flight" to history; a still running one ends this reconcile. */
+export function settleOperation<Spec extends ManagedSpecBase>(
+  pass: Pass<Spec>,
+  connection: CloudConnection<Spec>,
+): Settlement {
+  const current = pass.draft.operation;
+  if (current === undefined || current.state !== "IN_PROGRESS") return {};
+  const progress = connection.operation(current.id, pass.key);
+  if (progress.state === "pending") {
+    const reason = current.name === "DELETE" ? REASON.Deleting : REASON.WaitingForOperation;
+    return {
+      verdict: verdict(
+        reason,
+        `waiting for ${current.name} operation ${current.id}`,
+        after(pass.services.timing.operationFallbackMs),
+        {
+          progressing: true,
+          ready: wasReady(pass.mr),
+        },
+      ),
+    };
+  }
+  const final =
+    progress.state === "settled"
+      ? { ...current, state: progress.operation.state, completedAt: progress.operation.completed_at }
+      : { ...current, state: "SUCCEEDED", completedAt: "" };
+  pass.draft.operation = final;
+  pass.draft.operations = [final, ...(pass.draft.operations ?? []).filter((o) => o.id !== final.id)].slice(
+    0,
+    MAX_OPERATION_HISTORY,
+  );
+  if (final.name === "CREATE" && final.state === "SUCCEEDED") delete pass.draft.createPending;
+  if (progress.state === "settled" && progress.operation.state === "FAILED") {
+    const message = failureText(progress.operation);
+    pass.draft.lastError = message;
+    return { notBefore: progress.settledAt, failure: { code: failureCode(progress.operation), message } };
+  }
+  return { notBefore: progress.settledAt };
+}
+
+function failureText(operation: Operation): string {
+  const result = operation.result as { code?: unknown; message?: unknown } | null;
+  const code = typeof result?.code === "string" ? result.code : "unknown";
+  const message = typeof result?.message === "string" ? result.message : "";
+  return `${operation.metadata.operation_name} failed: ${code}${message ? `: ${message}` : ""}`;
+}
+
+function failureCode(operation: Operation): string {
+  const result = operation.result as { code?: unknown } | null;
+  return typeof result?.code === "string" ? result.code : "unknown";
+}

@@ -1,0 +1,207 @@
+// What one pass of the managed lifecycle carries (the object, its status draft, the services it may use) and
+// what its steps hand back (a verdict, or RELEASED). Shared by the lifecycle (managed-reconciler.ts) and its
+// parts: creation.ts, existing-resource.ts, deletion.ts, operation-handling.ts, status-building.ts.
+import type { Logger } from "pino";
+import type { Operation } from "../cloud/wire.ts";
+import type { SentAction } from "./action-intents.ts";
+import { REASON, type Reason, type Verdict } from "./classify.ts";
+import type {
+  ExternalClient,
+  ManagedObject,
+  ManagedSpecBase,
+  ManagedStatusBase,
+  Observation,
+  Outcome,
+} from "./external.ts";
+import type { ClaimIndex } from "./ownership.ts";
+
+export type Existing = Extract<Observation, { exists: true }>;
+
+/** Progress of a cloud operation as the per-credential trackers know it. */
+export type OperationProgress =
+  | { state: "pending" }
+  | { state: "settled"; operation: Operation; settledAt: number }
+  | { state: "vanished"; settledAt: number };
+
+/** A working connection to the cloud for one object: credentials resolved, kind client bound. */
+export interface CloudConnection<Spec extends ManagedSpecBase> {
+  external: ExternalClient<Spec>;
+  projectId: string;
+  /** The Secret could not be read; the last good credentials of it are in use. */
+  usingCachedCredentials: boolean;
+  /**
+   * A message (with the billing link) when the organization cannot pay, else undefined. Cached per credential;
+   * `fresh` reads it again.
+   */
+  paymentProblem(signal: AbortSignal, options?: { fresh?: boolean }): Promise<string | undefined>;
+  /** Where an operation stands; starts tracking it (waking `ownerKey` when it settles) if it is not yet. */
+  operation(operationId: string, ownerKey: string): OperationProgress;
+  /**
+   * The operation `name` the cloud lists for a resource since a moment (ms), if any: what became of an action
+   * recorded before it was sent. Undefined when none shows (or the server cannot list them).
+   */
+  findOperation?(
+    resourceId: string,
+    name: string,
+    sinceMs: number,
+    signal: AbortSignal,
+  ): Promise<Operation | undefined>;
+}
+
+export type Connect<Spec extends ManagedSpecBase> = (
+  mr: ManagedObject<Spec>,
+  signal: AbortSignal,
+) => Promise<{ type: "connected"; connection: CloudConnection<Spec> } | { type: "missing"; message: string }>;
+
+/**
+ * A guarded write: written, lost to another writer (409: re-read), gone, or refused (the API server rejected it,
+ * or a value in it does not fit the CRD and cannot be shortened): `invalid` is a bug to report, never retried.
+ */
+export type WriteResult =
+  | { type: "written"; resourceVersion: string }
+  | { type: "conflict" }
+  | { type: "gone" }
+  | { type: "invalid"; message: string };
+
+/** What the reconciler needs from Kubernetes (adapted onto the runtime in index.ts; plain fakes in tests). */
+export interface KubeAccess {
+  /** The object from the informer cache, unparsed. */
+  get(namespace: string, name: string): unknown;
+  writeStatus(mr: ManagedObject, status: ManagedStatusBase): Promise<WriteResult>;
+  setFinalizer(mr: ManagedObject, present: boolean): Promise<WriteResult>;
+  event(mr: ManagedObject, type: "Normal" | "Warning", reason: string, note: string): void;
+}
+
+export interface ManagedReconcilerOptions<Spec extends ManagedSpecBase> {
+  kind: string;
+  /** Parse an informer object; a message when its spec is invalid. */
+  parse(
+    raw: unknown,
+  ): { ok: true; object: ManagedObject<Spec> } | { ok: false; object?: ManagedObject; message: string };
+  /** Candidate locations in order (empty for kinds without a location). */
+  locations(spec: Spec): string[];
+  kube: KubeAccess;
+  connect: Connect<Spec>;
+  now?: () => number;
+  timing?: Partial<ReconcileTiming>;
+  /** Called with the keys an object refers to, so that a change of a target wakes its dependents. */
+  onReconciled?(mr: ManagedObject<Spec>): void;
+  /** What every object of the kind claims (fed by the informer); a private index when absent (tests). */
+  claims?: ClaimIndex;
+  /**
+   * Fit a status to the kind's CRD schema in place (status-limits.ts); returns what could not be fitted.
+   * Every status write goes through it. Without it (tests), statuses are written as drafted.
+   */
+  fitStatus?(status: ManagedStatusBase): string[];
+}
+
+export interface ReconcileTiming {
+  /** How long a terminal stall of the current generation waits before one more try. */
+  terminalRetryMs: number;
+  /** How long every location stays unasked after all of them answered out of capacity. */
+  capacityRetryMs: number;
+  /** Fallback requeue while an operation is in flight (the tracker normally wakes the key first). */
+  operationFallbackMs: number;
+  /** A resource may read as missing this long after its create succeeded (eventual consistency). */
+  createGraceMs: number;
+  /** Requeue while waiting for a transition we did not start or for a dependency. */
+  shortMs: number;
+  dependencyMs: number;
+  /** How often a NameConflict is looked at again (the index also wakes it when the other object changes). */
+  nameConflictRetryMs: number;
+}
+
+export const DEFAULT_TIMING: ReconcileTiming = {
+  terminalRetryMs: 10 * 60_000,
+  capacityRetryMs: 60_000,
+  operationFallbackMs: 15_000,
+  createGraceMs: 30_000,
+  shortMs: 2_000,
+  dependencyMs: 30_000,
+  nameConflictRetryMs: 2 * 60_000,
+};
+
+export interface ReconcileRequest {
+  namespace: string;
+  name: string;
+}
+
+export interface ReconcileContext {
+  signal: AbortSignal;
+  logger: Logger;
+}
+
+/** What the steps of a pass may use besides the cloud connection: Kubernetes (guarded writes), time, options. */
+export interface PassServices<Spec extends ManagedSpecBase> {
+  options: ManagedReconcilerOptions<Spec>;
+  timing: ReconcileTiming;
+  now(): number;
+  /**
+   * Status write through the guarded Kubernetes access, fitted to the CRD first (in place); a success moves
+   * `mr` to the version it made. A value that cannot be fitted makes it `invalid` without a request.
+   */
+  writeStatus(mr: ManagedObject, status: ManagedStatusBase): Promise<WriteResult>;
+  /** Fit a status to the CRD in place; what could not be fitted. */
+  fit(status: ManagedStatusBase): string[];
+  /** key → the last action this process sent (found again without a cloud call when status missed it). */
+  sentActions: Map<string, SentAction>;
+  setFinalizer(mr: ManagedObject, present: boolean): Promise<WriteResult>;
+  claims: ClaimIndex;
+}
+
+/** One reconcile of one object: the object as read, the status being drafted, and what the steps may use. */
+export interface Pass<Spec extends ManagedSpecBase> {
+  mr: ManagedObject<Spec>;
+  draft: ManagedStatusBase;
+  key: string;
+  cloudName: string;
+  signal: AbortSignal;
+  logger: Logger;
+  services: PassServices<Spec>;
+  /** The UpToDate condition this pass found (create-only values), written with whatever verdict ends it. */
+  upToDate?: Verdict["upToDate"];
+}
+
+/** The object is released (finalizer removed or never held): no status to write. */
+export const RELEASED = Symbol("released");
+export type Step = Verdict | typeof RELEASED;
+
+export function verdict(
+  reason: Reason,
+  message: string,
+  outcome: Outcome,
+  flags: { ready?: boolean; progressing?: boolean; stalled?: boolean; event?: "Normal" | "Warning" } = {},
+): Verdict {
+  return {
+    ready: flags.ready ?? false,
+    reason,
+    message,
+    progressing: flags.progressing ?? false,
+    stalled: flags.stalled ?? false,
+    outcome,
+    ...(flags.event ? { event: flags.event } : {}),
+  };
+}
+
+export const after = (ms: number): Outcome => ({ type: "requeueAfter", ms });
+
+/** Nothing to poll: the runtime resyncs the key after its sync period (jittered, per-object annotation). */
+export const DONE: Outcome = { type: "done" };
+
+export const keyOf = (mr: ManagedObject): string => `${mr.metadata.namespace}/${mr.metadata.name}`;
+
+/** A Kubernetes 409 on our own write: the cache is behind. Requeue silently; the next pass re-reads. */
+export function conflict(): Verdict {
+  return { ...verdict(REASON.Updating, "", after(0)), silent: true };
+}
+
+export function withDraft<Spec extends ManagedSpecBase>(
+  mr: ManagedObject<Spec>,
+  draft: ManagedStatusBase,
+): ManagedObject<Spec> {
+  return { ...mr, status: draft };
+}
+
+export function wasReady(mr: ManagedObject): boolean {
+  return mr.status.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
+}

@@ -1,0 +1,78 @@
+// Counts every request to the Kubernetes API as client-go's rest_client_requests_total{code,method,host}.
+// All of @kubernetes/client-node's requests (API clients and Watch) ask their KubeConfig to
+// applySecurityAuthentication() and then send through the undici dispatcher it sets, so the one place to
+// observe them is there: a KubeConfig that hands out its dispatcher composed with a counting interceptor.
+import type { KubeConfig, RequestContext } from "@kubernetes/client-node";
+import type { Counter } from "prom-client";
+import { type Dispatcher, getGlobalDispatcher } from "undici";
+
+export type RestClientLabels = "code" | "method" | "host";
+
+/** client-go's label for a request that got no HTTP answer (connection refused, reset, aborted, timeout). */
+export const NO_RESPONSE_CODE = "<error>";
+
+function hostOf(origin: Dispatcher.DispatchOptions["origin"]): string {
+  try {
+    return origin === undefined ? "" : new URL(origin).host;
+  } catch {
+    return String(origin);
+  }
+}
+
+/** An interceptor that counts each request once: at its final response status, or as "<error>". */
+export function countingInterceptor(counter: Counter<RestClientLabels>): Dispatcher.DispatcherComposeInterceptor {
+  return (dispatch) => (options, handler) => {
+    const method = options.method;
+    const host = hostOf(options.origin);
+    let counted = false;
+    const count = (code: string): void => {
+      if (counted) return;
+      counted = true;
+      counter.inc({ code, method, host });
+    };
+    const counting: Dispatcher.DispatchHandler = {
+      onRequestStart: (controller, context) => handler.onRequestStart?.(controller, context),
+      onRequestUpgrade: (controller, statusCode, headers, socket) => {
+        count(String(statusCode));
+        handler.onRequestUpgrade?.(controller, statusCode, headers, socket);
+      },
+      onResponseStart: (controller, statusCode, headers, statusMessage) => {
+        // 1xx interim answers precede the final one.
+        if (statusCode >= 200) count(String(statusCode));
+        handler.onResponseStart?.(controller, statusCode, headers, statusMessage);
+      },
+      onResponseData: (controller, chunk) => handler.onResponseData?.(controller, chunk),
+      onResponseEnd: (controller, trailers) => handler.onResponseEnd?.(controller, trailers),
+      onResponseError: (controller, error) => {
+        count(NO_RESPONSE_CODE);
+        handler.onResponseError?.(controller, error);
+      },
+      onResponseStarted: () => handler.onResponseStarted?.(),
+      onBodySent: (chunk) => handler.onBodySent?.(chunk),
+      onRequestSent: () => handler.onRequestSent?.(),
+    };
+    return dispatch(options, counting);
+  };
+}
+
+/**
+ * A KubeConfig that behaves like `source` (it inherits from it, so later changes to `source` show through)
+ * and counts every request made with it. `source` itself is left as it was.
+ */
+export function instrumentKubeConfig(source: KubeConfig, counter: Counter<RestClientLabels>): KubeConfig {
+  const interceptor = countingInterceptor(counter);
+  // client-node builds a new dispatcher per request when TLS options apply: compose each once.
+  const composed = new WeakMap<Dispatcher, Dispatcher>();
+  const instrumented = Object.create(source) as KubeConfig;
+  instrumented.applySecurityAuthentication = async (context: RequestContext): Promise<void> => {
+    await source.applySecurityAuthentication.call(instrumented, context);
+    const base = context.getDispatcher() ?? getGlobalDispatcher();
+    let dispatcher = composed.get(base);
+    if (dispatcher === undefined) {
+      dispatcher = base.compose(interceptor);
+      composed.set(base, dispatcher);
+    }
+    context.setDispatcher(dispatcher);
+  };
+  return instrumented;
+}

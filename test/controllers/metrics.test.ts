@@ -1,0 +1,84 @@
+import type { KubernetesObject } from "@kubernetes/client-node";
+import { pino } from "pino";
+import { Registry } from "prom-client";
+import { describe, expect, it } from "vitest";
+import type { CloudAccount } from "../../src/controllers/cloud-account.ts";
+import { cloudOperationsSample, lastCompleteUsageDay, registerOperatorMetrics } from "../../src/controllers/metrics.ts";
+import { Metrics } from "../../src/runtime/metrics.ts";
+
+const logger = pino({ level: "silent" });
+
+function object(namespace: string, status: Record<string, unknown>): KubernetesObject {
+  return { metadata: { namespace, name: `o-${Math.random()}` }, status } as KubernetesObject;
+}
+
+const stalled = (reason: string) => ({
+  conditions: [
+    { type: "Ready", status: "False", reason },
+    { type: "Stalled", status: "True", reason },
+  ],
+});
+
+/** Just what the metrics read of an account. */
+function fakeAccount(options: { oldestSince?: number; gpuHours?: number }): CloudAccount {
+  const fake = {
+    projectId: "p-1",
+    inFlight: (family: string) => (family === "vm" && options.oldestSince !== undefined ? 1 : 0),
+    oldestInFlightSince: (family: string) => (family === "vm" ? options.oldestSince : undefined),
+    client: {
+      usage: { list: async () => [{ date: lastCompleteUsageDay(Date.now()), quantity: options.gpuHours ?? 0 }] },
+    },
+  };
+  return fake as unknown as CloudAccount;
+}
+
+describe("operator metrics", () => {
+  it("counts objects per namespace, kind and condition (type, status, reason)", async () => {
+    const registry = new Registry();
+    registerOperatorMetrics(registry, {
+      kinds: [
+        {
+          kind: "GpuVm",
+          list: () => [
+            object("team-a", stalled("CredentialsInvalid")),
+            object("team-a", stalled("CredentialsInvalid")),
+            object("team-b", stalled("InvalidSpec")),
+          ],
+        },
+      ],
+      accounts: () => [],
+      logger,
+    });
+    const text = await registry.metrics();
+    expect(text).toContain(
+      'gpucloud_managed_resource_conditions{namespace="team-a",kind="GpuVm",type="Stalled",status="True",reason="CredentialsInvalid"} 2',
+    );
+    expect(text).toContain(
+      'gpucloud_managed_resource_conditions{namespace="team-b",kind="GpuVm",type="Ready",status="False",reason="InvalidSpec"} 1',
+    );
+  });
+
+  it("reports the age of the oldest operation in flight, and 0 when none is", async () => {
+    const metrics = new Metrics({ defaultMetrics: false });
+    const now = 10_000_000;
+    metrics.observeCloudOperations(() => cloudOperationsSample([fakeAccount({ oldestSince: now - 1_860_000 })], now));
+    const text = await metrics.text();
+    expect(text).toContain('gpucloud_operations_oldest_age_seconds{family="vm"} 1860');
+    expect(text).toContain('gpucloud_operations_oldest_age_seconds{family="disk"} 0');
+    expect(text).toContain('gpucloud_operations_in_flight{family="vm"} 1');
+  });
+
+  it("reports GPU usage in GPU-seconds, Prometheus' base unit", async () => {
+    const registry = new Registry();
+    registerOperatorMetrics(registry, {
+      kinds: [],
+      accounts: () => [fakeAccount({ gpuHours: 1.5 })],
+      logger,
+    });
+    await registry.metrics(); // starts the background refresh
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(await registry.metrics()).toContain(
+      `gpucloud_usage_gpu_seconds{project="p-1",period="last_complete_day",date="${lastCompleteUsageDay(Date.now())}"} 5400`,
+    );
+  });
+});

@@ -1,0 +1,187 @@
+// One owner per cloud resource, through the real runtime: default names that cannot collide, a second claimant
+// of a name or a resource stalled NameConflict (and never touching the resource), adoption by name only with
+// proof, and a resource deleted under an object noticed at once.
+import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { GROUP, VERSION } from "../../src/api/common.ts";
+import type { Operation, Vm } from "../../src/cloud/wire.ts";
+import { condition, type Env, type ManagedView, NAMESPACE, startEnv, vmSpec } from "./harness.ts";
+
+const MERGE = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+
+let env: Env;
+beforeAll(async () => {
+  // Objects outside `default` use the operator's default credentials Secret.
+  env = await startEnv({ config: { credentialsSecret: { namespace: NAMESPACE, name: "gpucloud-credentials" } } });
+});
+afterAll(async () => {
+  await env?.close();
+});
+
+const reasonOf = (o: ManagedView | undefined) => condition(o, "Ready")?.reason;
+const cloudVms = async (): Promise<Vm[]> => (await env.cloud<{ items: Vm[] }>("vms?limit=500")).items;
+const vmOperations = async (id: string): Promise<Operation[]> =>
+  (await env.cloud<{ items: Operation[] }>(`vms/operations?resource_id=${id}`)).items;
+
+async function namespace(name: string): Promise<void> {
+  await env.core.createNamespace({ body: { metadata: { name } } }).catch(() => undefined);
+}
+
+const ref = (namespaceName: string, name: string) => ({
+  group: GROUP,
+  version: VERSION,
+  plural: "gpuvms",
+  namespace: namespaceName,
+  name,
+});
+
+async function applyVm(
+  namespaceName: string,
+  name: string,
+  spec: Record<string, unknown>,
+  annotations?: Record<string, string>,
+): Promise<void> {
+  await env.custom.createNamespacedCustomObject({
+    group: GROUP,
+    version: VERSION,
+    plural: "gpuvms",
+    namespace: namespaceName,
+    body: {
+      apiVersion: `${GROUP}/${VERSION}`,
+      kind: "GpuVm",
+      metadata: { name, namespace: namespaceName, ...(annotations ? { annotations } : {}) },
+      spec,
+    },
+  });
+}
+
+async function getVm(namespaceName: string, name: string): Promise<ManagedView | undefined> {
+  try {
+    return (await env.custom.getNamespacedCustomObject(ref(namespaceName, name))) as ManagedView;
+  } catch {
+    return undefined;
+  }
+}
+
+async function waitVm(
+  namespaceName: string,
+  name: string,
+  check: (o: ManagedView | undefined) => boolean,
+  timeoutMs = 8000,
+): Promise<ManagedView | undefined> {
+  const deadline = Date.now() + timeoutMs;
+  let last: ManagedView | undefined;
+  while (Date.now() < deadline) {
+    last = await getVm(namespaceName, name);
+    if (check(last)) return last;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`timed out waiting for GpuVm ${namespaceName}/${name}; last seen: ${JSON.stringify(last?.status)}`);
+}
+
+describe("default cloud names", () => {
+  it("default/reset-vm and default-reset/vm get a VM each", async () => {
+    await namespace("default-reset");
+    await applyVm("default", "reset-vm", vmSpec());
+    await applyVm("default-reset", "vm", vmSpec());
+    const first = await waitVm("default", "reset-vm", (o) => condition(o, "Ready")?.status === "True");
+    const second = await waitVm("default-reset", "vm", (o) => condition(o, "Ready")?.status === "True");
+    expect(first?.status?.id).not.toBe(second?.status?.id);
+    expect(first?.status?.cloudName).toBe("default-reset-vm");
+    expect(second?.status?.cloudName).toMatch(/^default-reset-vm-[0-9a-f]{8}$/);
+    const names = (await cloudVms()).map((vm) => vm.name);
+    expect(names).toContain(first?.status?.cloudName);
+    expect(names).toContain(second?.status?.cloudName);
+  });
+});
+
+describe("a second claimant", () => {
+  it("of a spec.cloudName stalls NameConflict naming the first, and its changes and deletion never touch the VM", async () => {
+    await namespace("team-b");
+    await applyVm("default", "owner", vmSpec({ cloudName: "shared-vm" }));
+    const owner = await waitVm("default", "owner", (o) => condition(o, "Ready")?.status === "True");
+    const id = owner?.status?.id as string;
+
+    await applyVm("team-b", "intruder", vmSpec({ cloudName: "shared-vm" }));
+    const intruder = await waitVm("team-b", "intruder", (o) => reasonOf(o) === "NameConflict");
+    expect(condition(intruder, "Stalled")?.status).toBe("True");
+    expect(condition(intruder, "Ready")?.status).toBe("False");
+    expect(condition(intruder, "Ready")?.message).toContain("GpuVm default/owner");
+    expect(intruder?.status?.id).toBeUndefined();
+
+    // A type change of the intruder must not STOP/UPDATE/START the owner's VM.
+    await env.custom.patchNamespacedCustomObject(
+      { ...ref("team-b", "intruder"), body: { spec: { type: "a100.2x" } } },
+      MERGE,
+    );
+    await waitVm("team-b", "intruder", (o) => o?.status?.observedGeneration === 2 && reasonOf(o) === "NameConflict");
+    // Deleting the intruder releases it and leaves the owner's VM alone.
+    await env.custom.deleteNamespacedCustomObject(ref("team-b", "intruder"));
+    await waitVm("team-b", "intruder", (o) => o === undefined);
+    expect((await vmOperations(id)).map((op) => op.metadata.operation_name)).toEqual(["CREATE"]);
+    expect((await cloudVms()).filter((vm) => vm.name === "shared-vm").map((vm) => vm.id)).toEqual([id]);
+    expect(condition(await getVm("default", "owner"), "Ready")?.status).toBe("True");
+  });
+
+  it("of a VM it already shares (an earlier version let two objects hold one): the older keeps it", async () => {
+    await applyVm("default", "holder", vmSpec({ cloudName: "held-vm" }));
+    const holder = await waitVm("default", "holder", (o) => condition(o, "Ready")?.status === "True");
+    const id = holder?.status?.id as string;
+    // The state an earlier version left behind: a second object with the same status.id.
+    await applyVm("default", "sharer", vmSpec({ cloudName: "held-vm" }), { "gpucloud.dev/paused": "true" });
+    await waitVm("default", "sharer", (o) => reasonOf(o) === "Paused");
+    await env.custom.patchNamespacedCustomObjectStatus(
+      { ...ref("default", "sharer"), body: { status: { id, projectId: env.sim.projectId, cloudName: "held-vm" } } },
+      MERGE,
+    );
+    await env.custom.patchNamespacedCustomObject(
+      {
+        ...ref("default", "sharer"),
+        body: { spec: { type: "a100.2x" }, metadata: { annotations: { "gpucloud.dev/paused": null } } },
+      },
+      MERGE,
+    );
+    const sharer = await waitVm("default", "sharer", (o) => reasonOf(o) === "NameConflict");
+    expect(condition(sharer, "Ready")?.message).toContain("GpuVm default/holder already manages cloud resource");
+    expect((await vmOperations(id)).map((op) => op.metadata.operation_name)).toEqual(["CREATE"]);
+
+    // The owner deletes the VM; the other object hears of it at once (not at its next resync).
+    await env.remove("GpuVm", "holder");
+    await waitVm("default", "holder", (o) => o === undefined);
+    await waitVm("default", "sharer", (o) => reasonOf(o) !== "NameConflict", 5000);
+  });
+});
+
+describe("adoption by name", () => {
+  it("never takes a VM it did not create; spec.id adopts it explicitly", async () => {
+    const created = (await env.admin("POST", `/projects/${env.sim.projectId}/vms`, {
+      vms: [{ name: "default-stranger", type: "a100.1x", location: "us-east1-a" }],
+    })) as { vms?: { id: string }[] } | { id: string }[];
+    const id = (await cloudVms()).find((vm) => vm.name === "default-stranger")?.id;
+    expect(id, JSON.stringify(created)).toBeDefined();
+    await env.apply("GpuVm", "stranger", vmSpec());
+    const conflicted = await env.waitFor("GpuVm", "stranger", (o) => reasonOf(o) === "NameConflict");
+    expect(condition(conflicted, "Ready")?.message).toContain(`set spec.id: ${id}`);
+    expect(conflicted?.status?.id).toBeUndefined();
+    expect((await cloudVms()).filter((vm) => vm.name === "default-stranger")).toHaveLength(1);
+
+    await env.patchSpec("GpuVm", "stranger", { id });
+    const adopted = await env.waitReady("GpuVm", "stranger");
+    expect(adopted.status?.id).toBe(id);
+  });
+});
+
+describe("a VM deleted under its object", () => {
+  it("is noticed as soon as any list shows it gone, not at the next resync", async () => {
+    await env.apply("GpuVm", "doomed", vmSpec());
+    const ready = await env.waitReady("GpuVm", "doomed");
+    // Let the passes woken by our own writes run out: from here on only its 30 s resync would look again.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await env.admin("DELETE", `/resources/vms/${ready.status?.id as string}`);
+    // Another object's create settles: the VM list is read again, and shows the VM gone.
+    await env.apply("GpuVm", "bystander", vmSpec());
+    await env.waitReady("GpuVm", "bystander");
+    // Created again (with an Event saying the old one is gone), well before the 30 s resync.
+    await env.waitFor("GpuVm", "doomed", (o) => o?.status?.id !== undefined && o.status.id !== ready.status?.id, 5000);
+  });
+});
