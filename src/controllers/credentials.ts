@@ -12,7 +12,7 @@ import type { RequestObserver } from "../cloud/transport.ts";
 
 /** The fields of a core/v1 Secret the operator reads. */
 export interface SecretLike {
-  metadata?: { namespace?: string; name?: string; resourceVersion?: string };
+  metadata?: { namespace?: string; name?: string; resourceVersion?: string; deletionTimestamp?: unknown };
   data?: Record<string, string>;
   stringData?: Record<string, string>;
 }
@@ -30,6 +30,8 @@ export interface ParsedCredentials {
 export interface AccountHandle<A> {
   account: A;
   secret: { namespace: string; name: string };
+  /** The Secret keys the credentials came from (`key apiKey`, or `keys email and password`), for messages. */
+  keys: string;
   usingCached: boolean;
 }
 
@@ -73,6 +75,10 @@ export function parseCredentialsSecret(
   else if (email !== undefined && password !== undefined) credentials = { email, password };
   else return { ok: false, message: `${where} has neither key apiKey nor both keys email and password` };
   if (projectId === undefined) return { ok: false, message: `${where} has no key projectId` };
+  // It goes into every object's status (at most 128 characters there), and into every request path.
+  if (projectId.length > 128 || !/^[A-Za-z0-9][-A-Za-z0-9_.]*$/.test(projectId)) {
+    return { ok: false, message: `${where}: key projectId is not a project id (letters, digits, -_. ; at most 128)` };
+  }
   if (apiUrl === undefined)
     return { ok: false, message: `${where} has no key apiUrl and the operator has no --api-url` };
   if (!/^https?:\/\//.test(apiUrl)) return { ok: false, message: `${where}: apiUrl must be an http(s) URL` };
@@ -82,7 +88,11 @@ export function parseCredentialsSecret(
 interface CacheEntry<A> {
   resourceVersion: string;
   account: A;
+  keys: string;
 }
+
+const keysOf = (credentials: Credentials): string =>
+  "apiKey" in credentials ? "key apiKey" : "keys email and password";
 
 export class CredentialStore<A> {
   readonly #options: CredentialStoreOptions<A>;
@@ -110,29 +120,30 @@ export class CredentialStore<A> {
     const cached = this.#accounts.get(cacheKey);
     const secret = this.#options.secrets.getSecret(secretRef.namespace, secretRef.name);
     if (secret === undefined) {
-      if (cached !== undefined)
-        return { type: "ok", handle: { account: cached.account, secret: secretRef, usingCached: true } };
+      if (cached !== undefined) return { type: "ok", handle: { ...cached, secret: secretRef, usingCached: true } };
       return {
         type: "missing",
         message: `Secret ${cacheKey} with the cloud credentials not found: create it with the keys apiKey (or email and password) and projectId (apiUrl optional)`,
       };
     }
     const resourceVersion = secret.metadata?.resourceVersion ?? "";
+    // A Secret being deleted is on its way out: like a gone one, it serves only deletions (usingCached).
+    const leaving = secret.metadata?.deletionTimestamp !== undefined && secret.metadata.deletionTimestamp !== null;
     if (cached !== undefined && cached.resourceVersion === resourceVersion) {
-      return { type: "ok", handle: { account: cached.account, secret: secretRef, usingCached: false } };
+      return { type: "ok", handle: { ...cached, secret: secretRef, usingCached: leaving } };
     }
     const parsed = parseCredentialsSecret(secret, this.#options.defaultApiUrl);
     if (!parsed.ok) {
-      if (cached !== undefined)
-        return { type: "ok", handle: { account: cached.account, secret: secretRef, usingCached: true } };
+      if (cached !== undefined) return { type: "ok", handle: { ...cached, secret: secretRef, usingCached: true } };
       return { type: "missing", message: parsed.message };
     }
     const credentialKey = credentialKeyOf(parsed.parsed.credentials, parsed.parsed.apiUrl);
     const account = this.#options.build(parsed.parsed, credentialKey);
     if (cached !== undefined) this.#options.dispose?.(cached.account);
-    this.#accounts.set(cacheKey, { resourceVersion, account });
+    const keys = keysOf(parsed.parsed.credentials);
+    this.#accounts.set(cacheKey, { resourceVersion, account, keys });
     this.#options.logger.info({ secret: cacheKey, credentialKey, resourceVersion }, "cloud credentials loaded");
-    return { type: "ok", handle: { account, secret: secretRef, usingCached: false } };
+    return { type: "ok", handle: { account, secret: secretRef, keys, usingCached: leaving } };
   }
 
   accounts(): A[] {

@@ -56,8 +56,7 @@ export async function reconcileExisting<Spec extends ManagedSpecBase>(
   }
   await connection.external.publish?.(mr, observed, pass.signal);
   delete draft.lastError;
-  const cached = connection.usingCachedCredentials ? " (using cached credentials: the Secret is unreadable)" : "";
-  return verdict(REASON.Available, `cloud resource ${observed.id} is available${cached}`, DONE, {
+  return verdict(REASON.Available, `cloud resource ${observed.id} is available`, DONE, {
     ready: true,
     event: "Normal",
   });

@@ -56,6 +56,19 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
   const logger = manager.logger.child({ component: "controllers" });
   const informers = new Map(MANAGED_KINDS.map((kind) => [kind.kind, manager.informerFor(resourceOf(kind))]));
   const secrets = manager.informerFor<KubernetesObject & SecretLike>(SECRETS);
+  // The default credentials Secret (--credentials-secret) usually lives in the operator's own namespace, which
+  // the watched namespaces need not include: it gets an informer of its own, of that one object.
+  const defaultSecret = config.credentialsSecret;
+  const watchedEverywhere = config.watchNamespaces.length === 0;
+  const defaultSecretInformer =
+    defaultSecret !== undefined && !watchedEverywhere && !config.watchNamespaces.includes(defaultSecret.namespace)
+      ? manager.informerForObject<KubernetesObject & SecretLike>(SECRETS, defaultSecret.namespace, defaultSecret.name)
+      : undefined;
+  const readSecret = (namespace: string, name: string): (KubernetesObject & SecretLike) | undefined =>
+    secrets.get(namespace, name) ??
+    (namespace === defaultSecret?.namespace && name === defaultSecret.name
+      ? defaultSecretInformer?.get(namespace, name)
+      : undefined);
   const configMaps = manager.informerFor<KubernetesObject & { data?: Record<string, string> }>(CONFIG_MAPS);
   const kindByName = new Map(MANAGED_KINDS.map((kind) => [kind.kind, kind]));
   const controllers = new Map<string, Controller>();
@@ -81,7 +94,7 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
   };
 
   const credentials = new CredentialStore<CloudAccount>({
-    secrets: { getSecret: (namespace, name) => secrets.get(namespace, name) },
+    secrets: { getSecret: readSecret },
     ...(config.credentialsSecret ? { defaultSecret: config.credentialsSecret } : {}),
     ...(config.apiUrl ? { defaultApiUrl: config.apiUrl } : {}),
     logger,
@@ -156,19 +169,25 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
 
   const secretUsage = new SecretUsageReconciler({
     kube: manager.kube,
-    secrets,
+    secrets: { get: readSecret },
     usersOf: (namespace, name) =>
       MANAGED_KINDS.flatMap((kind) =>
-        (informers.get(kind.kind)?.list() ?? []).filter((raw) => {
+        (informers.get(kind.kind)?.list() ?? []).flatMap((raw) => {
           const object = parse(kind.kind, raw);
-          if (object === undefined || !object.metadata.finalizers.includes(FINALIZER)) return false;
+          if (object === undefined || !object.metadata.finalizers.includes(FINALIZER)) return [];
           const secret = credentials.secretFor(object.metadata.namespace, object.spec.credentialsRef?.name);
-          return secret?.namespace === namespace && secret.name === name;
+          const uses = secret?.namespace === namespace && secret.name === name;
+          return uses ? [`${kind.kind} ${object.metadata.namespace}/${object.metadata.name}`] : [];
         }),
-      ).length,
+      ),
+    event: (secret, type, reason, note) =>
+      manager.events.record(
+        { apiVersion: "v1", kind: "Secret", metadata: secret.metadata ?? {} },
+        { type, reason, note, action: "Delete" },
+      ),
   });
   // Any event of a managed object (delete included) re-checks the Secret it uses.
-  manager.addController({
+  const usageController = manager.addController({
     name: "credentials-usage",
     resource: SECRETS,
     reconciler: secretUsage,
@@ -200,13 +219,14 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
       connect: async (mr) => {
         const resolved = credentials.resolve(mr.metadata.namespace, mr.spec.credentialsRef?.name);
         if (resolved.type === "missing") return resolved;
-        const { account, usingCached } = resolved.handle;
+        const { account, usingCached, secret, keys } = resolved.handle;
         return {
           type: "connected",
           connection: {
             external: kind.external(account, deps),
             projectId: account.projectId,
             usingCachedCredentials: usingCached,
+            credentialsSource: `Secret ${secret.namespace}/${secret.name} (${keys})`,
             paymentProblem: (signal, options) => account.paymentProblem(signal, options),
             operation: (operationId, ownerKey) => account.operation(kind.family, operationId, ownerKey),
             findOperation: (resourceId, name, sinceMs, signal) =>
@@ -247,6 +267,23 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
     });
     controllers.set(kind.kind, controller);
   }
+
+  // A change of the default Secret wakes the objects that use it (they live in other namespaces, so the
+  // per-namespace dependency index does not know them), and the Secret's own finalizer check.
+  defaultSecretInformer?.on(() => {
+    if (defaultSecret === undefined) return;
+    usageController.enqueue(`${defaultSecret.namespace}/${defaultSecret.name}`);
+    for (const kind of MANAGED_KINDS) {
+      for (const raw of informers.get(kind.kind)?.list() ?? []) {
+        const object = parse(kind.kind, raw);
+        if (object === undefined) continue;
+        const used = credentials.secretFor(object.metadata.namespace, object.spec.credentialsRef?.name);
+        if (used?.namespace === defaultSecret.namespace && used.name === defaultSecret.name) {
+          controllers.get(kind.kind)?.enqueue(`${object.metadata.namespace}/${object.metadata.name}`);
+        }
+      }
+    }
+  });
 
   registerOperatorMetrics(manager.metrics.registry, {
     kinds: MANAGED_KINDS.map((kind) => ({ kind: kind.kind, list: () => informers.get(kind.kind)?.list() ?? [] })),

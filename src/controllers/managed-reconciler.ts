@@ -179,6 +179,11 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
       step = await this.#lifecycle(pass);
     } catch (error) {
       step = classify(error);
+      if (step.reason === REASON.CredentialsInvalid && pass.credentialsSource !== undefined) {
+        // Say which Secret and key to fix, not only what the cloud said.
+        const message = `the cloud rejected the credentials in ${pass.credentialsSource}: ${step.message}; correct the key in the Secret (the change is picked up at once)`;
+        step = { ...step, message };
+      }
       // An expected failure (the cloud or Kubernetes answered an error) is said in status; a bug is logged loudly.
       if (step.reason === REASON.InternalError) ctx.logger.error({ err: error }, "reconcile failed: internal error");
       else ctx.logger.debug({ reason: step.reason, detail: step.message }, "reconcile failed");
@@ -215,8 +220,21 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
         event: "Warning",
       });
     }
-    pass.draft.projectId = connected.connection.projectId;
-    return this.#withConnection(pass, connected.connection, deleting, holdsFinalizer);
+    const connection = connected.connection;
+    pass.credentialsSource = connection.credentialsSource;
+    if (connection.usingCachedCredentials && !deleting) {
+      // The last good credentials of a Secret that is gone or unreadable serve one purpose: deleting what was
+      // created with them. Nothing new is created or changed with credentials nobody can see any more.
+      const source = connection.credentialsSource ?? "the credentials Secret";
+      const message = `${source} is being deleted, gone or unreadable: its credentials are kept only to delete the resources created with them; restore the Secret to create or change anything`;
+      pass.draft.lastError = message;
+      return verdict(REASON.CredentialsMissing, message, after(this.#timing.dependencyMs), {
+        stalled: true,
+        event: "Warning",
+      });
+    }
+    pass.draft.projectId = connection.projectId;
+    return this.#withConnection(pass, connection, deleting, holdsFinalizer);
   }
 
   /** Credentials are good: settle the operation in flight, resolve references, observe, then act. */

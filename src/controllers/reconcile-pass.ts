@@ -27,8 +27,10 @@ export type OperationProgress =
 export interface CloudConnection<Spec extends ManagedSpecBase> {
   external: ExternalClient<Spec>;
   projectId: string;
-  /** The Secret could not be read; the last good credentials of it are in use. */
+  /** The Secret is being deleted, gone or unreadable: its last good credentials serve only deletions. */
   usingCachedCredentials: boolean;
+  /** Where the credentials come from, for messages: `Secret ns/name (key apiKey)`. */
+  credentialsSource?: string;
   /**
    * A message (with the billing link) when the organization cannot pay, else undefined. Cached per credential;
    * `fresh` reads it again.
@@ -158,6 +160,8 @@ export interface Pass<Spec extends ManagedSpecBase> {
   signal: AbortSignal;
   logger: Logger;
   services: PassServices<Spec>;
+  /** Where this pass's credentials come from (set once connected), for messages. */
+  credentialsSource?: string;
   /** The UpToDate condition this pass found (create-only values), written with whatever verdict ends it. */
   upToDate?: Verdict["upToDate"];
 }

@@ -234,9 +234,10 @@ export class Controller {
         result = outcome.retry(new Error(`reconciler returned an invalid outcome`));
       }
     } catch (error) {
-      // A thrown error is what a panic is in controller-runtime: counted as one, then a retry, never a crash
-      // of the worker.
+      // A thrown error is what a panic is in controller-runtime: counted as one, logged with its stack (it is a
+      // bug), then a retry, never a crash of the worker.
       metrics?.reconcilePanicsTotal.inc(labels);
+      logger.error({ err: error }, "reconcile panicked");
       result = outcome.retry(error instanceof Error ? error : new Error(String(error)));
     } finally {
       this.#inFlight.delete(abort);
@@ -271,7 +272,9 @@ export class Controller {
       case "retry":
         queue.addRateLimited(key);
         metrics?.reconcileErrorsTotal.inc(labels);
-        logger.warn({ err: result.error, failures: queue.numRequeues(key) }, "reconcile failed, will retry");
+        // A retry the reconciler returned is an expected failure (the API said no, the network failed): one
+        // line with the message, no stack.
+        logger.warn({ error: result.error.message, failures: queue.numRequeues(key) }, "reconcile failed, will retry");
         return "error";
       case "terminal":
         queue.forget(key);

@@ -59,6 +59,8 @@ export interface InformerOptions {
   resource: KubeResource;
   /** Watch one namespace; undefined → all namespaces (or a cluster-scoped resource). */
   namespace?: string;
+  /** Only objects matching this field selector (e.g. `metadata.name=x`: one object), in the list and the watch. */
+  fieldSelector?: string;
   logger: Logger;
   clock?: Clock;
   random?: () => number;
@@ -89,17 +91,20 @@ class BookmarkingWatch extends Watch {
   readonly #onActivity: () => void;
 
   readonly #onMalformed: (phase: string, error?: unknown) => void;
+  readonly #fieldSelector: string | undefined;
 
   constructor(
     kubeConfig: KubeConfig,
     timeoutSeconds: () => number,
     onActivity: () => void,
     onMalformed: (phase: string, error?: unknown) => void,
+    fieldSelector?: string,
   ) {
     super(kubeConfig);
     this.#timeoutSeconds = timeoutSeconds;
     this.#onActivity = onActivity;
     this.#onMalformed = onMalformed;
+    this.#fieldSelector = fieldSelector;
   }
 
   override async watch(
@@ -110,7 +115,12 @@ class BookmarkingWatch extends Watch {
   ): Promise<AbortController> {
     // A retired ListWatch may still finish a slow list and try to watch: do not let it.
     if (this.retired) return new AbortController();
-    const params = { ...queryParams, allowWatchBookmarks: true, timeoutSeconds: this.#timeoutSeconds() };
+    const params = {
+      ...queryParams,
+      allowWatchBookmarks: true,
+      timeoutSeconds: this.#timeoutSeconds(),
+      ...(this.#fieldSelector !== undefined ? { fieldSelector: this.#fieldSelector } : {}),
+    };
     return super.watch(
       path,
       params,
@@ -222,7 +232,9 @@ export class ResilientInformer<T extends KubernetesObject = KubernetesObject> im
       informer: resourceId(options.resource),
       ...(this.namespace ? { watchNamespace: this.namespace } : {}),
     });
-    this.#listFunction = options.listFunction ?? makeListFunction(options.kubeConfig, options.resource, this.namespace);
+    this.#listFunction =
+      options.listFunction ??
+      makeListFunction(options.kubeConfig, options.resource, this.namespace, options.fieldSelector);
   }
 
   on(handler: InformerHandler<T>): () => void {
@@ -299,6 +311,7 @@ export class ResilientInformer<T extends KubernetesObject = KubernetesObject> im
       () => jitter(this.#options.watchTimeoutSeconds ?? 300, 0.2, this.#random),
       () => this.#touch(),
       (phase, error) => this.#logger.warn({ phase, err: error }, "ignoring a malformed watch event"),
+      this.#options.fieldSelector,
     );
     const listWatch = new ListWatch<T>(
       collectionPath(this.resource, this.namespace),

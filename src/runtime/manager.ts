@@ -143,6 +143,32 @@ export class Manager {
     return informer as unknown as ObjectInformer<T>;
   }
 
+  /**
+   * An informer of exactly one object (list and watch with `metadata.name=<name>` in its namespace), whatever
+   * namespaces the operator watches: the default credentials Secret lives in the operator's own namespace.
+   */
+  informerForObject<T extends KubernetesObject = KubernetesObject>(
+    resource: KubeResource,
+    namespace: string,
+    name: string,
+  ): ObjectInformer<T> {
+    const key = `${resourceId(resource)}@${namespace}/${name}`;
+    let informer = this.#informers.get(key);
+    if (informer === undefined) {
+      informer = new ResilientInformer({
+        ...this.#options.informer,
+        kubeConfig: this.#kubeConfig,
+        resource,
+        logger: this.logger,
+        namespace,
+        fieldSelector: `metadata.name=${name}`,
+      });
+      this.#informers.set(key, informer);
+      if (this.#started) informer.start();
+    }
+    return informer as unknown as ObjectInformer<T>;
+  }
+
   /** Adds a controller for `resource`; events of its informer and of every `watches` entry enqueue keys. */
   addController(registration: ControllerRegistration): Controller {
     if (this.#controllers.some((entry) => entry.controller.name === registration.name)) {

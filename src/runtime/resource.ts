@@ -84,28 +84,35 @@ function abortOptions(signal: AbortSignal | undefined): ConfigurationOptions | u
  * A list call for the resource over all namespaces (namespace undefined) or one. Custom resources go through
  * CustomObjectsApi; of the core group the operator reads only Secrets and ConfigMaps.
  */
-export function makeListFunction(kubeConfig: KubeConfig, resource: KubeResource, namespace?: string): ListFunction {
+export function makeListFunction(
+  kubeConfig: KubeConfig,
+  resource: KubeResource,
+  namespace?: string,
+  fieldSelector?: string,
+): ListFunction {
   const scoped = resource.namespaced ? namespace : undefined;
+  const selector = fieldSelector !== undefined ? { fieldSelector } : {};
   let call: (options: ConfigurationOptions | undefined) => Promise<unknown>;
   if (resource.group !== "") {
     const api = kubeConfig.makeApiClient(CustomObjectsApi);
     const { group, version, plural } = resource;
     call =
       scoped === undefined
-        ? (options) => api.listClusterCustomObject({ group, version, plural }, options)
-        : (options) => api.listNamespacedCustomObject({ group, version, plural, namespace: scoped }, options);
+        ? (options) => api.listClusterCustomObject({ group, version, plural, ...selector }, options)
+        : (options) =>
+            api.listNamespacedCustomObject({ group, version, plural, namespace: scoped, ...selector }, options);
   } else {
     const core = kubeConfig.makeApiClient(CoreV1Api);
     if (resource.plural === "secrets") {
       call =
         scoped === undefined
-          ? (options) => core.listSecretForAllNamespaces({}, options)
-          : (options) => core.listNamespacedSecret({ namespace: scoped }, options);
+          ? (options) => core.listSecretForAllNamespaces({ ...selector }, options)
+          : (options) => core.listNamespacedSecret({ namespace: scoped, ...selector }, options);
     } else if (resource.plural === "configmaps") {
       call =
         scoped === undefined
-          ? (options) => core.listConfigMapForAllNamespaces({}, options)
-          : (options) => core.listNamespacedConfigMap({ namespace: scoped }, options);
+          ? (options) => core.listConfigMapForAllNamespaces({ ...selector }, options)
+          : (options) => core.listNamespacedConfigMap({ namespace: scoped, ...selector }, options);
     } else {
       throw new RangeError(`core resource "${resource.plural}" is not supported by the runtime informers`);
     }

@@ -92,6 +92,8 @@ interface Row {
   /** What the cloud lists for a recorded action. */
   foundOperation?: Operation;
   credentialsMissing?: boolean;
+  /** The credentials Secret is being deleted or gone: its last credentials are in use. */
+  cachedCredentials?: boolean;
   paymentProblem?: string;
   /** The clock (default NOW). */
   now?: number;
@@ -178,7 +180,8 @@ function run(row: Row): Promise<{ outcome: string; harness: Harness }> {
   const connection: CloudConnection<TestSpec> = {
     external,
     projectId: "project-1",
-    usingCachedCredentials: false,
+    usingCachedCredentials: row.cachedCredentials ?? false,
+    credentialsSource: "Secret ns/gpucloud-credentials (key apiKey)",
     paymentProblem: async () => row.paymentProblem,
     operation: () => row.progress ?? { state: "pending" },
     findOperation: async (_id, name) => {
@@ -265,6 +268,25 @@ const rows: Row[] = [
       conditionReason: "CredentialsMissing",
       finalizerWrites: [],
     },
+  },
+  {
+    reason: "cached credentials (the Secret is being deleted or gone) create nothing: CredentialsMissing",
+    given: object({}),
+    cachedCredentials: true,
+    want: {
+      outcome: "requeueAfter",
+      calls: [],
+      conditionReason: "CredentialsMissing",
+      eventIncludes: "Secret ns/gpucloud-credentials (key apiKey) is being deleted, gone or unreadable",
+      finalizerWrites: [],
+    },
+  },
+  {
+    reason: "cached credentials still delete what was created with them",
+    given: object({ finalizers: [FINALIZER], deleting: true, status: { id: "res-1" } }),
+    cachedCredentials: true,
+    observe: available,
+    want: { outcome: "requeueAfter", calls: ["observe", "delete", "send DELETE"], conditionReason: "Deleting" },
   },
   {
     reason: "an operation in flight ends the pass without touching the cloud",

@@ -150,6 +150,12 @@ describe("parseCredentialsSecret", () => {
       message: /no key projectId/,
     },
     {
+      reason: "a projectId that status could not hold (a Secret's contents are checked, like a cloud answer)",
+      secret: { metadata: meta, stringData: { apiKey: "k", projectId: "p".repeat(200) } },
+      ok: false,
+      message: /projectId is not a project id/,
+    },
+    {
       reason: "a bad apiUrl",
       secret: { metadata: meta, stringData: { apiKey: "k", projectId: "p", apiUrl: "ftp://x" } },
       ok: false,

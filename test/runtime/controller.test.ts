@@ -100,6 +100,36 @@ describe("Controller", () => {
     await controller.stop(1000);
   });
 
+  it("an expected failure (a returned retry) logs one line without a stack; a thrown error logs its stack", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const captured = pino({ level: "debug" }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    let call = 0;
+    const controller = new Controller({
+      name: "demo",
+      logger: captured,
+      reconciler: {
+        async reconcile() {
+          call++;
+          if (call === 1) return outcome.retry(new Error("CredentialsInvalid: unknown token"));
+          if (call === 2) throw new Error("a bug");
+          return outcome.done();
+        },
+      },
+    });
+    controller.start();
+    controller.enqueue("ns/a");
+    await vi.advanceTimersByTimeAsync(10_000);
+    const retry = lines.find(
+      (line) => line.msg === "reconcile failed, will retry" && line.error === "CredentialsInvalid: unknown token",
+    );
+    expect(retry).toBeDefined();
+    expect(JSON.stringify(retry)).not.toContain("stack");
+    const panic = lines.find((line) => line.msg === "reconcile panicked");
+    expect(JSON.stringify(panic)).toContain("a bug");
+    expect((panic?.err as { stack?: string } | undefined)?.stack).toContain("Error: a bug");
+    await controller.stop(1000);
+  });
+
   it("never reconciles one key concurrently, even with many workers", async () => {
     let running = 0;
     let maxRunning = 0;
