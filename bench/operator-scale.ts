@@ -57,6 +57,7 @@ const manager = new Manager({
     metricsBindAddress: undefined,
     healthProbeBindAddress: undefined,
     syncPeriodMs: SYNC_MS,
+    allowedApiUrls: [sim.url],
     apiRateLimit: 100,
     maxConcurrentReconciles: 8,
   }),

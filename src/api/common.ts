@@ -21,6 +21,11 @@ export const ANNOTATIONS = {
 export const PAUSED_ANNOTATION = ANNOTATIONS.paused;
 export const RESET_ANNOTATION = ANNOTATIONS.resetRequestedAt;
 export const SYNC_PERIOD_ANNOTATION = ANNOTATIONS.syncPeriod;
+/**
+ * The shortest `gpucloud.dev/sync-period` honoured: a tenant's object cannot make the operator list its cloud
+ * account more often than this (a shorter value is raised to it and reported in an Event and a log line).
+ */
+export const MIN_SYNC_PERIOD_MS = 10_000;
 
 /** The Secret a resource uses when spec.credentialsRef is left out. */
 export const DEFAULT_CREDENTIALS_SECRET = "gpucloud-credentials";
@@ -42,6 +47,7 @@ export const REASONS = {
   PaymentMethodRequired: "PaymentMethodRequired",
   CredentialsMissing: "CredentialsMissing",
   CredentialsInvalid: "CredentialsInvalid",
+  ApiUrlNotAllowed: "ApiUrlNotAllowed",
   InvalidSpec: "InvalidSpec",
   ImmutableFieldChanged: "ImmutableFieldChanged",
   NameConflict: "NameConflict",
@@ -70,9 +76,14 @@ export const REASON_DESCRIPTIONS: Readonly<Record<Reason, string>> = {
   PaymentMethodRequired: "The organization has no valid payment method; resources cannot be created until it does.",
   CredentialsMissing: "The credentials Secret, or a key in it, does not exist.",
   CredentialsInvalid: "The cloud API rejected the credentials (401/403); fixed by updating the Secret.",
+  ApiUrlNotAllowed:
+    "The credentials Secret names an apiUrl the operator may not call (--allowed-api-urls); no request is sent. " +
+    "Fix the Secret, or have the operator's administrator allow the URL.",
   InvalidSpec: "The spec is invalid for the cloud (rejected with 400, or unknown type, image or location).",
   ImmutableFieldChanged: "A field that cannot change after creation was changed; revert it or recreate the object.",
-  NameConflict: "The cloud name is already used by a resource this object does not own.",
+  NameConflict:
+    "A name is taken by something this object does not own: a cloud resource another object manages or this " +
+    "object did not create (set spec.id to adopt it), or a Secret/ConfigMap for connection details it did not write.",
   RateLimited: "The cloud API answered 429; the operator waits for Retry-After before trying again.",
   ApiUnavailable: "The cloud API is unreachable or failing (network error, timeout, 5xx); retried with backoff.",
   NotSupported: "The cloud API does not offer an endpoint this change needs (404/405 on that route).",
@@ -304,7 +315,11 @@ export const OperationRecord = z
   .object({
     id: text("Cloud operation id.", 128),
     name: text("Operation name: CREATE, UPDATE, DELETE, START, STOP, RESET or RESIZE.", 32),
-    state: text("IN_PROGRESS, SUCCEEDED or FAILED.", 32),
+    state: text(
+      "IN_PROGRESS, SUCCEEDED or FAILED; UNKNOWN when the operation left the cloud's lists before its end was " +
+        "seen (the resource is read to decide).",
+      32,
+    ),
     startedAt: text("When the operation started (cloud timestamp).", 64).optional(),
     completedAt: text("When the operation finished (cloud timestamp); empty while in progress.", 64).optional(),
   })

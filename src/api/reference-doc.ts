@@ -17,7 +17,9 @@ const ANNOTATION_DESCRIPTIONS: Record<keyof typeof ANNOTATIONS, string> = {
   paused: '`"true"` stops every cloud call for the object; status shows reason `Paused`. Remove it to resume.',
   resetRequestedAt:
     "GpuVm only. A timestamp (RFC 3339); each new value newer than `status.lastResetRequestedAt` resets the VM once.",
-  syncPeriod: "A duration such as `5m` or `1h`: how often a Ready object is re-read from the cloud to detect drift.",
+  syncPeriod:
+    "A duration such as `5m` or `1h`: how often a Ready object is re-read from the cloud to detect drift. At " +
+    "least `10s`: a shorter value is raised to `10s` and reported (Warning Event `SyncPeriodRaised`, log line).",
 };
 
 /** Escape a table cell: pipes split cells, newlines end rows. */

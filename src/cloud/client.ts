@@ -2,6 +2,7 @@
 // grouped by area. Every answer is parsed with the wire schemas; every failure is a CloudError.
 import pino, { type Logger } from "pino";
 import { z } from "zod";
+import { normalizeApiUrl } from "../util/api-url.ts";
 import { isRecord } from "../util/is-record.ts";
 import {
   ApiKeyAuthenticator,
@@ -12,10 +13,12 @@ import {
   SessionAuthenticator,
   validateCredentials,
 } from "./auth.ts";
+import { type AccountBulkhead, DEFAULT_BULKHEAD, sharedBulkheadFor } from "./bulkhead.ts";
 import { CapabilityRegistry, capabilityOf } from "./capabilities.ts";
 import { CloudError } from "./errors.ts";
 import { credentialKeyOf, sharedBucketFor, type TokenBucket } from "./rate-limit.ts";
 import {
+  DEFAULT_MAX_RESPONSE_BYTES,
   type EndpointCall,
   type FetchFunction,
   type HttpMethod,
@@ -65,12 +68,19 @@ export interface CloudClientOptions {
   /** Base URL including the version segment, e.g. `https://api.example.com/v0.1`. */
   baseUrl: string;
   credentials: Credentials;
-  /** Per attempt; default 10 s. */
+  /** The request timeout: the deadline of one call, its retries and waits included; default 10 s. */
   timeoutMs?: number;
   /** Retries per call (default 2); real backoff belongs to the operator's work queue. */
   retryLimit?: number;
-  /** Default: the bucket shared by every client of this credential (10/s, burst 20). `false` disables. */
+  /**
+   * The account's bulkhead (token bucket, reconcile admission, circuit breaker). Default: the one shared by every
+   * client of this credential and URL, with `rateLimit` (10/s, burst 20) and `laneLimit` 3. `false`: none.
+   */
+  bulkhead?: AccountBulkhead | false;
+  /** Overrides the bulkhead's token bucket for this client; `false` disables rate limiting. */
   rateLimiter?: TokenBucket | false;
+  /** Answers longer than this are cut off while they stream in (default 8 MiB). */
+  maxResponseBytes?: number;
   observer?: RequestObserver;
   logger?: Logger;
   fetch?: FetchFunction;
@@ -150,6 +160,8 @@ function validateBody<T extends z.ZodType>(schema: T, body: unknown, method: Htt
 function requireId(value: string, name: string, method: HttpMethod, route: string): string {
   if (typeof value !== "string" || value.trim() === "")
     throw invalidRequest(method, route, `${name} must be a non-empty string`);
+  // `.` and `..` survive encodeURIComponent and would be resolved as path segments.
+  if (value === "." || value === "..") throw invalidRequest(method, route, `${name} must not be "." or ".."`);
   return id(value);
 }
 
@@ -157,12 +169,20 @@ export function createCloudClient(options: CloudClientOptions) {
   if (typeof options.baseUrl !== "string" || !/^https?:\/\//.test(options.baseUrl)) {
     throw new TypeError(`cloud baseUrl must be an http(s) URL, got ${JSON.stringify(options.baseUrl)}`);
   }
+  const base = normalizeApiUrl(options.baseUrl);
+  if (!base.ok) throw new TypeError(`cloud baseUrl ${base.problem}`);
   const credentials = validateCredentials(options.credentials);
   const logger = options.logger ?? pino({ level: "silent" });
+  const accountKey = credentialKeyOf(credentials, options.baseUrl);
+  const bulkhead =
+    options.bulkhead === false
+      ? undefined
+      : (options.bulkhead ??
+        sharedBulkheadFor(accountKey, { ...DEFAULT_BULKHEAD, laneLimit: 3, rateLimit: DEFAULT_RATE_LIMIT }));
   const rateLimiter =
     options.rateLimiter === false
       ? undefined
-      : (options.rateLimiter ?? sharedBucketFor(credentialKeyOf(credentials, options.baseUrl), DEFAULT_RATE_LIMIT));
+      : (options.rateLimiter ?? bulkhead?.rateLimiter ?? sharedBucketFor(accountKey, DEFAULT_RATE_LIMIT));
   const transport = new Transport({
     baseUrl: options.baseUrl,
     timeoutMs: options.timeoutMs ?? 10_000,
@@ -171,6 +191,8 @@ export function createCloudClient(options: CloudClientOptions) {
     backoffLimitMs: options.backoffLimitMs ?? 5_000,
     maxRetryAfterMs: options.maxRetryAfterMs ?? 10_000,
     rateLimiter,
+    bulkhead,
+    maxResponseBytes: options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
     observer: options.observer,
     logger,
     fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
@@ -603,6 +625,8 @@ export function createCloudClient(options: CloudClientOptions) {
     usage,
     /** What this account's server has of the endpoints beyond the spec (learned from its answers). */
     capabilities,
+    /** The account's bulkhead (undefined when disabled): reconcile admission, breaker state. */
+    bulkhead,
   };
 }
 

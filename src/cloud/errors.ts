@@ -137,12 +137,13 @@ export function cloudErrorFromHttp(failure: HttpFailure): CloudError {
   const base = { method, route, status, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
 
   if (!parsed.success) {
-    const text = looseMessageOf(body).trim().slice(0, MAX_TEXT_IN_MESSAGE);
+    // A body that is not JSON is never quoted (it may be anything a foreign server holds); a JSON one may be.
+    const text = body === NOT_JSON ? "" : looseMessageOf(body).trim().slice(0, MAX_TEXT_IN_MESSAGE);
     if (failure.beyondSpec && (status === 404 || status === 405)) return unsupported(method, route, status);
     return new CloudError({
       ...base,
       kind: "http",
-      message: `${method} ${route} answered HTTP ${status}${text ? `: ${text}` : ""}`,
+      message: `${method} ${route} answered HTTP ${status}${text ? `: ${text}` : body === NOT_JSON ? " with a body that is not JSON" : ""}`,
     });
   }
 
@@ -194,13 +195,16 @@ function looseMessageOf(body: unknown): string {
   return "";
 }
 
+/** Stands for a body that is text but not JSON (an HTML error page, a foreign server's file). */
+const NOT_JSON: unique symbol = Symbol("not JSON");
+
 function decodeBody(body: unknown): unknown {
   if (typeof body !== "string") return body;
+  if (body.trim() === "") return undefined;
   try {
     return JSON.parse(body);
   } catch {
-    // Plain-text error page: keep the text for the message.
-    return body;
+    return NOT_JSON;
   }
 }
 

@@ -1,6 +1,15 @@
 // Public surface of the cloud client: import from here outside src/cloud.
 export type { Credentials, SessionCredentials, SessionTokens, TokenSession } from "./auth.ts";
 export {
+  AccountBulkhead,
+  type AccountHealth,
+  type Admission,
+  type BulkheadOptions,
+  type BulkheadReport,
+  DEFAULT_BULKHEAD,
+  sharedBulkheadFor,
+} from "./bulkhead.ts";
+export {
   CAPABILITIES,
   CAPABILITY_NAMES,
   type Capability,
@@ -39,4 +48,9 @@ export {
 } from "./operations.ts";
 export { credentialKeyOf, sharedBucketFor, TokenBucket, type TokenBucketOptions } from "./rate-limit.ts";
 export { compareSizes, formatSize, InvalidSizeError, parseSize, sizesEqual } from "./sizes.ts";
-export type { FetchFunction, RequestEvent, RequestObserver } from "./transport.ts";
+export {
+  DEFAULT_MAX_RESPONSE_BYTES,
+  type FetchFunction,
+  type RequestEvent,
+  type RequestObserver,
+} from "./transport.ts";

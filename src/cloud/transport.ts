@@ -1,9 +1,12 @@
-// HTTP transport of the cloud client on ky 2: timeouts, bounded retries with backoff and jitter, Retry-After,
-// the per-credential token bucket, the request observer, debug logging with redaction, and the mapping of
-// every failure to a CloudError. Authentication lives one level up (auth.ts); this layer just sends a header.
+// HTTP transport of the cloud client on ky 2: one deadline per call (attempts, backoffs and rate-limit waits
+// included), bounded retries with backoff and jitter, Retry-After, the account's bulkhead (token bucket, circuit
+// breaker), answers cut off at a size limit while they stream in, redirects refused, every URL checked to stay
+// below the base URL, the request observer, debug logging with redaction, and the mapping of every failure to a
+// CloudError. Authentication lives one level up (auth.ts); this layer just sends a header.
 import ky, { HTTPError, type Options, type ShouldRetryState, TimeoutError } from "ky";
 import type { Logger } from "pino";
 import type { z } from "zod";
+import type { AccountBulkhead, AttemptHandle } from "./bulkhead.ts";
 import { CloudError, cloudErrorFromHttp, parseRetryAfter } from "./errors.ts";
 import type { TokenBucket } from "./rate-limit.ts";
 
@@ -39,6 +42,7 @@ export interface EndpointCall<T> {
 
 export interface TransportOptions {
   baseUrl: string;
+  /** The deadline of one call: every attempt, backoff and rate-limit wait of it together. */
   timeoutMs: number;
   /** Retries of a call (after the first attempt). GETs may use them all; writes only when provably unsent. */
   retryLimit: number;
@@ -48,10 +52,17 @@ export interface TransportOptions {
   /** A Retry-After longer than this is not waited for in-process: the error goes up to the work queue. */
   maxRetryAfterMs: number;
   rateLimiter: TokenBucket | undefined;
+  /** The account's circuit breaker (and in-flight bookkeeping); undefined: none. */
+  bulkhead: AccountBulkhead | undefined;
+  /** Largest answer body read; a longer one is cut off while it streams in. */
+  maxResponseBytes: number;
   observer: RequestObserver | undefined;
   logger: Logger;
   fetch: FetchFunction;
 }
+
+/** Default answer size limit: a full page of 500 VMs is well below 1 MiB. */
+export const DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
 
 const RETRY_STATUSES = [429, 502, 503, 504];
 const IDEMPOTENT: ReadonlySet<string> = new Set(["GET"]);
@@ -80,11 +91,13 @@ export const REDACT_PATHS = [
 export class Transport {
   readonly #options: TransportOptions;
   readonly #baseUrl: string;
+  readonly #base: URL;
   readonly #logger: Logger;
 
   constructor(options: TransportOptions) {
     this.#options = options;
     this.#baseUrl = options.baseUrl.replace(/\/+$/, "");
+    this.#base = new URL(this.#baseUrl);
     this.#logger = options.logger.child({ component: "cloud-client" }, { redact: { paths: REDACT_PATHS } });
   }
 
@@ -99,28 +112,52 @@ export class Transport {
   }
 
   async #fetchText(call: EndpointCall<unknown>, authorization: string | undefined): Promise<string> {
+    const url = this.#urlOf(call);
     const headers: Record<string, string> = { accept: "application/json" };
     if (authorization) headers.authorization = authorization;
+    // One deadline for the whole call: a worker never waits on a request longer than the request timeout.
+    const deadline = AbortSignal.timeout(this.#options.timeoutMs);
+    const signal = call.signal ? AbortSignal.any([call.signal, deadline]) : deadline;
     const options: Options = {
       method: call.method,
       headers,
       timeout: this.#options.timeoutMs,
+      signal,
+      // Never follow a redirect (to another host or not): the answer is refused, see #toCloudError.
+      redirect: "manual",
       fetch: this.#instrumentedFetch(call, authorization),
       retry: this.#retryOptions(call),
       hooks: {
-        beforeRequest: [async () => this.#takeToken(call.signal)],
-        beforeRetry: [async ({ retryCount }) => this.#beforeRetry(call, retryCount)],
+        beforeRequest: [async () => this.#takeToken(signal)],
+        beforeRetry: [async ({ retryCount }) => this.#beforeRetry(call, retryCount, signal)],
       },
     };
     if (call.body !== undefined) options.json = call.body;
-    if (call.signal) options.signal = call.signal;
     const searchParams = definedEntries(call.query);
     if (searchParams.length > 0) options.searchParams = searchParams;
     try {
-      return await ky(`${this.#baseUrl}/${call.path}`, options).text();
+      return await ky(url, options).text();
     } catch (error) {
-      throw this.#toCloudError(error, call);
+      throw this.#toCloudError(error, call, deadline);
     }
+  }
+
+  /** The call's URL, refused unless it stays below the base URL (an id spelled `..` must not climb out). */
+  #urlOf(call: EndpointCall<unknown>): string {
+    const text = `${this.#baseUrl}/${call.path}`;
+    const target = new URL(text);
+    const basePath = this.#base.pathname.replace(/\/+$/, "");
+    if (target.origin !== this.#base.origin || !`${target.pathname}/`.startsWith(`${basePath}/`)) {
+      throw new CloudError({
+        kind: "parse",
+        code: "invalid_request",
+        retryable: false,
+        method: call.method,
+        route: call.route,
+        message: `invalid request for ${call.method} ${call.route}: the path leaves the API base URL`,
+      });
+    }
+    return text;
   }
 
   #retryOptions(call: EndpointCall<unknown>): Options["retry"] {
@@ -158,20 +195,25 @@ export class Transport {
     return false;
   }
 
-  async #takeToken(signal: AbortSignal | undefined): Promise<void> {
+  async #takeToken(signal: AbortSignal): Promise<void> {
     await this.#options.rateLimiter?.take(signal);
   }
 
-  async #beforeRetry(call: EndpointCall<unknown>, retryCount: number): Promise<void> {
+  async #beforeRetry(call: EndpointCall<unknown>, retryCount: number, signal: AbortSignal): Promise<void> {
     this.#logger.debug({ method: call.method, route: call.route, retryCount }, "retrying cloud request");
-    await this.#takeToken(call.signal);
+    await this.#takeToken(signal);
   }
 
-  /** Wraps fetch so that each attempt (retries included) is observed and logged once. */
+  /**
+   * Wraps fetch so that each attempt (retries included) passes the account's circuit breaker, is observed and
+   * logged once, never follows a redirect, and has its body cut off at the size limit.
+   */
   #instrumentedFetch(call: EndpointCall<unknown>, authorization: string | undefined): FetchFunction {
     const { observer } = this.#options;
     const baseFetch = this.#options.fetch;
     return async (input, init) => {
+      const attempt = this.#options.bulkhead?.startAttempt(call.method, call.route);
+      if (attempt instanceof CloudError) throw attempt;
       const started = performance.now();
       const report = (status: number | "error"): void => {
         const durationMs = Math.round((performance.now() - started) * 10) / 10;
@@ -183,15 +225,71 @@ export class Transport {
         }
         this.#logAttempt(call, input, authorization, status, durationMs);
       };
+      let response: Response;
       try {
-        const response = await baseFetch(input, init);
-        report(response.status);
-        return response;
+        response = await baseFetch(input, { ...init, redirect: "manual" });
       } catch (error) {
         report("error");
+        attempt?.end(call.signal?.aborted ? "neutral" : "failure");
         throw error;
       }
+      report(response.status);
+      return this.#limitBody(response, call, attempt);
     };
+  }
+
+  /**
+   * The answer with its body cut off at maxResponseBytes while it streams in (never buffered first); a declared
+   * Content-Length above the limit fails at once. The attempt's outcome is reported when the body ends.
+   */
+  #limitBody(response: Response, call: EndpointCall<unknown>, attempt: AttemptHandle | undefined): Response {
+    const byStatus = response.status >= 500 ? "failure" : "success";
+    const max = this.#options.maxResponseBytes;
+    const declared = Number(response.headers.get("content-length") ?? Number.NaN);
+    if (Number.isFinite(declared) && declared > max) {
+      void response.body?.cancel().catch(() => undefined);
+      attempt?.end("failure");
+      throw tooLarge(call, max);
+    }
+    const body = response.body;
+    if (body === null) {
+      attempt?.end(byStatus);
+      return response;
+    }
+    const reader = body.getReader();
+    let received = 0;
+    const limited = new ReadableStream<Uint8Array>({
+      pull: async (controller) => {
+        try {
+          const chunk = await reader.read();
+          if (chunk.done) {
+            attempt?.end(byStatus);
+            controller.close();
+            return;
+          }
+          received += chunk.value.byteLength;
+          if (received > max) {
+            attempt?.end("failure");
+            void reader.cancel().catch(() => undefined);
+            controller.error(tooLarge(call, max));
+            return;
+          }
+          controller.enqueue(chunk.value);
+        } catch (error) {
+          attempt?.end(call.signal?.aborted ? "neutral" : "failure");
+          controller.error(error);
+        }
+      },
+      cancel: async (reason) => {
+        attempt?.end(byStatus);
+        await reader.cancel(reason).catch(() => undefined);
+      },
+    });
+    return new Response(limited, {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
   }
 
   #logAttempt(
@@ -211,9 +309,22 @@ export class Transport {
     this.#logger.debug({ method: call.method, route: call.route, status, durationMs, req }, "cloud request");
   }
 
-  #toCloudError(error: unknown, call: EndpointCall<unknown>): CloudError {
+  #toCloudError(error: unknown, call: EndpointCall<unknown>, deadline: AbortSignal): CloudError {
     const { method, route } = call;
     if (error instanceof CloudError) return error;
+    if (error instanceof Error && error.cause instanceof CloudError) return error.cause;
+    if (error instanceof HTTPError && error.response.status >= 300 && error.response.status < 400) {
+      // The Location stays out of the message: it may name an internal address.
+      return new CloudError({
+        kind: "http",
+        code: "redirect_refused",
+        retryable: false,
+        status: error.response.status,
+        method,
+        route,
+        message: `${method} ${route} answered a redirect (HTTP ${error.response.status}); redirects are not followed: set apiUrl to the address the API answers at`,
+      });
+    }
     if (error instanceof HTTPError) {
       return cloudErrorFromHttp({
         status: error.response.status,
@@ -226,7 +337,7 @@ export class Transport {
       });
       // No cause on purpose: ky's HTTPError carries the request options (bodies with passwords).
     }
-    if (error instanceof TimeoutError) {
+    if (error instanceof TimeoutError || (deadline.aborted && !call.signal?.aborted)) {
       return new CloudError({
         kind: "timeout",
         method,
@@ -257,6 +368,16 @@ export class Transport {
   }
 }
 
+function tooLarge(call: Pick<EndpointCall<unknown>, "method" | "route">, max: number): CloudError {
+  return new CloudError({
+    kind: "parse",
+    code: "response_too_large",
+    method: call.method,
+    route: call.route,
+    message: `${call.method} ${call.route} answered more than ${max} bytes (the answer size limit); the answer was cut off`,
+  });
+}
+
 function definedEntries(query: Record<string, string | undefined> | undefined): [string, string][] {
   if (!query) return [];
   const entries: [string, string][] = [];
@@ -278,7 +399,8 @@ export function parseAnswer<T>(call: Pick<EndpointCall<T>, "method" | "route" | 
       method,
       route,
       fieldPath: "",
-      message: `${method} ${route} answered a body that is not JSON: ${text.slice(0, 80)}`,
+      // Never quoted: a body that is not JSON may be anything a foreign server holds.
+      message: `${method} ${route} answered a body that is not JSON (${Buffer.byteLength(text)} bytes)`,
       cause: error,
     });
   }

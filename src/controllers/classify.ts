@@ -93,6 +93,20 @@ export function classify(error: unknown): Verdict {
     return backingOff(REASON.InternalError, `internal error: ${err.message}`, { type: "retry", error: err });
   }
   const status = err.status;
+  if (err.code === "account_busy") {
+    // The object's cloud account has every slot it may use in this controller taken: come back shortly without a
+    // status write (nothing is wrong with the object) and without occupying a worker meanwhile.
+    return {
+      ...backingOff(REASON.ApiUnavailable, err.message, { type: "requeueAfter", ms: err.retryAfterMs ?? 1_000 }),
+      silent: true,
+    };
+  }
+  if (err.code === "circuit_open") {
+    return backingOff(REASON.ApiUnavailable, err.message, {
+      type: "requeueAfter",
+      ms: err.retryAfterMs ?? DEFAULT_RETRY_AFTER_MS,
+    });
+  }
   if (err.kind === "unsupported") {
     return stalled(REASON.NotSupported, err.message, { type: "requeueAfter", ms: TERMINAL_RETRY_MS });
   }

@@ -5,7 +5,7 @@
 import { adoptFound, claimantOf, foreignResourceMessage, nameConflict, nameRival } from "./adoption.ts";
 import { cloudStatus, isCloudConflict, REASON, type Reason, type Verdict } from "./classify.ts";
 import type { ManagedSpecBase, ManagedStatusBase } from "./external.ts";
-import { recordOperation } from "./operation-tracking.ts";
+import { recordOperation, UNKNOWN_OUTCOME } from "./operation-tracking.ts";
 import { legacyNameToCheck } from "./ownership.ts";
 import { after, type CloudConnection, conflict, DONE, type Pass, verdict } from "./reconcile-pass.ts";
 import { intentRefused } from "./status-building.ts";
@@ -40,8 +40,11 @@ export async function createAbsent<Spec extends ManagedSpecBase>(
   return create(pass, connection);
 }
 
+/** A create that succeeded (or whose outcome is unknown) moments ago may not be readable yet. */
 function withinCreateGrace<Spec extends ManagedSpecBase>(pass: Pass<Spec>, draft: ManagedStatusBase): boolean {
-  const create = (draft.operations ?? []).find((o) => o.name === "CREATE" && o.state === "SUCCEEDED");
+  const create = (draft.operations ?? []).find(
+    (o) => o.name === "CREATE" && (o.state === "SUCCEEDED" || o.state === UNKNOWN_OUTCOME),
+  );
   if (create?.completedAt === undefined || create.completedAt === "") return false;
   const completed = Date.parse(create.completedAt);
   return !Number.isNaN(completed) && pass.services.now() - completed < pass.services.timing.createGraceMs;

@@ -2,13 +2,16 @@
 // operator's default Secret (--credentials-secret ns/name, the one documented cross-namespace exception).
 // A changed Secret (new resourceVersion) builds a new client without a restart. The last good credentials of
 // each Secret are kept in memory, so that an unreadable or deleted Secret never strands deletions; status says
-// when they are in use. Secret values never reach a log line.
+// when they are in use. Secret values never reach a log line. The Secret's apiUrl must be one the operator's own
+// configuration allows (--allowed-api-urls): a tenant's Secret cannot send the operator elsewhere.
 import type { Logger } from "pino";
-import { DEFAULT_CREDENTIALS_SECRET } from "../api/common.ts";
+import { DEFAULT_CREDENTIALS_SECRET, REASONS, type Reason } from "../api/common.ts";
 import type { Credentials } from "../cloud/auth.ts";
+import { DEFAULT_BULKHEAD, sharedBulkheadFor } from "../cloud/bulkhead.ts";
 import { type CloudClient, createCloudClient } from "../cloud/client.ts";
-import { credentialKeyOf, sharedBucketFor } from "../cloud/rate-limit.ts";
+import { credentialKeyOf } from "../cloud/rate-limit.ts";
 import type { RequestObserver } from "../cloud/transport.ts";
+import type { ApiUrlPolicy } from "../util/api-url.ts";
 
 /** The fields of a core/v1 Secret the operator reads. */
 export interface SecretLike {
@@ -35,7 +38,9 @@ export interface AccountHandle<A> {
   usingCached: boolean;
 }
 
-export type CredentialsResult<A> = { type: "ok"; handle: AccountHandle<A> } | { type: "missing"; message: string };
+export type CredentialsResult<A> =
+  | { type: "ok"; handle: AccountHandle<A> }
+  | { type: "missing"; message: string; reason?: Reason };
 
 export interface CredentialStoreOptions<A> {
   secrets: SecretReader;
@@ -43,6 +48,8 @@ export interface CredentialStoreOptions<A> {
   defaultSecret?: { namespace: string; name: string };
   /** --api-url, used when the Secret has no apiUrl. */
   defaultApiUrl?: string;
+  /** --allowed-api-urls: a Secret naming another URL gets no client (and no request is ever sent to it). */
+  apiUrls?: ApiUrlPolicy;
   /** Build the per-credential state (client, snapshots, trackers) for fresh credentials. */
   build(parsed: ParsedCredentials, credentialKey: string): A;
   /** Release what build() made (stop trackers) when the Secret changed. */
@@ -59,11 +66,15 @@ function decode(secret: SecretLike, key: string): string | undefined {
   return value === "" ? undefined : value;
 }
 
-/** Read the credential keys of a Secret; a message naming the missing key (never a value) when incomplete. */
+/**
+ * Read the credential keys of a Secret; a message naming the missing key (never a value) when incomplete, and
+ * reason ApiUrlNotAllowed when `apiUrls` does not allow its URL.
+ */
 export function parseCredentialsSecret(
   secret: SecretLike,
   defaultApiUrl: string | undefined,
-): { ok: true; parsed: ParsedCredentials } | { ok: false; message: string } {
+  apiUrls?: ApiUrlPolicy,
+): { ok: true; parsed: ParsedCredentials } | { ok: false; message: string; reason?: Reason } {
   const where = `Secret ${secret.metadata?.namespace ?? "?"}/${secret.metadata?.name ?? "?"}`;
   const apiKey = decode(secret, "apiKey");
   const email = decode(secret, "email");
@@ -82,6 +93,11 @@ export function parseCredentialsSecret(
   if (apiUrl === undefined)
     return { ok: false, message: `${where} has no key apiUrl and the operator has no --api-url` };
   if (!/^https?:\/\//.test(apiUrl)) return { ok: false, message: `${where}: apiUrl must be an http(s) URL` };
+  if (apiUrls !== undefined) {
+    const verdict = apiUrls.check(apiUrl);
+    if (!verdict.allowed)
+      return { ok: false, message: `${where}: ${verdict.message}`, reason: REASONS.ApiUrlNotAllowed };
+  }
   return { ok: true, parsed: { credentials, projectId, apiUrl } };
 }
 
@@ -132,10 +148,10 @@ export class CredentialStore<A> {
     if (cached !== undefined && cached.resourceVersion === resourceVersion) {
       return { type: "ok", handle: { ...cached, secret: secretRef, usingCached: leaving } };
     }
-    const parsed = parseCredentialsSecret(secret, this.#options.defaultApiUrl);
+    const parsed = parseCredentialsSecret(secret, this.#options.defaultApiUrl, this.#options.apiUrls);
     if (!parsed.ok) {
       if (cached !== undefined) return { type: "ok", handle: { ...cached, secret: secretRef, usingCached: true } };
-      return { type: "missing", message: parsed.message };
+      return { type: "missing", message: parsed.message, ...(parsed.reason ? { reason: parsed.reason } : {}) };
     }
     const credentialKey = credentialKeyOf(parsed.parsed.credentials, parsed.parsed.apiUrl);
     const account = this.#options.build(parsed.parsed, credentialKey);
@@ -158,21 +174,34 @@ export class CredentialStore<A> {
 
 export interface ClientFactoryOptions {
   ratePerSec: number;
+  /** Reconciles per controller that may talk to one account at once while it is healthy (default 3). */
+  accountConcurrency?: number;
+  /** The request timeout: deadline of one call, retries included (default 10 s). */
+  timeoutMs?: number;
+  /** Answer size limit (default 8 MiB). */
+  maxResponseBytes?: number;
   observer?: RequestObserver;
   logger?: Logger;
 }
 
-/** A cloud client for parsed credentials, sharing the credential's token bucket. */
+/** A cloud client for parsed credentials, sharing the account's bulkhead (token bucket, breaker, admission). */
 export function clientFor(
   parsed: ParsedCredentials,
   credentialKey: string,
   options: ClientFactoryOptions,
 ): CloudClient {
   const ratePerSec = options.ratePerSec;
+  const bulkhead = sharedBulkheadFor(credentialKey, {
+    ...DEFAULT_BULKHEAD,
+    laneLimit: options.accountConcurrency ?? 3,
+    rateLimit: { ratePerSec, burst: Math.max(1, Math.ceil(ratePerSec * 2)) },
+  });
   return createCloudClient({
     baseUrl: parsed.apiUrl,
     credentials: parsed.credentials,
-    rateLimiter: sharedBucketFor(credentialKey, { ratePerSec, burst: Math.max(1, Math.ceil(ratePerSec * 2)) }),
+    bulkhead,
+    ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+    ...(options.maxResponseBytes !== undefined ? { maxResponseBytes: options.maxResponseBytes } : {}),
     ...(options.observer ? { observer: options.observer } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
   });

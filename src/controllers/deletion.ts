@@ -42,6 +42,8 @@ export async function release<Spec extends ManagedSpecBase>(
   note: string,
 ): Promise<Step> {
   if (pass.mr.metadata.finalizers.includes(FINALIZER)) {
+    // What the object wrote goes with it (its owner reference would have Kubernetes do it too).
+    await pass.services.options.onReleased?.(pass.mr);
     const written = await pass.services.setFinalizer(pass.mr, false);
     if (written.type === "conflict") return conflict();
   }

@@ -54,7 +54,13 @@ export async function reconcileExisting<Spec extends ManagedSpecBase>(
       progressing: true,
     });
   }
-  await connection.external.publish?.(mr, observed, pass.signal);
+  const notPublished = await connection.external.publish?.(mr, observed, pass.signal);
+  if (notPublished !== undefined) {
+    return verdict(REASON.NameConflict, notPublished, after(timing.nameConflictRetryMs), {
+      stalled: true,
+      event: "Warning",
+    });
+  }
   delete draft.lastError;
   return verdict(REASON.Available, `cloud resource ${observed.id} is available`, DONE, {
     ready: true,

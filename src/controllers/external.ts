@@ -181,12 +181,15 @@ export interface ExternalClient<Spec extends ManagedSpecBase> {
     signal: AbortSignal,
   ): Promise<Mutation>;
   delete(mr: ManagedObject<Spec>, id: string, signal: AbortSignal): Promise<Mutation>;
-  /** Publish what users need to connect (VM connection details) once the resource is ready. */
+  /**
+   * Publish what users need to connect (VM connection details) once the resource is ready. Answers a message
+   * when it cannot, because the target (a Secret or ConfigMap) exists and is not this object's to write.
+   */
   publish?(
     mr: ManagedObject<Spec>,
     observed: Extract<Observation, { exists: true }>,
     signal: AbortSignal,
-  ): Promise<void>;
+  ): Promise<string | undefined>;
   /** Why deletion must wait (a disk still attached, a network still used), or undefined. */
   deleteBlocker?(mr: ManagedObject<Spec>, observed: Extract<Observation, { exists: true }>): string | undefined;
 }

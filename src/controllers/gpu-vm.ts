@@ -8,7 +8,14 @@ import { type GpuVmSpec, GpuVmSpec as GpuVmSpecSchema, GpuVmStatus, MAX_RESET_VA
 import type { DiskRef } from "../cloud/wire.ts";
 import type { CreateOnlyValue, ExternalClient, ManagedObject } from "./external.ts";
 import { connectionDetails, type DesiredVm, nextVmStepFromObservation, observeVm } from "./gpu-vm-mappers.ts";
-import { findResource, type KindDefinition, type KindDeps, knownId, readyTarget } from "./kind-support.ts";
+import {
+  findResource,
+  type KindDefinition,
+  type KindDeps,
+  knownId,
+  type OwnedObject,
+  readyTarget,
+} from "./kind-support.ts";
 import { fitText } from "./status-limits.ts";
 
 /** Inline value or a key of a Secret/ConfigMap (and where it came from); `waiting` names what is missing. */
@@ -76,6 +83,16 @@ function resolveCreateInputs(deps: KindDeps, mr: ManagedObject<GpuVmSpec>): Crea
   };
 }
 
+/** Where the connection details go (spec.connectionDetails): written and deleted with the GpuVm. */
+function ownedObjectsOf(spec: GpuVmSpec): OwnedObject[] {
+  const target = spec.connectionDetails;
+  if (target === undefined) return [];
+  return [
+    ...(target.secretName !== undefined ? [{ kind: "Secret" as const, name: target.secretName }] : []),
+    ...(target.configMapName !== undefined ? [{ kind: "ConfigMap" as const, name: target.configMapName }] : []),
+  ];
+}
+
 const intent = (fields: Record<string, string> | undefined) => (fields ? { intentFields: fields } : {});
 
 function resolveDisks(deps: KindDeps, mr: ManagedObject<GpuVmSpec>): DiskRef[] | { waiting: string } {
@@ -114,6 +131,7 @@ export const gpuVm: KindDefinition<GpuVmSpec> = {
     ...(spec.sshPublicKeySecretRef ? [`Secret/${spec.sshPublicKeySecretRef.name}`] : []),
     ...[spec.startupScriptRef, spec.shutdownScriptRef].flatMap((ref) => (ref ? [`${ref.kind}/${ref.name}`] : [])),
   ],
+  ownedObjects: (spec) => ownedObjectsOf(spec),
   external(account, deps): ExternalClient<GpuVmSpec> {
     const { client, projectId } = account;
     let desired: DesiredVm | undefined;
@@ -225,11 +243,13 @@ export const gpuVm: KindDefinition<GpuVmSpec> = {
         return { action: "DELETE", send: () => client.vms.terminate(projectId, id, { signal }) };
       },
       async publish(mr, observed) {
-        const target = mr.spec.connectionDetails;
-        if (target === undefined || deps.publish === undefined) return;
+        if (deps.publish === undefined) return undefined;
         const data = connectionDetails(observed.atProvider);
-        if (target.secretName !== undefined) await deps.publish("Secret", mr, target.secretName, data);
-        if (target.configMapName !== undefined) await deps.publish("ConfigMap", mr, target.configMapName, data);
+        for (const target of ownedObjectsOf(mr.spec)) {
+          const problem = await deps.publish(target.kind, mr, target.name, data);
+          if (problem !== undefined) return problem;
+        }
+        return undefined;
       },
     };
   },

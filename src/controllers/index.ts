@@ -8,6 +8,8 @@ import { structuralSchemaOf } from "../api/crd.ts";
 import type { OperationFamily } from "../cloud/wire.ts";
 import type { Controller, KubeResource, Manager, Reconciler } from "../runtime/index.ts";
 import { CONFIG_MAPS, KubeApiError, SECRETS } from "../runtime/index.ts";
+import { ApiUrlPolicy } from "../util/api-url.ts";
+import { AccountAdmissions } from "./account-admission.ts";
 import { CloudAccount } from "./cloud-account.ts";
 import { CredentialStore, clientFor, type SecretLike } from "./credentials.ts";
 import { DependencyIndex } from "./dependency-index.ts";
@@ -16,7 +18,7 @@ import { gpuDisk } from "./gpu-disk.ts";
 import { gpuFirewallRule } from "./gpu-firewall-rule.ts";
 import { gpuNetwork } from "./gpu-network.ts";
 import { gpuVm } from "./gpu-vm.ts";
-import type { KindDefinition, KindDeps } from "./kind-support.ts";
+import type { KindDefinition, KindDeps, OwnedObject } from "./kind-support.ts";
 import { parseManaged } from "./kind-support.ts";
 import { type KubeAccess, ManagedReconciler, type ReconcileTiming } from "./managed-reconciler.ts";
 import { cloudOperationsSample, registerOperatorMetrics } from "./metrics.ts";
@@ -97,11 +99,15 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
     secrets: { getSecret: readSecret },
     ...(config.credentialsSecret ? { defaultSecret: config.credentialsSecret } : {}),
     ...(config.apiUrl ? { defaultApiUrl: config.apiUrl } : {}),
+    apiUrls: new ApiUrlPolicy(config.allowedApiUrls),
     logger,
     build: (parsed, credentialKey) =>
       new CloudAccount({
         client: clientFor(parsed, credentialKey, {
           ratePerSec: config.apiRateLimit,
+          accountConcurrency: config.apiAccountConcurrency,
+          timeoutMs: config.apiTimeoutMs,
+          maxResponseBytes: config.apiMaxResponseBytes,
           observer: (event) => {
             const code = String(event.status);
             manager.metrics.cloudApiRequestsTotal.inc({ method: event.method, route: event.route, code });
@@ -147,6 +153,8 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
     dispose: (account) => account.stop(),
   });
 
+  const cachedObject = (kind: "Secret" | "ConfigMap", namespace: string, name: string): OwnableObject | undefined =>
+    kind === "Secret" ? secrets.get(namespace, name) : configMaps.get(namespace, name);
   const deps: KindDeps = {
     managed: (kind, namespace, name) => parse(kind, informers.get(kind)?.get(namespace, name)),
     listManaged: (kind, namespace) =>
@@ -158,13 +166,8 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
       }
       return configMaps.get(namespace, name)?.data?.[key];
     },
-    publish: (kind, owner, name, data) => {
-      const cached =
-        kind === "Secret"
-          ? secrets.get(owner.metadata.namespace, name)
-          : configMaps.get(owner.metadata.namespace, name);
-      return publishConnectionDetails(manager, kind, owner, name, data, cached);
-    },
+    publish: (kind, owner, name, data) =>
+      publishConnectionDetails(manager, kind, owner, name, data, cachedObject(kind, owner.metadata.namespace, name)),
   };
 
   const secretUsage = new SecretUsageReconciler({
@@ -207,7 +210,8 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
     const informer = informers.get(kind.kind);
     if (informer === undefined) continue;
     const kube = kubeAccessFor(manager, resource, (namespace, name) => informer.get(namespace, name));
-    const reconciler: Reconciler = new ManagedReconciler<ManagedSpecBase>({
+    const admissions = new AccountAdmissions(kind.kind.toLowerCase());
+    const managed: Reconciler = new ManagedReconciler<ManagedSpecBase>({
       kind: kind.kind,
       parse: (raw) => parseManaged(raw, kind.specSchema, kind.statusSchema),
       locations: (spec) => kind.locations(spec),
@@ -220,6 +224,8 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
         const resolved = credentials.resolve(mr.metadata.namespace, mr.spec.credentialsRef?.name);
         if (resolved.type === "missing") return resolved;
         const { account, usingCached, secret, keys } = resolved.handle;
+        // A slot of the account's bulkhead, or a requeue: a busy or failing account never takes every worker.
+        admissions.admit(`${mr.metadata.namespace}/${mr.metadata.name}`, account.client.bulkhead);
         return {
           type: "connected",
           connection: {
@@ -234,12 +240,17 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
           },
         };
       },
+      onReleased: async (mr) => {
+        const owned = kind.ownedObjects?.(mr.spec) ?? [];
+        if (owned.length > 0) await deleteOwnedObjects(manager, mr, owned, cachedObject);
+      },
       onReconciled: (mr) => {
         const secret = credentials.secretFor(mr.metadata.namespace, mr.spec.credentialsRef?.name);
         const references = [...kind.references(mr.spec), ...(secret ? [`Secret/${secret.name}`] : [])];
         dependencies.record(kind.kind, mr.metadata.namespace, mr.metadata.name, references);
       },
     });
+    const reconciler = admissions.wrap(managed);
     const watched = new Set([
       "Secret",
       "ConfigMap",
@@ -368,15 +379,32 @@ function kubeAccessFor(
   };
 }
 
-/** Create or update the Secret/ConfigMap holding a VM's connection details, owned by the GpuVm. */
+/** The label on every Secret/ConfigMap the operator writes. */
+const MANAGED_BY = { "app.kubernetes.io/managed-by": "gpuvm-operator" };
+
+interface OwnableObject {
+  metadata?: { uid?: string; ownerReferences?: { uid?: string }[] };
+  data?: Record<string, string>;
+}
+
+/** Written by this object: it carries an owner reference to it (the label alone could be copied). */
+function ownedBy(object: OwnableObject, owner: ManagedObject): boolean {
+  return (object.metadata?.ownerReferences ?? []).some((reference) => reference.uid === owner.metadata.uid);
+}
+
+/**
+ * Create or update the Secret/ConfigMap holding a VM's connection details, owned by the GpuVm (owner reference
+ * and label). One that exists without our owner reference (someone's database password, say) is never written:
+ * the answer says so and the GpuVm stalls.
+ */
 async function publishConnectionDetails(
   manager: Manager,
   kind: "Secret" | "ConfigMap",
   owner: ManagedObject,
   name: string,
   data: Record<string, string>,
-  cached: { data?: Record<string, string> } | undefined,
-): Promise<void> {
+  cached: OwnableObject | undefined,
+): Promise<string | undefined> {
   const namespace = owner.metadata.namespace;
   const ownerReferences = [
     {
@@ -388,20 +416,50 @@ async function publishConnectionDetails(
       blockOwnerDeletion: false,
     },
   ];
-  const metadata = { name, namespace, ownerReferences, labels: { "app.kubernetes.io/managed-by": "gpuvm-operator" } };
-  if (kind === "Secret") {
-    const encoded = Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString("base64")]));
-    // The informer cache answers "unchanged" without a request; a cache miss reads once before creating.
-    if (cached !== undefined && sameData(cached.data, encoded)) return;
-    const existing = cached ?? (await manager.kube.getSecret(namespace, name));
-    if (existing === undefined) await manager.kube.createSecret(namespace, { metadata, data: encoded, type: "Opaque" });
-    else if (!sameData(existing.data, encoded)) await manager.kube.patchSecret(namespace, name, { data: encoded });
-    return;
+  const metadata = { name, namespace, ownerReferences, labels: MANAGED_BY };
+  const wanted =
+    kind === "Secret"
+      ? Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString("base64")]))
+      : data;
+  // The informer cache answers "unchanged" without a request; a cache miss reads once before creating.
+  if (cached !== undefined && ownedBy(cached, owner) && sameData(cached.data, wanted)) return undefined;
+  const existing =
+    cached ??
+    (kind === "Secret"
+      ? await manager.kube.getSecret(namespace, name)
+      : await manager.kube.getConfigMap(namespace, name));
+  if (existing !== undefined && !ownedBy(existing, owner)) {
+    const field = kind === "Secret" ? "secretName" : "configMapName";
+    return `${kind} ${namespace}/${name} exists and was not written by this GpuVm: it is left as it is. Choose another spec.connectionDetails.${field}, or delete that ${kind} if it is not needed`;
   }
-  if (cached !== undefined && sameData(cached.data, data)) return;
-  const existing = cached ?? (await manager.kube.getConfigMap(namespace, name));
-  if (existing === undefined) await manager.kube.createConfigMap(namespace, { metadata, data });
-  else if (!sameData(existing.data, data)) await manager.kube.patchConfigMap(namespace, name, { data });
+  if (existing === undefined) {
+    if (kind === "Secret") await manager.kube.createSecret(namespace, { metadata, data: wanted, type: "Opaque" });
+    else await manager.kube.createConfigMap(namespace, { metadata, data: wanted });
+  } else if (!sameData(existing.data, wanted)) {
+    if (kind === "Secret") await manager.kube.patchSecret(namespace, name, { data: wanted });
+    else await manager.kube.patchConfigMap(namespace, name, { data: wanted });
+  }
+  return undefined;
+}
+
+/** Delete what an object wrote (when it still carries the object's owner reference). */
+async function deleteOwnedObjects(
+  manager: Manager,
+  owner: ManagedObject,
+  objects: readonly OwnedObject[],
+  cachedOf: (kind: "Secret" | "ConfigMap", namespace: string, name: string) => OwnableObject | undefined,
+): Promise<void> {
+  const namespace = owner.metadata.namespace;
+  for (const { kind, name } of objects) {
+    const existing =
+      cachedOf(kind, namespace, name) ??
+      (kind === "Secret"
+        ? await manager.kube.getSecret(namespace, name)
+        : await manager.kube.getConfigMap(namespace, name));
+    const uid = existing?.metadata?.uid;
+    if (existing === undefined || uid === undefined || !ownedBy(existing, owner)) continue;
+    await manager.kube.deleteOwned(kind, namespace, name, uid);
+  }
 }
 
 function sameData(a: Record<string, string> | undefined, b: Record<string, string>): boolean {

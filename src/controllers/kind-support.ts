@@ -65,13 +65,22 @@ export interface KindDeps {
   listManaged(kind: string, namespace: string): ManagedObject[];
   /** A key of a Secret or ConfigMap, decoded; undefined when the object or key is absent. */
   dataKey(kind: "Secret" | "ConfigMap", namespace: string, name: string, key: string): string | undefined;
-  /** Create or update the Secret/ConfigMap with the connection details, owned by the object. */
+  /**
+   * Create or update the Secret/ConfigMap with the connection details, owned by the object (owner reference and
+   * label). One that exists and is not owned by the object is never written: the answer says so.
+   */
   publish?(
     kind: "Secret" | "ConfigMap",
     owner: ManagedObject,
     name: string,
     data: Record<string, string>,
-  ): Promise<void>;
+  ): Promise<string | undefined>;
+}
+
+/** A Secret or ConfigMap an object writes (and deletes when it goes). */
+export interface OwnedObject {
+  kind: "Secret" | "ConfigMap";
+  name: string;
 }
 
 /** A kind: its API info, where it lives and how to talk to the cloud about one object. */
@@ -85,6 +94,8 @@ export interface KindDefinition<Spec extends ManagedSpecBase> {
   /** Names of objects this one refers to, as `Kind/name` (same namespace): their changes wake it. */
   references(spec: Spec): string[];
   external(account: CloudAccount, deps: KindDeps): ExternalClient<Spec>;
+  /** The Secrets/ConfigMaps an object of this kind writes (deleted with it when it carries its owner reference). */
+  ownedObjects?(spec: Spec): OwnedObject[];
 }
 
 export function isReady(object: ManagedObject | undefined): boolean {

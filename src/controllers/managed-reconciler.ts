@@ -7,8 +7,8 @@
 // Conditions, events and status are written in `finish()` only, once per reconcile and only when they changed.
 // No worker ever waits on a cloud operation: the operation id goes into status, trackers wake the key, and a
 // fallback requeue covers lost wake-ups.
-import { ANNOTATIONS, FINALIZER } from "../api/common.ts";
-import { parseDuration } from "../runtime/index.ts";
+import { ANNOTATIONS, FINALIZER, MIN_SYNC_PERIOD_MS } from "../api/common.ts";
+import { formatDuration, syncPeriodOf } from "../runtime/index.ts";
 import { resolvePendingAction } from "./action-intents.ts";
 import { nameConflict, ownershipOf } from "./adoption.ts";
 import { classify, REASON, type Reason, TERMINAL_REASONS, type Verdict } from "./classify.ts";
@@ -54,18 +54,6 @@ export type {
 } from "./reconcile-pass.ts";
 export { formatKubeTime } from "./status-building.ts";
 
-/** The object's `gpucloud.dev/sync-period` in ms; undefined when absent or not a positive duration. */
-function syncPeriodOf(mr: ManagedObject): number | undefined {
-  const annotation = mr.metadata.annotations[ANNOTATIONS.syncPeriod];
-  if (annotation === undefined) return undefined;
-  try {
-    const ms = parseDuration(annotation);
-    return ms > 0 ? ms : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * What our own writes did to one object: every resourceVersion they replaced and the one the last write made.
  * A pass can write several times (finalizer, create intent, final status), and the watch event of each write
@@ -83,6 +71,8 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
   readonly #services: PassServices<Spec>;
   /** key → the versions our writes replaced and the last one they made (to recognise a cache not caught up). */
   readonly #ownWrites = new Map<string, OwnWrites>();
+  /** key → the sync-period annotation value last reported as raised to the floor (one Event per value). */
+  readonly #raisedSyncPeriods = new Map<string, string>();
 
   constructor(options: ManagedReconcilerOptions<Spec>) {
     this.#options = options;
@@ -105,6 +95,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     const raw = this.#options.kube.get(request.namespace, request.name);
     if (raw === undefined) {
       this.#ownWrites.delete(key);
+      this.#raisedSyncPeriods.delete(key);
       return { type: "done" };
     }
     const parsed = this.#options.parse(raw);
@@ -121,6 +112,28 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     // no foreign version falls between them): caught up.
     this.#ownWrites.delete(key);
     return this.#reconcileParsed(parsed, key, ctx);
+  }
+
+  /**
+   * The object's `gpucloud.dev/sync-period` in ms (raised to MIN_SYNC_PERIOD_MS, reported once per value with a
+   * Warning Event); undefined when absent or not a positive duration.
+   */
+  #ownSyncPeriod(pass: Pass<Spec>): number | undefined {
+    const { mr, key } = pass;
+    const annotation = mr.metadata.annotations[ANNOTATIONS.syncPeriod];
+    if (annotation === undefined) return undefined;
+    const period = syncPeriodOf(annotation, MIN_SYNC_PERIOD_MS);
+    if ("error" in period) return undefined;
+    if (period.raisedFrom !== undefined && this.#raisedSyncPeriods.get(key) !== annotation) {
+      this.#raisedSyncPeriods.set(key, annotation);
+      this.#options.kube.event(
+        mr,
+        "Warning",
+        "SyncPeriodRaised",
+        `${ANNOTATIONS.syncPeriod} ${annotation} is below the floor of ${formatDuration(MIN_SYNC_PERIOD_MS)}: ${formatDuration(MIN_SYNC_PERIOD_MS)} is used`,
+      );
+    }
+    return period.ms;
   }
 
   /** Status write through the guarded Kubernetes access; a success moves `mr` to the version it made. */
@@ -215,7 +228,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
         ? `${connected.message}; the cloud resource cannot be deleted without them (or set deletionPolicy: Orphan to keep it and release the object)`
         : connected.message;
       pass.draft.lastError = message;
-      return verdict(REASON.CredentialsMissing, message, after(this.#timing.dependencyMs), {
+      return verdict(connected.reason ?? REASON.CredentialsMissing, message, after(this.#timing.dependencyMs), {
         stalled: true,
         event: "Warning",
       });
@@ -252,7 +265,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
 
     // An object with its own (shorter) sync period is checked against a list at most that old: the shared
     // snapshot may otherwise be as old as --sync-period, and drift would go unseen at the object's resyncs.
-    const ownPeriodMs = syncPeriodOf(mr);
+    const ownPeriodMs = this.#ownSyncPeriod(pass);
     const periodic = ownPeriodMs !== undefined ? this.#now() - ownPeriodMs : undefined;
     if (mr.spec.managementPolicy === "Observe") return mirror(pass, connection, settled.notBefore ?? periodic);
     if (!deleting) {

@@ -24,6 +24,9 @@ export function recordOperation<Spec extends ManagedSpecBase>(
   if (operation.state === "IN_PROGRESS") connection.operation(operation.operation_id, pass.key);
 }
 
+/** `status.operation.state` of an operation that left the lists before anyone saw how it ended. */
+export const UNKNOWN_OUTCOME = "UNKNOWN";
+
 export interface OperationFailure {
   code: string;
   message: string;
@@ -59,10 +62,12 @@ export function settleOperation<Spec extends ManagedSpecBase>(
       ),
     };
   }
+  // An operation that vanished from the lists (retention, a server that forgets) has an unknown outcome: it is
+  // recorded as such, and the fresh observation that follows (notBefore) decides what became of the resource.
   const final =
     progress.state === "settled"
       ? { ...current, state: progress.operation.state, completedAt: progress.operation.completed_at }
-      : { ...current, state: "SUCCEEDED", completedAt: "" };
+      : { ...current, state: UNKNOWN_OUTCOME, completedAt: new Date(progress.settledAt).toISOString() };
   pass.draft.operation = final;
   pass.draft.operations = [final, ...(pass.draft.operations ?? []).filter((o) => o.id !== final.id)].slice(
     0,

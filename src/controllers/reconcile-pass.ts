@@ -50,10 +50,13 @@ export interface CloudConnection<Spec extends ManagedSpecBase> {
   ): Promise<Operation | undefined>;
 }
 
+/** `missing`: no usable credentials (reason CredentialsMissing unless told, e.g. ApiUrlNotAllowed); stalls. */
 export type Connect<Spec extends ManagedSpecBase> = (
   mr: ManagedObject<Spec>,
   signal: AbortSignal,
-) => Promise<{ type: "connected"; connection: CloudConnection<Spec> } | { type: "missing"; message: string }>;
+) => Promise<
+  { type: "connected"; connection: CloudConnection<Spec> } | { type: "missing"; message: string; reason?: Reason }
+>;
 
 /**
  * A guarded write: written, lost to another writer (409: re-read), gone, or refused (the API server rejected it,
@@ -88,6 +91,8 @@ export interface ManagedReconcilerOptions<Spec extends ManagedSpecBase> {
   timing?: Partial<ReconcileTiming>;
   /** Called with the keys an object refers to, so that a change of a target wakes its dependents. */
   onReconciled?(mr: ManagedObject<Spec>): void;
+  /** The object is let go (its finalizer is about to be removed): delete what it wrote (connection details). */
+  onReleased?(mr: ManagedObject<Spec>): Promise<void>;
   /** What every object of the kind claims (fed by the informer); a private index when absent (tests). */
   claims?: ClaimIndex;
   /**

@@ -1,7 +1,8 @@
 // Operator configuration from flags and environment. Flag names follow controller-runtime's conventions; every
 // flag has an environment variable `GPUVM_<FLAG_IN_UPPER_SNAKE>`. Precedence: flag > env > default. A flag given
-// twice takes its last value; only list flags (--watch-namespace) accumulate.
+// twice takes its last value; only list flags (--watch-namespace, --allowed-api-urls) accumulate.
 // Parsing never throws: it returns a result the run command turns into a message and exit code 2.
+import { normalizeApiUrl } from "../util/api-url.ts";
 import { DurationError, formatDuration, parseDuration } from "./time.ts";
 
 export type LogLevel = "trace" | "debug" | "info" | "warn" | "error" | "fatal" | "silent";
@@ -37,8 +38,19 @@ export interface OperatorConfig {
   gracefulShutdownTimeoutMs: number;
   /** GPU cloud API base URL (…/v0.1); undefined → the credentials Secret's `apiUrl` key decides. */
   apiUrl: string | undefined;
+  /**
+   * The API URLs a credentials Secret may name (each allows the paths below it): --allowed-api-urls plus
+   * --api-url. Empty: a Secret's apiUrl is never used.
+   */
+  allowedApiUrls: string[];
   /** Requests per second per credential. */
   apiRateLimit: number;
+  /** The request timeout: the deadline of one cloud call, its retries and waits included. */
+  apiTimeoutMs: number;
+  /** Cloud answers longer than this are cut off while they stream in. */
+  apiMaxResponseBytes: number;
+  /** Reconciles per controller that may talk to one cloud account at once while it is healthy. */
+  apiAccountConcurrency: number;
   /** Default credentials Secret for objects that name none. */
   credentialsSecret: { namespace: string; name: string } | undefined;
   logLevel: LogLevel;
@@ -137,7 +149,31 @@ const FLAGS: readonly FlagSpec[] = [
     help: "How long startup waits for the informer caches (e.g. CRDs missing) before exiting non-zero; 0 waits forever",
   },
   { name: "api-url", type: "string", default: "", help: "GPU cloud API base URL, e.g. https://api.example.com/v0.1" },
+  {
+    name: "allowed-api-urls",
+    type: "list",
+    default: "",
+    help: "API URLs a credentials Secret's apiUrl may name (and paths below them); repeatable or comma-separated; --api-url is always allowed, nothing else by default",
+  },
   { name: "api-rate-limit", type: "number", default: "10", help: "Cloud API requests per second per credential" },
+  {
+    name: "api-timeout",
+    type: "duration",
+    default: "10s",
+    help: "Request timeout: how long one cloud call may take, retries and waits included",
+  },
+  {
+    name: "api-max-response-size",
+    type: "string",
+    default: "8Mi",
+    help: "Largest cloud answer read (bytes, or with Ki/Mi/Gi); longer ones are cut off while they stream in",
+  },
+  {
+    name: "api-account-concurrency",
+    type: "int",
+    default: "0",
+    help: "Reconciles per controller that may talk to one cloud account at once while it answers well (0: --max-concurrent-reconciles minus one, at least 1); a new, slow or failing account gets one",
+  },
   { name: "credentials-secret", type: "string", default: "", help: "Default credentials Secret as <namespace>/<name>" },
   { name: "log-level", type: "string", default: "info", help: `Log level: ${LOG_LEVELS.join(", ")}` },
   {
@@ -246,6 +282,10 @@ function buildConfig(value: (name: string) => string): OperatorConfig {
   const logTimeFormat = oneOf("log-time-format", value("log-time-format"), LOG_TIME_FORMATS);
   const apiUrl = value("api-url");
   if (apiUrl !== "" && !URL.canParse(apiUrl)) throw new ConfigError(`--api-url: "${apiUrl}" is not a URL`);
+  const allowedApiUrls = apiUrlList("allowed-api-urls", value("allowed-api-urls"));
+  if (apiUrl !== "") allowedApiUrls.push(...apiUrlList("api-url", apiUrl));
+  const maxConcurrentReconciles = positiveInt("max-concurrent-reconciles", value);
+  const accountConcurrency = nonNegativeInt("api-account-concurrency", value);
   const apiRateLimit = Number(value("api-rate-limit"));
   if (!Number.isFinite(apiRateLimit) || apiRateLimit <= 0) {
     throw new ConfigError(`--api-rate-limit: expected a positive number, got "${value("api-rate-limit")}"`);
@@ -261,11 +301,15 @@ function buildConfig(value: (name: string) => string): OperatorConfig {
     retryPeriodMs,
     metricsBindAddress: bindAddress("metrics-bind-address", value("metrics-bind-address")),
     healthProbeBindAddress: bindAddress("health-probe-bind-address", value("health-probe-bind-address")),
-    maxConcurrentReconciles: positiveInt("max-concurrent-reconciles", value),
+    maxConcurrentReconciles,
     syncPeriodMs: duration("sync-period", value),
     gracefulShutdownTimeoutMs: duration("graceful-shutdown-timeout", value),
     apiUrl: apiUrl || undefined,
+    allowedApiUrls: [...new Set(allowedApiUrls)],
     apiRateLimit,
+    apiTimeoutMs: duration("api-timeout", value),
+    apiMaxResponseBytes: byteSize("api-max-response-size", value("api-max-response-size")),
+    apiAccountConcurrency: accountConcurrency === 0 ? Math.max(1, maxConcurrentReconciles - 1) : accountConcurrency,
     credentialsSecret: secretRef(value("credentials-secret")),
     logLevel: logLevel as LogLevel,
     logFormat,
@@ -290,6 +334,39 @@ function duration(name: string, value: (name: string) => string): number {
     if (error instanceof DurationError) throw new ConfigError(`--${name}: ${error.message}`, { cause: error });
     throw error;
   }
+}
+
+/** Comma-separated API URLs, each normalised (an unusable one is an error naming why). */
+function apiUrlList(name: string, text: string): string[] {
+  const entries = text
+    .split(",")
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== "");
+  return entries.map((entry) => {
+    const parsed = normalizeApiUrl(entry);
+    if (!parsed.ok) throw new ConfigError(`--${name}: "${entry}" ${parsed.problem}`);
+    return parsed.url.href;
+  });
+}
+
+const BYTE_UNITS: Readonly<Record<string, number>> = { "": 1, Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3 };
+
+/** `8Mi` → 8388608, `65536` → 65536 (Kubernetes quantity spelling, binary units only). */
+function byteSize(name: string, text: string): number {
+  const match = /^\s*(\d+)\s*(Ki|Mi|Gi)?\s*$/.exec(text);
+  const bytes = match ? Number(match[1]) * (BYTE_UNITS[match[2] ?? ""] ?? 1) : Number.NaN;
+  if (!Number.isSafeInteger(bytes) || bytes < 1024) {
+    throw new ConfigError(`--${name}: expected a size of at least 1Ki such as 8Mi or 65536, got "${text}"`);
+  }
+  return bytes;
+}
+
+function nonNegativeInt(name: string, value: (name: string) => string): number {
+  const text = value(name);
+  const parsed = Number(text);
+  if (!Number.isInteger(parsed) || parsed < 0)
+    throw new ConfigError(`--${name}: expected a whole number (0 or more), got "${text}"`);
+  return parsed;
 }
 
 function bool(name: string, value: (name: string) => string): boolean {

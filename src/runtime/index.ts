@@ -75,6 +75,7 @@ export {
   parseDuration,
   parseKubeTime,
   sleep,
+  syncPeriodOf,
   systemClock,
 } from "./time.ts";
 export { WorkQueue, type WorkQueueObserver, type WorkQueueOptions } from "./workqueue.ts";

@@ -179,6 +179,24 @@ export class KubeClient {
     );
   }
 
+  /**
+   * Deletes a Secret or ConfigMap only if it is still the object with `uid` (a precondition: a namesake created
+   * since is left alone). `notFound` when it is gone already, `conflict` when the uid no longer matches.
+   */
+  async deleteOwned(
+    kind: "Secret" | "ConfigMap",
+    namespace: string,
+    name: string,
+    uid: string,
+  ): Promise<WriteResult<unknown>> {
+    const body = { preconditions: { uid } };
+    return this.#guarded(`delete ${kind.toLowerCase()} ${namespace}/${name}`, () =>
+      kind === "Secret"
+        ? this.#core.deleteNamespacedSecret({ namespace, name, body })
+        : this.#core.deleteNamespacedConfigMap({ namespace, name, body }),
+    );
+  }
+
   async #patchFinalizers<T extends KubernetesObject>(
     resource: KubeResource,
     object: T,

@@ -5,7 +5,7 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import { SYNC_PERIOD_ANNOTATION } from "../api/common.ts";
+import { MIN_SYNC_PERIOD_MS, SYNC_PERIOD_ANNOTATION } from "../api/common.ts";
 import { type OperatorConfig, parseConfig } from "./config.ts";
 import { Controller, keyOf, type ReconcileRequest, type Reconciler } from "./controller.ts";
 import { EventRecorder } from "./events.ts";
@@ -16,7 +16,7 @@ import { LeaderElector } from "./leader-election.ts";
 import { Metrics } from "./metrics.ts";
 import { type KubeResource, resourceId } from "./resource.ts";
 import { healthRoute, metricsRoute, type RunningServer, startHttpServer } from "./server.ts";
-import { DurationError, formatDuration, parseDuration } from "./time.ts";
+import { formatDuration, syncPeriodOf } from "./time.ts";
 
 /** `Manager.start()` rejects with this when the caches did not sync within --cache-sync-timeout. */
 export class CacheSyncTimeoutError extends Error {
@@ -66,6 +66,8 @@ export interface ManagerOptions {
   /** Leader-election identity and event reportingInstance (default: $POD_NAME or hostname, plus a suffix). */
   identity?: string;
   informer?: InformerTuning;
+  /** The shortest per-object sync period honoured (default MIN_SYNC_PERIOD_MS, 10 s); tests lower it. */
+  syncPeriodFloorMs?: number;
 }
 
 /** `defaultConfig({ watchNamespaces: ["team-a"] })`: the defaults of every flag, with overrides (tests). */
@@ -369,21 +371,23 @@ export class Manager {
     if (object === undefined) return undefined; // deleted: no more polling
     const annotation = object.metadata?.annotations?.[SYNC_PERIOD_ANNOTATION];
     if (annotation === undefined) return fallbackMs;
-    try {
-      const ms = parseDuration(annotation);
-      if (ms > 0) return ms;
-      throw new DurationError(`sync period must be positive`);
-    } catch (error) {
-      const key = `${keyOf(request.namespace, request.name)}=${annotation}`;
-      if (!this.#badSyncPeriods.has(key)) {
-        this.#badSyncPeriods.add(key);
+    const floorMs = this.#options.syncPeriodFloorMs ?? MIN_SYNC_PERIOD_MS;
+    const period = syncPeriodOf(annotation, floorMs);
+    if ("ms" in period && period.raisedFrom === undefined) return period.ms;
+    // Reported once per object and value (the reconciler also records an Event when it raises one).
+    const key = `${keyOf(request.namespace, request.name)}=${annotation}`;
+    if (!this.#badSyncPeriods.has(key)) {
+      this.#badSyncPeriods.add(key);
+      const where = { namespace: request.namespace, name: request.name, annotation };
+      if ("error" in period)
+        this.logger.warn({ ...where, err: period.error }, `ignoring invalid ${SYNC_PERIOD_ANNOTATION}`);
+      else
         this.logger.warn(
-          { namespace: request.namespace, name: request.name, annotation, err: error },
-          `ignoring invalid ${SYNC_PERIOD_ANNOTATION}`,
+          { ...where, usedMs: period.ms },
+          `${SYNC_PERIOD_ANNOTATION} below the floor of ${formatDuration(floorMs)}: raised to it`,
         );
-      }
-      return fallbackMs;
     }
+    return "ms" in period ? period.ms : fallbackMs;
   }
 
   #installSignalHandlers(): void {

@@ -22,6 +22,24 @@ export const systemClock: Clock = {
   clearTimeout: (handle) => clearTimeout(handle as Parameters<typeof clearTimeout>[0]),
 };
 
+/**
+ * The value of a `gpucloud.dev/sync-period` annotation in ms, raised to `floorMs` when shorter (`raisedFrom` then
+ * holds what was asked); an error for an unparseable or non-positive duration.
+ */
+export function syncPeriodOf(
+  annotation: string,
+  floorMs: number,
+): { ms: number; raisedFrom?: number } | { error: DurationError } {
+  try {
+    const ms = parseDuration(annotation);
+    if (ms <= 0) return { error: new DurationError("sync period must be positive") };
+    return ms < floorMs ? { ms: floorMs, raisedFrom: ms } : { ms };
+  } catch (error) {
+    if (error instanceof DurationError) return { error };
+    throw error;
+  }
+}
+
 /** Thrown for a duration string that cannot be parsed ("5x", "", "-1s"). */
 export class DurationError extends Error {
   override name = "DurationError";

@@ -74,6 +74,8 @@ export interface SimulatorOptions {
   usageRefreshDelayMs?: number;
   /** Fastify request logging. Default off (throughput). */
   logger?: boolean;
+  /** Request bodies above this many bytes are refused with 413 (default 1 MiB). */
+  maxRequestBytes?: number;
 }
 
 export interface RunningSimulator {
@@ -152,6 +154,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     requestCounts,
     profile,
     logger: options.logger ?? false,
+    maxRequestBytes: options.maxRequestBytes ?? 1024 * 1024,
     usageRefreshDelayMs: options.usageRefreshDelayMs ?? DEFAULT_USAGE_REFRESH_DELAY_MS,
     reset: () => {
       store.load(seed());

@@ -45,6 +45,8 @@ export interface ServerDeps {
   /** How long after midnight UTC the daily usage refresh runs. */
   usageRefreshDelayMs: number;
   logger: boolean;
+  /** Request bodies above this are refused with 413 before they are read in full. */
+  maxRequestBytes: number;
 }
 
 type Query = Record<string, string | string[] | undefined>;
@@ -114,7 +116,7 @@ function answerUnknownRoute(request: FastifyRequest, reply: FastifyReply): void 
 
 export function buildServer(deps: ServerDeps): FastifyInstance {
   const { store, auth, faults, rateLimiter, requestCounts } = deps;
-  const app = Fastify({ logger: deps.logger, bodyLimit: 1024 * 1024 });
+  const app = Fastify({ logger: deps.logger, bodyLimit: deps.maxRequestBytes });
 
   // JSON bodies, tolerating an empty body (DELETE and PATCH clients sometimes send the header without one).
   app.removeContentTypeParser("application/json");

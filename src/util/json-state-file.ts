@@ -1,5 +1,6 @@
 // A JSON state file that survives a restart: read back at start (absent → `undefined`), written debounced and
-// atomically (temp file + rename). The caller checks the shape of what it reads. Depends on nothing of ours.
+// atomically (temp file + rename), readable by its owner only (0600: the files hold API keys and passwords).
+// The caller checks the shape of what it reads. Depends on nothing of ours.
 import { chmod, open, readFile, rename, rm } from "node:fs/promises";
 
 export class StateFileError extends Error {
@@ -87,7 +88,8 @@ export class JsonStateFileWriter {
 
   #write(): Promise<void> {
     const text = JSON.stringify(this.#snapshot());
-    this.#writing = this.#writing.then(() => writeFileAtomic(this.#path, text)).catch(this.#onError);
+    // 0600 also replaces an older file with looser permissions (the mode of the renamed file is the temp's).
+    this.#writing = this.#writing.then(() => writeFileAtomic(this.#path, text, { mode: 0o600 })).catch(this.#onError);
     return this.#writing;
   }
 

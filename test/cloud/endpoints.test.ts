@@ -469,6 +469,7 @@ describe("every endpoint", () => {
     const groups = client as unknown as Record<string, Record<string, unknown>>;
     const missing: string[] = [];
     for (const [group, methods] of Object.entries(groups)) {
+      if (group === "bulkhead") continue; // the account's limits, not endpoints
       for (const method of Object.keys(methods)) {
         const name = `${group}.${method}`;
         if (!covered.has(name) && !["vms.listAll", "vms.action"].includes(name)) missing.push(name);

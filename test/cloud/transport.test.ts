@@ -1,5 +1,8 @@
-// Transport and fault behaviour of the cloud client against a real local HTTP server.
+// Transport and fault behaviour of the cloud client against a real local HTTP server, including servers that
+// misbehave on purpose: redirects elsewhere, endless or huge answers, bodies that never finish, paths that try to
+// leave the base URL, and a server that stops answering (the account's circuit breaker).
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { AccountBulkhead, DEFAULT_BULKHEAD } from "../../src/cloud/bulkhead.ts";
 import { type CloudClientOptions, createCloudClient } from "../../src/cloud/client.ts";
 import { CloudError, isNotFound, isOperationGone, isUnsupported } from "../../src/cloud/errors.ts";
 import type { RequestEvent } from "../../src/cloud/transport.ts";
@@ -19,6 +22,7 @@ function client(extra: Partial<CloudClientOptions> = {}) {
     baseUrl: stub.url,
     credentials: { apiKey: "test-key" },
     rateLimiter: false,
+    bulkhead: false,
     backoffBaseMs: 20,
     timeoutMs: 2000,
     ...extra,
@@ -188,14 +192,22 @@ describe("answers and errors", () => {
     expect(internal.errorId).toBe("e-42");
   });
 
-  it("keeps a plain-text error page in the message", async () => {
+  it("never quotes a body that is not JSON, in an error or in an answer", async () => {
     stub.handle((_, res) => {
       res.writeHead(502, { "content-type": "text/html" });
-      res.end("<h1>Bad Gateway</h1>");
+      res.end("<h1>INTERNAL-ONLY token=abc</h1>");
     });
     const error = await failure(client({ retryLimit: 0 }).vms.get(PROJECT_ID, VM_ID));
     expect(error.status).toBe(502);
-    expect(error.message).toContain("Bad Gateway");
+    expect(error.message).toBe("GET /projects/:projectId/vms/:vmId answered HTTP 502 with a body that is not JSON");
+    stub.handle((_, res) => {
+      res.writeHead(200, { "content-type": "text/plain" });
+      res.end("INTERNAL-ONLY token=abc");
+    });
+    const answer = await failure(client({ retryLimit: 0 }).vms.get(PROJECT_ID, VM_ID));
+    expect(answer.kind).toBe("parse");
+    expect(answer.message).not.toContain("INTERNAL");
+    expect(answer.message).toContain("not JSON (23 bytes)");
   });
 
   it("keeps the message of an error body without a code", async () => {
@@ -273,5 +285,153 @@ describe("observer", () => {
     const error = await failure(c.vms.get(PROJECT_ID, VM_ID));
     expect(error.kind).toBe("network");
     expect(events).toEqual([expect.objectContaining({ status: "error", route: "/projects/:projectId/vms/:vmId" })]);
+  });
+});
+
+describe("redirects", () => {
+  let other: StubServer;
+  beforeEach(async () => {
+    other = await startStub((_, res) => sendJson(res, 200, vmFixture()));
+  });
+  afterEach(async () => {
+    await other.close();
+  });
+
+  it("are never followed, to another host or the same one, and the Location stays out of the message", async () => {
+    for (const location of [`${other.url}/projects/${PROJECT_ID}/vms/${VM_ID}`, `${stub.url}/elsewhere`]) {
+      stub.handle((_, res) => {
+        res.writeHead(302, { location });
+        res.end();
+      });
+      const error = await failure(client().vms.get(PROJECT_ID, VM_ID));
+      expect(error.code).toBe("redirect_refused");
+      expect(error.status).toBe(302);
+      expect(error.message).not.toContain(location);
+    }
+    expect(other.requests).toHaveLength(0);
+    expect(stub.requests.map((request) => request.path)).toEqual([
+      `/projects/${PROJECT_ID}/vms/${VM_ID}`,
+      `/projects/${PROJECT_ID}/vms/${VM_ID}`,
+    ]);
+  });
+});
+
+describe("answer size limit", () => {
+  it("cuts an endless answer off while it streams in, without buffering it first", async () => {
+    let sent = 0;
+    stub.handle((_, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      const chunk = Buffer.alloc(64 * 1024, 0x20);
+      const pump = (): void => {
+        // An answer of 300 MB if the client kept reading; stops as soon as the socket is gone.
+        while (sent < 300 * 1024 * 1024 && !res.destroyed) {
+          sent += chunk.length;
+          if (!res.write(chunk)) {
+            res.once("drain", pump);
+            return;
+          }
+        }
+        res.end();
+      };
+      res.write('{"items": [');
+      pump();
+    });
+    const error = await failure(client({ maxResponseBytes: 1024 * 1024 }).disks.list(PROJECT_ID));
+    expect(error.code).toBe("response_too_large");
+    expect(error.message).toContain("1048576 bytes");
+    // The server could push what the socket buffers held, not the 300 MB.
+    expect(sent).toBeLessThan(32 * 1024 * 1024);
+  });
+
+  it("refuses a declared Content-Length above the limit at once", async () => {
+    stub.handle((_, res) => {
+      res.writeHead(200, { "content-type": "application/json", "content-length": String(50 * 1024 * 1024) });
+      res.write("[");
+    });
+    const started = performance.now();
+    const error = await failure(client({ maxResponseBytes: 1024 * 1024 }).disks.list(PROJECT_ID));
+    expect(error.code).toBe("response_too_large");
+    expect(performance.now() - started).toBeLessThan(1500);
+  });
+
+  it("applies to error answers too, which then carry no text", async () => {
+    stub.handle((_, res) => {
+      res.writeHead(500, { "content-type": "application/json" });
+      res.end(JSON.stringify({ code: "internal_error", message: "x".repeat(200_000) }));
+    });
+    const error = await failure(client({ maxResponseBytes: 64 * 1024, retryLimit: 0 }).vms.get(PROJECT_ID, VM_ID));
+    expect(error.status).toBe(500);
+    expect(error.message.length).toBeLessThan(200);
+  });
+});
+
+describe("the request timeout is the deadline of the whole call", () => {
+  it("a body that never finishes fails the call within the timeout, retries included", async () => {
+    stub.handle((_, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.write('{"id": "');
+    });
+    const started = performance.now();
+    const error = await failure(client({ timeoutMs: 600, retryLimit: 3 }).vms.get(PROJECT_ID, VM_ID));
+    const elapsed = performance.now() - started;
+    expect(error.kind).toBe("timeout");
+    expect(elapsed).toBeLessThan(1500);
+  });
+
+  it("a server that never answers fails the call within the timeout, retries included", async () => {
+    stub.handle(() => undefined);
+    const started = performance.now();
+    const error = await failure(client({ timeoutMs: 500, retryLimit: 3 }).vms.list(PROJECT_ID));
+    expect(error.kind).toBe("timeout");
+    expect(performance.now() - started).toBeLessThan(1300);
+  });
+});
+
+describe("paths stay below the base URL", () => {
+  it("refuses ids spelled . or .. without a request", async () => {
+    for (const id of ["..", "."]) {
+      const error = await failure(client().vms.get(id, VM_ID));
+      expect(error.code).toBe("invalid_request");
+    }
+    expect(stub.requests).toHaveLength(0);
+  });
+
+  it("refuses a base URL with a query or user info", () => {
+    expect(() => client({ baseUrl: `${stub.url}/latest/meta-data?x=` })).toThrow(/query/);
+    expect(() => client({ baseUrl: stub.url.replace("http://", "http://user:pw@") })).toThrow(/user name/);
+  });
+});
+
+describe("circuit breaker", () => {
+  it("stops sending after a run of failures, sends one probe after the open period, closes on its success", async () => {
+    let broken = true;
+    stub.handle((_, res) => {
+      if (broken) {
+        res.writeHead(503, { "content-type": "application/json" });
+        res.end(JSON.stringify({ code: "unavailable", message: "down" }));
+      } else sendJson(res, 200, vmFixture());
+    });
+    const bulkhead = new AccountBulkhead({
+      ...DEFAULT_BULKHEAD,
+      failureThreshold: 3,
+      openMs: 300,
+      laneLimit: 2,
+      rateLimit: undefined,
+    });
+    const cloud = client({ bulkhead, retryLimit: 0 });
+    for (let i = 0; i < 3; i++) await failure(cloud.vms.get(PROJECT_ID, VM_ID));
+    expect(stub.requests).toHaveLength(3);
+    const refused = await failure(cloud.vms.get(PROJECT_ID, VM_ID));
+    expect(refused.code).toBe("circuit_open");
+    expect(refused.retryable).toBe(true);
+    expect(stub.requests).toHaveLength(3);
+    expect(bulkhead.health()).toBe("open");
+    expect(bulkhead.admit("gpuvm").ok).toBe(false);
+
+    await sleep(350);
+    broken = false;
+    await expect(cloud.vms.get(PROJECT_ID, VM_ID)).resolves.toMatchObject({ id: VM_ID });
+    expect(stub.requests).toHaveLength(4);
+    expect(bulkhead.health()).toBe("healthy");
   });
 });

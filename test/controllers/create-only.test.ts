@@ -1,6 +1,7 @@
 // Create-only values are never silently ignored: inline ones are immutable in the CRD (the API refuses a change
 // and says what to do), values from a Secret/ConfigMap that change later show as UpToDate=False with an Event,
 // and a VM re-created after it vanished reads its create inputs again (no internal error reaches the user).
+// Connection details are written only to a Secret/ConfigMap the GpuVm wrote itself, and go with it.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { condition, type Env, eventsAbout, type ManagedView, NAMESPACE, SSH_KEY, startEnv, vmSpec } from "./harness.ts";
 
@@ -74,8 +75,8 @@ describe("create-only values from a Secret", () => {
 
   it("a VM gone from the cloud is created again with its inputs read anew, never an internal error", async () => {
     await keySecret("again-key", SSH_KEY);
-    // Checked every second, so that the vanished VM is seen without waiting for the 30 s resync.
-    await env.apply("GpuVm", "again", vmWithKeyFrom("again-key"), { "gpucloud.dev/sync-period": "1s" });
+    // Checked every 10 s (the floor of the annotation), so that the vanished VM is seen before the 30 s resync.
+    await env.apply("GpuVm", "again", vmWithKeyFrom("again-key"), { "gpucloud.dev/sync-period": "10s" });
     const ready = await env.waitReady("GpuVm", "again");
     await env.admin("DELETE", `/resources/vms/${ready.status?.id as string}`);
     const seen: string[] = [];
@@ -87,12 +88,41 @@ describe("create-only values from a Secret", () => {
         const id = o?.status?.id;
         return condition(o, "Ready")?.status === "True" && id !== undefined && id !== ready.status?.id;
       },
-      10_000,
+      25_000,
     );
     expect(recreated?.status?.id).toBeDefined();
     expect(seen.filter((line) => /ApiUnavailable|InternalError|before resolve/.test(line))).toEqual([]);
     // A state shown only between two looks is still in the events.
     const events = await eventsAbout(env, "again");
     expect(events.filter((line) => /ApiUnavailable|InternalError|before resolve/.test(line))).toEqual([]);
+  }, 60_000);
+});
+
+describe("connection details", () => {
+  it("never overwrite a Secret the GpuVm did not write; its own go with it when it is deleted", async () => {
+    await env.core.createNamespacedSecret({
+      namespace: NAMESPACE,
+      body: { metadata: { name: "db-creds" }, stringData: { password: "s3cret" } },
+    });
+    await env.apply("GpuVm", "intruding", vmSpec({ connectionDetails: { secretName: "db-creds" } }));
+    const stalled = await env.waitFor("GpuVm", "intruding", (o) => reasonOf(o) === "NameConflict");
+    expect(condition(stalled, "Stalled")?.status).toBe("True");
+    expect(condition(stalled, "Ready")?.message).toContain(
+      "Secret default/db-creds exists and was not written by this GpuVm",
+    );
+    const foreign = await env.core.readNamespacedSecret({ namespace: NAMESPACE, name: "db-creds" });
+    expect(Object.keys(foreign.data ?? {})).toEqual(["password"]);
+
+    await env.apply("GpuVm", "owning", vmSpec({ connectionDetails: { configMapName: "owning-ssh" } }));
+    await env.waitReady("GpuVm", "owning");
+    const own = await env.core.readNamespacedConfigMap({ namespace: NAMESPACE, name: "owning-ssh" });
+    expect(own.metadata?.labels?.["app.kubernetes.io/managed-by"]).toBe("gpuvm-operator");
+    await env.remove("GpuVm", "owning");
+    await env.remove("GpuVm", "intruding");
+    await env.waitFor("GpuVm", "owning", (o) => o === undefined);
+    await env.waitFor("GpuVm", "intruding", (o) => o === undefined);
+    await expect(env.core.readNamespacedConfigMap({ namespace: NAMESPACE, name: "owning-ssh" })).rejects.toThrow();
+    const untouched = await env.core.readNamespacedSecret({ namespace: NAMESPACE, name: "db-creds" });
+    expect(Buffer.from(untouched.data?.password ?? "", "base64").toString()).toBe("s3cret");
   });
 });

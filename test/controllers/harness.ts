@@ -197,6 +197,8 @@ export async function startEnv(options: EnvOptions = {}): Promise<Env> {
         operationPollIntervalMs: 50,
         gracefulShutdownTimeoutMs: 2000,
         ...options.config,
+        // The simulator is always allowed; a test adds the URLs of its other tenants.
+        allowedApiUrls: [sim.url, ...(options.config?.allowedApiUrls ?? [])],
       });
       manager = new Manager({ kubeConfig, config, logger: pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" }) });
       controllers = registerControllers(manager, {

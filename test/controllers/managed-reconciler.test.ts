@@ -218,10 +218,11 @@ const notFound = () =>
   Promise.reject(new CloudError({ kind: "http", status: 404, message: "gone", method: "DELETE", route: "/x" }));
 
 /** A create in flight under an intent recorded a minute ago. */
-const createInFlight = () =>
+const createInFlight = (status: ManagedStatusBase = {}) =>
   object({
     finalizers: [FINALIZER],
     status: {
+      ...status,
       createPending: { cloudName: "ns-thing", requestedAt: "2026-11-21T11:59:00Z" },
       operation: { id: "op-create", name: "CREATE", state: "IN_PROGRESS" },
     },
@@ -566,6 +567,32 @@ const rows: Row[] = [
       calls: ["observe"],
       conditionReason: "NameConflict",
       eventIncludes: "GpuThing ns-other/first is creating the cloud name ns-thing",
+    },
+  },
+  {
+    reason: "an operation that vanished is recorded with an unknown outcome, and the resource is read to decide",
+    given: createInFlight({ id: "res-1" }),
+    progress: { state: "vanished", settledAt: NOW },
+    observe: available,
+    want: {
+      outcome: "done",
+      calls: ["observe"],
+      conditionReason: "Available",
+      lastStatus: { operation: { id: "op-create", name: "CREATE", state: "UNKNOWN" } },
+    },
+  },
+  {
+    reason: "a vanished create whose resource is not readable yet is waited for, not created again",
+    given: createInFlight({ id: "res-1" }),
+    progress: { state: "vanished", settledAt: NOW },
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe"],
+      conditionReason: "Creating",
+      lastStatus: {
+        createPending: { cloudName: "ns-thing" },
+        operation: { name: "CREATE", state: "UNKNOWN" },
+      },
     },
   },
   {

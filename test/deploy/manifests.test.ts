@@ -202,6 +202,8 @@ describe("Helm chart", () => {
       "--set",
       "apiUrl=https://cloud.example/v0.1",
       "--set",
+      "allowedApiUrls={https://eu.cloud.example/v0.1,https://us.cloud.example/v0.1}",
+      "--set",
       "watchNamespaces={team-a,team-b}",
       "--set",
       "leaderElection.enabled=false",
@@ -210,6 +212,7 @@ describe("Helm chart", () => {
     );
     const args = operatorContainer(only(manifests, "Deployment")).args;
     expect(flagValue(args, "--api-url")).toBe("https://cloud.example/v0.1");
+    expect(flagValue(args, "--allowed-api-urls")).toBe("https://eu.cloud.example/v0.1,https://us.cloud.example/v0.1");
     expect(flagValue(args, "--watch-namespace")).toBe("team-a,team-b");
     expect(flagValue(args, "--credentials-secret")).toBe("secrets/gpucloud-credentials");
     expect(args).not.toContain("--leader-elect");
@@ -420,6 +423,8 @@ describe("Helm chart", () => {
       "/grafanaDashboard/annotations/a",
     ],
     ["an unknown key under podMonitor", ["--set", "podMonitor.scrapeTimeout=10s"], "/podMonitor"],
+    ["an allowed API URL with a query", ["--set", "allowedApiUrls={https://x.example/v0.1?a=b}"], "/allowedApiUrls/0"],
+    ["an apiUrl with a fragment", ["--set", "apiUrl=https://x.example/v0.1#f"], "/apiUrl"],
   ])("rejects %s through values.schema.json", async (_label, args, where) => {
     const failure = await run(HELM, ["template", "demo", CHART_DIR, ...args]).then(
       () => undefined,

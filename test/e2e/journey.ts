@@ -1,6 +1,8 @@
 // The newcomer's journey: playground up, `kubectl apply -f examples/`, everything Ready, changes reach the cloud,
 // `kubectl delete -f examples/` empties the cloud and leaves no finalizer behind. The same journey runs on the
 // Kubernetes API test double (journey.test.ts) and on a real control plane (test/kubernetes/journey.test.ts).
+import { stat } from "node:fs/promises";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type CustomObject,
@@ -87,6 +89,18 @@ export function describeJourney(options: JourneyOptions): void {
       }
       const table = await playground.kubectl("get", "gpucloud");
       expect(table).toContain("trainer");
+    });
+
+    it("keeps every file holding the API key, a password or a private key readable by its owner only", async () => {
+      const modeOf = async (name: string): Promise<number> =>
+        (await stat(path.join(playground.stateDir, name))).mode & 0o777;
+      const files =
+        options.kube === "real"
+          ? ["kubeconfig", "operator.kubeconfig", "cloud.json", "cloud-state.json", "kube/certs/ca.key"]
+          : ["kubeconfig", "cloud.json", "cloud-state.json", "cluster-state.json"];
+      for (const file of files) {
+        expect(await eventually(`${file} written`, () => modeOf(file)), file).toBe(0o600);
+      }
     });
 
     it("shows the operator's Events in kubectl get events and kubectl describe", async () => {

@@ -47,6 +47,8 @@ const NEEDED_WHEN_REACHED: Record<string, string> = {
   "patch core/secrets (cluster-wide)": "publishConnectionDetails when the details change",
   "patch core/configmaps (cluster-wide)": "publishConnectionDetails when the details change",
   "patch events.k8s.io/events (cluster-wide)": "runtime/events.ts when an Event repeats (series)",
+  "delete core/secrets (cluster-wide)": "deleteOwnedObjects when a GpuVm that published to a Secret goes",
+  "delete core/configmaps (cluster-wide)": "deleteOwnedObjects when a GpuVm that published to a ConfigMap goes",
 };
 
 const OPERATOR_USER = "system:serviceaccount:gpuvm-system:gpuvm-operator";
@@ -101,20 +103,17 @@ describeJourney({
       await pg.kubectl("delete", "-f", manifest, "--timeout=60s");
     });
 
-    it("lets the garbage collector delete the connection-details Secret of a deleted GpuVm", async () => {
-      // The operator owns trainer-connection through an ownerReference; kube-controller-manager removes it.
+    it("removes the connection-details Secret with its GpuVm", async () => {
       const pg = playground();
-      await eventually("trainer-connection to be garbage-collected", async () => {
+      await eventually("trainer-connection to be gone", async () => {
         const left = await pg.kubectl("get", "secrets", "-n", "default", "-o", "name");
         return left.includes("secret/trainer-connection") ? undefined : true;
       });
     });
 
-    it("brings stale connection details in a ConfigMap up to date", async () => {
-      // The examples publish to a Secret; this covers the ConfigMap path and its permissions: a ConfigMap left
-      // with stale data is patched.
+    it("publishes connection details to a ConfigMap, and removes it with its GpuVm", async () => {
+      // The examples publish to a Secret; this covers the ConfigMap path (and its permissions).
       const pg = playground();
-      await pg.kubectl("create", "configmap", "viewer-connection", "-n", "default", "--from-literal=host=stale");
       const manifest = path.join(pg.stateDir, "viewer.yaml");
       await writeFile(
         manifest,
@@ -137,11 +136,14 @@ describeJourney({
       await pg.kubectl("apply", "-f", manifest);
       const host = await eventually("the ConfigMap with the VM's address", async () => {
         const text = await pg.kubectl("get", "configmap", "viewer-connection", "-o", "jsonpath={.data.host}");
-        return text === "stale" ? undefined : text;
+        return text === "" ? undefined : text;
       });
       expect(host).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
       await pg.kubectl("delete", "-f", manifest, "--timeout=60s");
-      await pg.kubectl("delete", "configmap", "viewer-connection", "-n", "default");
+      await eventually("viewer-connection to be gone", async () => {
+        const left = await pg.kubectl("get", "configmaps", "-n", "default", "-o", "name");
+        return left.includes("configmap/viewer-connection") ? undefined : true;
+      });
     });
 
     it("ran under exactly deploy/'s RBAC: nothing refused, nothing granted in vain", async () => {

@@ -35,6 +35,45 @@ describe("parseConfig", () => {
     });
   });
 
+  it("allows only --api-url and --allowed-api-urls as API URLs, normalised; nothing by default", () => {
+    expect(configOf(parseConfig([], {})).allowedApiUrls).toEqual([]);
+    const config = configOf(
+      parseConfig(
+        [
+          "--api-url=https://API.example.com/v0.1/",
+          "--allowed-api-urls",
+          "https://eu.example.com/v0.1,http://[0::1]:8070",
+          "--allowed-api-urls=https://api.example.com/v0.1",
+        ],
+        {},
+      ),
+    );
+    expect(config.allowedApiUrls).toEqual([
+      "https://eu.example.com/v0.1",
+      "http://[::1]:8070",
+      "https://api.example.com/v0.1",
+    ]);
+    expect(errorOf(parseConfig(["--allowed-api-urls=http://h/v0.1?x="], {}))).toMatch(
+      /--allowed-api-urls: "http:\/\/h\/v0.1\?x=" must not have a query/,
+    );
+    expect(errorOf(parseConfig(["--api-url=http://u:p@h/v0.1"], {}))).toMatch(/--api-url: .* user name/);
+  });
+
+  it("reads the request timeout, the answer size limit and the per-account concurrency", () => {
+    const defaults = configOf(parseConfig([], {}));
+    expect(defaults).toMatchObject({ apiTimeoutMs: 10_000, apiMaxResponseBytes: 8 * 1024 * 1024 });
+    expect(defaults.apiAccountConcurrency).toBe(3); // 4 workers minus one
+    expect(configOf(parseConfig(["--max-concurrent-reconciles=1"], {})).apiAccountConcurrency).toBe(1);
+    const set = configOf(
+      parseConfig(["--api-timeout=3s", "--api-max-response-size=512Ki", "--api-account-concurrency=2"], {}),
+    );
+    expect(set).toMatchObject({ apiTimeoutMs: 3000, apiMaxResponseBytes: 512 * 1024, apiAccountConcurrency: 2 });
+    expect(configOf(parseConfig(["--api-max-response-size=65536"], {})).apiMaxResponseBytes).toBe(65536);
+    expect(errorOf(parseConfig(["--api-max-response-size=8MB"], {}))).toMatch(/--api-max-response-size/);
+    expect(errorOf(parseConfig(["--api-max-response-size=10"], {}))).toMatch(/at least 1Ki/);
+    expect(errorOf(parseConfig(["--api-account-concurrency=-1"], {}))).toMatch(/--api-account-concurrency/);
+  });
+
   it("reads --cache-sync-timeout, where 0 means wait for ever", () => {
     expect(configOf(parseConfig(["--cache-sync-timeout", "0"], {})).cacheSyncTimeoutMs).toBe(0);
     expect(configOf(parseConfig([], { GPUVM_CACHE_SYNC_TIMEOUT: "30s" })).cacheSyncTimeoutMs).toBe(30_000);

@@ -45,11 +45,12 @@ describe("Manager against the Kubernetes API test double", () => {
   let proxy: CountingProxy;
   const managers: Manager[] = [];
 
-  function newManager(overrides: Partial<OperatorConfig> = {}, identity?: string): Manager {
+  function newManager(overrides: Partial<OperatorConfig> = {}, identity?: string, syncPeriodFloorMs = 100): Manager {
     const manager = new Manager({
       kubeConfig: kubeConfigFor(proxy.url),
       config: defaultConfig({ ...localServers, ...overrides }),
       logger: silentLogger,
+      syncPeriodFloorMs,
       ...(identity ? { identity } : {}),
     });
     managers.push(manager);
@@ -349,7 +350,8 @@ describe("Manager against the Kubernetes API test double", () => {
     await cluster.createWidget("default", "fast", {}, { "gpucloud.dev/sync-period": "200ms" });
     await cluster.createWidget("default", "slow");
     await cluster.createWidget("default", "broken", {}, { "gpucloud.dev/sync-period": "soon" });
-    const manager = newManager();
+    await cluster.createWidget("default", "hasty", {}, { "gpucloud.dev/sync-period": "1ms" });
+    const manager = newManager({}, undefined, 200);
     const counts = new Map<string, number>();
     manager.addController({
       name: "widget",
@@ -366,6 +368,9 @@ describe("Manager against the Kubernetes API test double", () => {
     expect(counts.get("fast")).toBeGreaterThanOrEqual(4);
     expect(counts.get("slow")).toBe(1); // default 10 minutes
     expect(counts.get("broken")).toBe(1); // invalid annotation: logged, default used
+    // Below the floor (200 ms here, 10 s by default): raised to it, not hundreds of resyncs.
+    expect(counts.get("hasty")).toBeGreaterThanOrEqual(3);
+    expect(counts.get("hasty")).toBeLessThanOrEqual(7);
   });
 
   it("is not ready until its caches have synced", async () => {

@@ -1,10 +1,13 @@
 // writeFileAtomic: the mode is set from the first byte written, the old content stays until the rename, and no
-// temporary file is left behind (also when the rename fails).
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+// temporary file is left behind (also when the rename fails). State files hold API keys and passwords (simulator,
+// Kubernetes API test double, playground): written 0600, also over an older file with looser permissions.
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { readJsonStateFile, writeFileAtomic } from "../../src/util/json-state-file.ts";
+import { startKubeDouble } from "../../src/kube-double/index.ts";
+import { startSimulator } from "../../src/simulator/index.ts";
+import { JsonStateFileWriter, readJsonStateFile, writeFileAtomic } from "../../src/util/json-state-file.ts";
 
 let dir: string;
 beforeEach(async () => {
@@ -30,5 +33,48 @@ describe("writeFileAtomic", () => {
     await mkdir(path.join(target, "inside"), { recursive: true });
     await expect(writeFileAtomic(target, "text")).rejects.toThrow();
     expect(await readdir(dir)).toEqual(["a-directory"]);
+  });
+});
+
+const modeOf = async (file: string): Promise<number> => (await stat(file)).mode & 0o777;
+
+describe("JSON state files", () => {
+  it("are written owner-only, replacing a world-readable older file", async () => {
+    const file = path.join(dir, "state.json");
+    await writeFile(file, "{}");
+    await chmod(file, 0o644);
+    const writer = new JsonStateFileWriter({
+      path: file,
+      snapshot: () => ({ apiKey: "k" }),
+      debounceMs: 1,
+      onError: (error) => {
+        throw error;
+      },
+    });
+    writer.markDirty();
+    await writer.flush();
+    expect(await modeOf(file)).toBe(0o600);
+    expect(await readJsonStateFile(file)).toEqual({ apiKey: "k" });
+  });
+
+  it("the simulator's and the test double's state files (API key, password, Secrets) are 0600", async () => {
+    const cloudState = path.join(dir, "cloud-state.json");
+    const clusterState = path.join(dir, "cluster-state.json");
+    const sim = await startSimulator({ port: 0, latencyMs: 0, stateFile: cloudState, stateFileDebounceMs: 1 });
+    const double = await startKubeDouble({ port: 0, stateFile: clusterState, persistDebounceMs: 1 });
+    await fetch(`${double.url}/api/v1/namespaces/default/secrets`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ metadata: { name: "creds" }, stringData: { apiKey: sim.apiKey } }),
+    });
+    await fetch(`${sim.url}/projects/${sim.projectId}/vpc/networks`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${sim.apiKey}` },
+      body: JSON.stringify({ name: "n1", location: "us-east1-a" }),
+    });
+    await double.close();
+    await sim.close();
+    expect(await modeOf(cloudState)).toBe(0o600);
+    expect(await modeOf(clusterState)).toBe(0o600);
   });
 });

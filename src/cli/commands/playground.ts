@@ -375,7 +375,8 @@ export async function main(argv: string[]): Promise<number> {
 async function runPlayground(options: PlaygroundOptions): Promise<number> {
   // Imported here so that `--help` and flag errors answer at once.
   const { startSimulator } = await import("../../simulator/index.ts");
-  await mkdir(options.stateDir, { recursive: true });
+  // Owner only: the directory holds the kubeconfig, cloud.json and state files with the API key and a password.
+  await mkdir(options.stateDir, { recursive: true, mode: 0o700 });
   const kubeconfigPath = path.join(options.stateDir, "kubeconfig");
   const closers: (() => Promise<void>)[] = [];
   const closeAll = async (): Promise<void> => {

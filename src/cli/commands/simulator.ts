@@ -27,6 +27,7 @@ Flags:
   --state-file <path>     keep state in this JSON file (written atomically, reloaded at start)
   --config <file.json>    options file (see docs/simulator.md); flags win over it
   --rate-limit <r/b|off>  per-credential rate limit: requests/s and burst, e.g. 20/40 (default), or off
+  --max-request-bytes <n> request bodies above this are refused with 413 (default 1048576)
   --help                  show this help
 `;
 
@@ -51,6 +52,7 @@ const ConfigFile = z.strictObject({
   duplicateNames: z.enum(["conflict", "operation"]).optional(),
   stateFile: z.string().optional(),
   logger: z.boolean().optional(),
+  maxRequestBytes: z.number().int().min(1024).optional(),
 });
 
 export class UsageError extends Error {
@@ -111,6 +113,7 @@ export async function parseSimulatorArgs(argv: string[]): Promise<SimulatorOptio
         "state-file": { type: "string" },
         config: { type: "string" },
         "rate-limit": { type: "string" },
+        "max-request-bytes": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     });
@@ -146,6 +149,9 @@ export async function parseSimulatorArgs(argv: string[]): Promise<SimulatorOptio
   if (values["latency-ms"] !== undefined) options.latencyMs = parseInteger("latency-ms", values["latency-ms"], 0);
   if (values["state-file"] !== undefined) options.stateFile = values["state-file"];
   if (values["rate-limit"] !== undefined) options.rateLimit = parseRateLimit(values["rate-limit"]);
+  if (values["max-request-bytes"] !== undefined) {
+    options.maxRequestBytes = parseInteger("max-request-bytes", values["max-request-bytes"], 1024);
+  }
   return options;
 }
 
