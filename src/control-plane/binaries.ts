@@ -166,7 +166,17 @@ function finished(plan: KubeBuildPlan, built: boolean, buildSeconds: number): Bu
 }
 
 function goBuild(step: BuildStep, outDir: string, log: (line: string) => void): Promise<void> {
-  const args = ["build", "-trimpath", `-ldflags=${step.ldflags.join(" ")}`, "-o", `${outDir}/`, ...step.packages];
+  // -buildvcs=false: the binaries need no stamp of this repository's commit (and a clone's git state never
+  // breaks the build).
+  const args = [
+    "build",
+    "-trimpath",
+    "-buildvcs=false",
+    `-ldflags=${step.ldflags.join(" ")}`,
+    "-o",
+    `${outDir}/`,
+    ...step.packages,
+  ];
   log(`  (cd ${path.relative(REPO_ROOT, step.moduleDir)} && go ${args.join(" ")})`);
   return new Promise((resolve, reject) => {
     // CGO off: static binaries, as Kubernetes releases its control plane, and no C toolchain needed.
