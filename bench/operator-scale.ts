@@ -45,7 +45,7 @@ await core.createNamespace({ body: { metadata: { name: NAMESPACE } } }).catch(()
 await core.createNamespacedSecret({
   namespace: NAMESPACE,
   body: {
-    metadata: { name: "gpucloud-credentials" },
+    metadata: { name: "gpucloud-credentials", labels: { "gpucloud.dev/watch": "true" } },
     stringData: { apiKey: sim.apiKey, projectId: sim.projectId, apiUrl: sim.url },
   },
 });

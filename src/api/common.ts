@@ -27,6 +27,16 @@ export const SYNC_PERIOD_ANNOTATION = ANNOTATIONS.syncPeriod;
  */
 export const MIN_SYNC_PERIOD_MS = 10_000;
 
+/**
+ * The label a Secret needs for the operator to read it (credentials, SSH keys and scripts referenced by objects):
+ * the Secret cache holds only Secrets with it (and the one --credentials-secret), never every Secret of the
+ * cluster. The connection-details Secrets the operator writes carry it too. See docs/adr/0011-rbac-and-secret-cache.md.
+ */
+export const SECRET_WATCH_LABEL = "gpucloud.dev/watch";
+export const SECRET_WATCH_SELECTOR = `${SECRET_WATCH_LABEL}=true`;
+/** Said wherever a Secret is not found: an unlabelled Secret is invisible to the operator. */
+export const SECRET_WATCH_HINT = `the operator reads only Secrets labelled ${SECRET_WATCH_SELECTOR}`;
+
 /** The Secret a resource uses when spec.credentialsRef is left out. */
 export const DEFAULT_CREDENTIALS_SECRET = "gpucloud-credentials";
 

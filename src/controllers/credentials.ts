@@ -5,7 +5,13 @@
 // when they are in use. Secret values never reach a log line. The Secret's apiUrl must be one the operator's own
 // configuration allows (--allowed-api-urls): a tenant's Secret cannot send the operator elsewhere.
 import type { Logger } from "pino";
-import { DEFAULT_CREDENTIALS_SECRET, REASONS, type Reason } from "../api/common.ts";
+import {
+  DEFAULT_CREDENTIALS_SECRET,
+  REASONS,
+  type Reason,
+  SECRET_WATCH_HINT,
+  SECRET_WATCH_SELECTOR,
+} from "../api/common.ts";
 import type { Credentials } from "../cloud/auth.ts";
 import { DEFAULT_BULKHEAD, sharedBulkheadFor } from "../cloud/bulkhead.ts";
 import { type CloudClient, createCloudClient } from "../cloud/client.ts";
@@ -139,7 +145,7 @@ export class CredentialStore<A> {
       if (cached !== undefined) return { type: "ok", handle: { ...cached, secret: secretRef, usingCached: true } };
       return {
         type: "missing",
-        message: `Secret ${cacheKey} with the cloud credentials not found: create it with the keys apiKey (or email and password) and projectId (apiUrl optional)`,
+        message: `Secret ${cacheKey} with the cloud credentials not found: create it with the keys apiKey (or email and password) and projectId (apiUrl optional), labelled ${SECRET_WATCH_SELECTOR} (${SECRET_WATCH_HINT})`,
       };
     }
     const resourceVersion = secret.metadata?.resourceVersion ?? "";

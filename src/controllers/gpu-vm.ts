@@ -3,7 +3,7 @@
 // within its family through STOP → UPDATE type → START (one step per reconcile), data disks through UPDATE
 // disks, connection details published to a Secret or ConfigMap owned by the GpuVm.
 import { createHash } from "node:crypto";
-import { ANNOTATIONS } from "../api/common.ts";
+import { ANNOTATIONS, SECRET_WATCH_HINT } from "../api/common.ts";
 import { type GpuVmSpec, GpuVmSpec as GpuVmSpecSchema, GpuVmStatus, MAX_RESET_VALUE_LENGTH } from "../api/gpu-vm.ts";
 import type { DiskRef } from "../cloud/wire.ts";
 import type { CreateOnlyValue, ExternalClient, ManagedObject } from "./external.ts";
@@ -29,7 +29,9 @@ function valueOrRef(
   if (ref === undefined) return {};
   const value = deps.dataKey(ref.kind, namespace, ref.name, ref.key);
   const where = `${ref.kind} ${namespace}/${ref.name} key ${ref.key}`;
-  return value === undefined ? { waiting: `${where} not found` } : { value, source: where };
+  // An unlabelled Secret is invisible to the operator: say so where it is missing.
+  const hint = ref.kind === "Secret" ? ` (${SECRET_WATCH_HINT})` : "";
+  return value === undefined ? { waiting: `${where} not found${hint}` } : { value, source: where };
 }
 
 interface CreateInputs {

@@ -3,7 +3,7 @@
 // on Secrets, and the operator's own metrics.
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { z } from "zod";
-import { FINALIZER, GROUP, VERSION } from "../api/common.ts";
+import { FINALIZER, GROUP, SECRET_WATCH_LABEL, SECRET_WATCH_SELECTOR, VERSION } from "../api/common.ts";
 import { structuralSchemaOf } from "../api/crd.ts";
 import type { OperationFamily } from "../cloud/wire.ts";
 import type { Controller, KubeResource, Manager, Reconciler } from "../runtime/index.ts";
@@ -57,13 +57,16 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
   const config = manager.config;
   const logger = manager.logger.child({ component: "controllers" });
   const informers = new Map(MANAGED_KINDS.map((kind) => [kind.kind, manager.informerFor(resourceOf(kind))]));
-  const secrets = manager.informerFor<KubernetesObject & SecretLike>(SECRETS);
-  // The default credentials Secret (--credentials-secret) usually lives in the operator's own namespace, which
-  // the watched namespaces need not include: it gets an informer of its own, of that one object.
+  // Only labelled Secrets are cached (credentials, keys and scripts objects refer to, and the connection details
+  // written here), never every Secret of the cluster.
+  const secretSelection = { labelSelector: SECRET_WATCH_SELECTOR };
+  const secrets = manager.informerFor<KubernetesObject & SecretLike>(SECRETS, undefined, secretSelection);
+  // The default credentials Secret (--credentials-secret) is the administrator's: it needs no label, and usually
+  // lives in the operator's own namespace, which the watched namespaces need not include. It gets an informer of
+  // its own, of that one object.
   const defaultSecret = config.credentialsSecret;
-  const watchedEverywhere = config.watchNamespaces.length === 0;
   const defaultSecretInformer =
-    defaultSecret !== undefined && !watchedEverywhere && !config.watchNamespaces.includes(defaultSecret.namespace)
+    defaultSecret !== undefined
       ? manager.informerForObject<KubernetesObject & SecretLike>(SECRETS, defaultSecret.namespace, defaultSecret.name)
       : undefined;
   const readSecret = (namespace: string, name: string): (KubernetesObject & SecretLike) | undefined =>
@@ -193,6 +196,7 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
   const usageController = manager.addController({
     name: "credentials-usage",
     resource: SECRETS,
+    ...secretSelection,
     reconciler: secretUsage,
     workers: 1,
     watches: MANAGED_KINDS.map((kind) => ({
@@ -267,6 +271,7 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
             : watchedKind === "ConfigMap"
               ? CONFIG_MAPS
               : resourceOf(kindByName.get(watchedKind) ?? kind),
+        ...(watchedKind === "Secret" ? secretSelection : {}),
         mapToKeys: (object: KubernetesObject) =>
           dependencies.dependents(
             kind.kind,
@@ -379,11 +384,14 @@ function kubeAccessFor(
   };
 }
 
-/** The label on every Secret/ConfigMap the operator writes. */
-const MANAGED_BY = { "app.kubernetes.io/managed-by": "gpuvm-operator" };
+/**
+ * The labels on every Secret/ConfigMap the operator writes; the watch label keeps them in the (label-selected)
+ * Secret cache, so that an unchanged value costs no request.
+ */
+const MANAGED_BY = { "app.kubernetes.io/managed-by": "gpuvm-operator", [SECRET_WATCH_LABEL]: "true" };
 
 interface OwnableObject {
-  metadata?: { uid?: string; ownerReferences?: { uid?: string }[] };
+  metadata?: { uid?: string; ownerReferences?: { uid?: string }[]; labels?: Record<string, string> };
   data?: Record<string, string>;
 }
 
@@ -435,9 +443,11 @@ async function publishConnectionDetails(
   if (existing === undefined) {
     if (kind === "Secret") await manager.kube.createSecret(namespace, { metadata, data: wanted, type: "Opaque" });
     else await manager.kube.createConfigMap(namespace, { metadata, data: wanted });
-  } else if (!sameData(existing.data, wanted)) {
-    if (kind === "Secret") await manager.kube.patchSecret(namespace, name, { data: wanted });
-    else await manager.kube.patchConfigMap(namespace, name, { data: wanted });
+  } else if (!sameData(existing.data, wanted) || existing.metadata?.labels?.[SECRET_WATCH_LABEL] !== "true") {
+    // Written before the watch label existed: the label comes with the next write.
+    const patch = { metadata: { labels: MANAGED_BY }, data: wanted };
+    if (kind === "Secret") await manager.kube.patchSecret(namespace, name, patch);
+    else await manager.kube.patchConfigMap(namespace, name, patch);
   }
   return undefined;
 }

@@ -61,6 +61,8 @@ export interface InformerOptions {
   namespace?: string;
   /** Only objects matching this field selector (e.g. `metadata.name=x`: one object), in the list and the watch. */
   fieldSelector?: string;
+  /** Only objects matching this label selector (e.g. `gpucloud.dev/watch=true`), in the list and the watch. */
+  labelSelector?: string;
   logger: Logger;
   clock?: Clock;
   random?: () => number;
@@ -91,20 +93,20 @@ class BookmarkingWatch extends Watch {
   readonly #onActivity: () => void;
 
   readonly #onMalformed: (phase: string, error?: unknown) => void;
-  readonly #fieldSelector: string | undefined;
+  readonly #selectors: { fieldSelector?: string; labelSelector?: string };
 
   constructor(
     kubeConfig: KubeConfig,
     timeoutSeconds: () => number,
     onActivity: () => void,
     onMalformed: (phase: string, error?: unknown) => void,
-    fieldSelector?: string,
+    selectors: { fieldSelector?: string; labelSelector?: string },
   ) {
     super(kubeConfig);
     this.#timeoutSeconds = timeoutSeconds;
     this.#onActivity = onActivity;
     this.#onMalformed = onMalformed;
-    this.#fieldSelector = fieldSelector;
+    this.#selectors = selectors;
   }
 
   override async watch(
@@ -119,7 +121,7 @@ class BookmarkingWatch extends Watch {
       ...queryParams,
       allowWatchBookmarks: true,
       timeoutSeconds: this.#timeoutSeconds(),
-      ...(this.#fieldSelector !== undefined ? { fieldSelector: this.#fieldSelector } : {}),
+      ...this.#selectors,
     };
     return super.watch(
       path,
@@ -234,7 +236,7 @@ export class ResilientInformer<T extends KubernetesObject = KubernetesObject> im
     });
     this.#listFunction =
       options.listFunction ??
-      makeListFunction(options.kubeConfig, options.resource, this.namespace, options.fieldSelector);
+      makeListFunction(options.kubeConfig, options.resource, this.namespace, selectorsOf(options));
   }
 
   on(handler: InformerHandler<T>): () => void {
@@ -311,7 +313,7 @@ export class ResilientInformer<T extends KubernetesObject = KubernetesObject> im
       () => jitter(this.#options.watchTimeoutSeconds ?? 300, 0.2, this.#random),
       () => this.#touch(),
       (phase, error) => this.#logger.warn({ phase, err: error }, "ignoring a malformed watch event"),
-      this.#options.fieldSelector,
+      selectorsOf(this.#options),
     );
     const listWatch = new ListWatch<T>(
       collectionPath(this.resource, this.namespace),
@@ -534,4 +536,15 @@ export class MultiNamespaceInformer<T extends KubernetesObject = KubernetesObjec
   async stop(): Promise<void> {
     await Promise.all([...this.#informers.values()].map((informer) => informer.stop()));
   }
+}
+
+/** The selectors an informer was given, without undefined keys (they would be sent as "undefined"). */
+function selectorsOf(options: Pick<InformerOptions, "fieldSelector" | "labelSelector">): {
+  fieldSelector?: string;
+  labelSelector?: string;
+} {
+  return {
+    ...(options.fieldSelector !== undefined ? { fieldSelector: options.fieldSelector } : {}),
+    ...(options.labelSelector !== undefined ? { labelSelector: options.labelSelector } : {}),
+  };
 }

@@ -30,12 +30,16 @@ export interface WatchMapping<T extends KubernetesObject = KubernetesObject> {
   mapToKeys: (object: T) => string[];
   /** Namespaces to watch for this resource (default: the manager's watch namespaces). */
   namespaces?: readonly string[];
+  /** Only objects with these labels (the informer is shared with every user of the same selector). */
+  labelSelector?: string;
 }
 
 export interface ControllerRegistration {
   /** Lower-case name, used in logs and metric labels (e.g. "gpuvm"). */
   name: string;
   resource: KubeResource;
+  /** Only objects of `resource` with these labels are reconciled (and cached). */
+  labelSelector?: string;
   reconciler: Reconciler;
   /** Default: --max-concurrent-reconciles. */
   workers?: number;
@@ -119,15 +123,17 @@ export class Manager {
   }
 
   /**
-   * The shared informer of a resource: one per resource per namespace set, started with the manager (or at once
-   * if the manager runs already). Namespaces default to --watch-namespace (all when empty).
+   * The shared informer of a resource: one per resource per namespace set (and label selector), started with the
+   * manager (or at once if the manager runs already). Namespaces default to --watch-namespace (all when empty).
    */
   informerFor<T extends KubernetesObject = KubernetesObject>(
     resource: KubeResource,
     namespaces: readonly string[] = this.config.watchNamespaces,
+    selection: { labelSelector?: string } = {},
   ): ObjectInformer<T> {
     const scoped = resource.namespaced ? [...new Set(namespaces)].sort() : [];
-    const key = `${resourceId(resource)}@${scoped.join(",")}`;
+    const labels = selection.labelSelector;
+    const key = `${resourceId(resource)}@${scoped.join(",")}${labels === undefined ? "" : `?${labels}`}`;
     let informer = this.#informers.get(key);
     if (informer === undefined) {
       const options: InformerOptions = {
@@ -135,6 +141,7 @@ export class Manager {
         kubeConfig: this.#kubeConfig,
         resource,
         logger: this.logger,
+        ...(labels === undefined ? {} : { labelSelector: labels }),
       };
       if (scoped.length > 1) informer = new MultiNamespaceInformer(options, scoped);
       else informer = new ResilientInformer({ ...options, ...(scoped[0] ? { namespace: scoped[0] } : {}) });
@@ -176,7 +183,11 @@ export class Manager {
     if (this.#controllers.some((entry) => entry.controller.name === registration.name)) {
       throw new RangeError(`a controller named "${registration.name}" exists already`);
     }
-    const informer = this.informerFor(registration.resource);
+    const informer = this.informerFor(
+      registration.resource,
+      undefined,
+      registration.labelSelector === undefined ? {} : { labelSelector: registration.labelSelector },
+    );
     const logger = this.logger;
     const controller = new Controller({
       name: registration.name,
@@ -192,7 +203,8 @@ export class Manager {
       if (name) controller.enqueue(keyOf(object.metadata?.namespace, name));
     });
     for (const watch of registration.watches ?? []) {
-      this.informerFor(watch.resource, watch.namespaces).on(({ object }) => {
+      const selection = watch.labelSelector === undefined ? {} : { labelSelector: watch.labelSelector };
+      this.informerFor(watch.resource, watch.namespaces, selection).on(({ object }) => {
         let keys: string[];
         try {
           keys = watch.mapToKeys(object);

@@ -88,10 +88,10 @@ export function makeListFunction(
   kubeConfig: KubeConfig,
   resource: KubeResource,
   namespace?: string,
-  fieldSelector?: string,
+  selectors: { fieldSelector?: string; labelSelector?: string } = {},
 ): ListFunction {
   const scoped = resource.namespaced ? namespace : undefined;
-  const selector = fieldSelector !== undefined ? { fieldSelector } : {};
+  const selector = selectors;
   let call: (options: ConfigurationOptions | undefined) => Promise<unknown>;
   if (resource.group !== "") {
     const api = kubeConfig.makeApiClient(CustomObjectsApi);

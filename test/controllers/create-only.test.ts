@@ -3,7 +3,17 @@
 // and a VM re-created after it vanished reads its create inputs again (no internal error reaches the user).
 // Connection details are written only to a Secret/ConfigMap the GpuVm wrote itself, and go with it.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { condition, type Env, eventsAbout, type ManagedView, NAMESPACE, SSH_KEY, startEnv, vmSpec } from "./harness.ts";
+import {
+  condition,
+  type Env,
+  eventsAbout,
+  type ManagedView,
+  NAMESPACE,
+  SSH_KEY,
+  startEnv,
+  vmSpec,
+  WATCHED,
+} from "./harness.ts";
 
 let env: Env;
 beforeAll(async () => {
@@ -17,14 +27,17 @@ const reasonOf = (o: ManagedView | undefined) => condition(o, "Ready")?.reason;
 const OTHER_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHNlY29uZGtleWZvcnRoZW9wZXJhdG9ydGVzdHM other@example";
 
 async function keySecret(name: string, key: string): Promise<void> {
-  await env.core.createNamespacedSecret({ namespace: NAMESPACE, body: { metadata: { name }, stringData: { key } } });
+  await env.core.createNamespacedSecret({
+    namespace: NAMESPACE,
+    body: { metadata: { name, labels: WATCHED }, stringData: { key } },
+  });
 }
 
 async function setKey(name: string, key: string): Promise<void> {
   await env.core.replaceNamespacedSecret({
     name,
     namespace: NAMESPACE,
-    body: { metadata: { name, namespace: NAMESPACE }, stringData: { key } },
+    body: { metadata: { name, namespace: NAMESPACE, labels: WATCHED }, stringData: { key } },
   });
 }
 

@@ -2,7 +2,7 @@
 // rejected key names the Secret and key; the default Secret is read whatever namespaces the operator watches.
 import { afterEach, describe, expect, it } from "vitest";
 import type { Vm } from "../../src/cloud/wire.ts";
-import { condition, type Env, eventsAbout, type ManagedView, NAMESPACE, startEnv, vmSpec } from "./harness.ts";
+import { condition, type Env, eventsAbout, type ManagedView, NAMESPACE, startEnv, vmSpec, WATCHED } from "./harness.ts";
 
 let env: Env | undefined;
 afterEach(async () => {
@@ -67,7 +67,7 @@ describe("a rejected key", () => {
     await env.core.createNamespacedSecret({
       namespace: NAMESPACE,
       body: {
-        metadata: { name: SECRET },
+        metadata: { name: SECRET, labels: WATCHED },
         stringData: { apiKey: "wrong-key-123456", projectId: env.sim.projectId, apiUrl: env.sim.url },
       },
     });

@@ -17,6 +17,8 @@ import { defaultConfig, Manager, type OperatorConfig } from "../../src/runtime/i
 import { type RunningSimulator, type SimulatorOptions, startSimulator } from "../../src/simulator/index.ts";
 
 export const NAMESPACE = "default";
+/** The label every Secret the operator should read carries (its Secret cache holds only those). */
+export const WATCHED: Record<string, string> = { "gpucloud.dev/watch": "true" };
 const CRD_DIR = fileURLToPath(new URL("../../crds", import.meta.url));
 const PLURALS: Record<string, string> = {
   GpuVm: "gpuvms",
@@ -98,7 +100,7 @@ export async function startEnv(options: EnvOptions = {}): Promise<Env> {
     await core.createNamespacedSecret({
       namespace: NAMESPACE,
       body: {
-        metadata: { name: "gpucloud-credentials" },
+        metadata: { name: "gpucloud-credentials", labels: WATCHED },
         stringData: { apiKey: sim.apiKey, projectId: sim.projectId, apiUrl: sim.url },
       },
     });

@@ -6,7 +6,7 @@ import { createServer as createHttpServer } from "node:http";
 import { type AddressInfo, createServer, type Server, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { GROUP, VERSION } from "../../src/api/common.ts";
-import { condition, type Env, type ManagedView, SSH_KEY, startEnv, vmSpec } from "./harness.ts";
+import { condition, type Env, type ManagedView, SSH_KEY, startEnv, vmSpec, WATCHED } from "./harness.ts";
 
 let env: Env | undefined;
 const servers: { close(): Promise<void> }[] = [];
@@ -65,7 +65,10 @@ async function internalServer(): Promise<{ port: number; requests: string[]; clo
 
 async function tenant(e: Env, namespace: string, stringData: Record<string, string>): Promise<void> {
   await e.core.createNamespace({ body: { metadata: { name: namespace } } }).catch(() => undefined);
-  await e.core.createNamespacedSecret({ namespace, body: { metadata: { name: "gpucloud-credentials" }, stringData } });
+  await e.core.createNamespacedSecret({
+    namespace,
+    body: { metadata: { name: "gpucloud-credentials", labels: WATCHED }, stringData },
+  });
 }
 
 async function applyIn(e: Env, namespace: string, plural: string, kind: string, name: string, spec: object) {

@@ -1,5 +1,6 @@
 import { execFile } from "node:child_process";
-import { readdir, readFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -222,6 +223,28 @@ describe("Helm chart", () => {
     expect(service.metadata.labels).toMatchObject(selector);
   });
 
+  it("installScope namespace: a Role per watched namespace (and its own), no cluster-wide permission", async () => {
+    const scoped = await helmTemplate("--set", "installScope=namespace", "--set", "watchNamespaces={team-a,team-b}");
+    expect(scoped.filter((m) => m.kind === "ClusterRole" || m.kind === "ClusterRoleBinding")).toEqual([]);
+    const roles = scoped.filter((m) => m.kind === "Role" && m.metadata.name === "demo-gpuvm-operator");
+    expect(roles.map((role) => role.metadata.namespace).sort()).toEqual(["gpuvm-system", "team-a", "team-b"]);
+    for (const role of roles) expect(grants(role)).toEqual(LEAST_PRIVILEGE);
+    const bindings = scoped.filter((m) => m.kind === "RoleBinding" && m.metadata.name === "demo-gpuvm-operator");
+    expect(bindings.map((binding) => binding.metadata.namespace).sort()).toEqual(["gpuvm-system", "team-a", "team-b"]);
+    expect(flagValue(operatorContainer(only(scoped, "Deployment")).args, "--watch-namespace")).toBe("team-a,team-b");
+    // Without watchNamespaces: its own namespace only.
+    const own = await helmTemplate("--set", "installScope=namespace");
+    expect(flagValue(operatorContainer(only(own, "Deployment")).args, "--watch-namespace")).toBe("gpuvm-system");
+    expect(
+      own
+        .filter((m) => m.kind === "Role")
+        .map((role) => role.metadata.name)
+        .sort(),
+    ).toEqual(["demo-gpuvm-operator", "demo-gpuvm-operator-leader-election"]);
+    // The default stays cluster-wide, with the same rules.
+    expect(grants(only(await helmTemplate(), "ClusterRole"))).toEqual(LEAST_PRIVILEGE);
+  });
+
   it("names everything by nameOverride or fullnameOverride", async () => {
     const byName = await helmTemplate("--set", "nameOverride=gpus");
     const deployment = only(byName, "Deployment");
@@ -423,6 +446,7 @@ describe("Helm chart", () => {
       "/grafanaDashboard/annotations/a",
     ],
     ["an unknown key under podMonitor", ["--set", "podMonitor.scrapeTimeout=10s"], "/podMonitor"],
+    ["an installScope that is neither cluster nor namespace", ["--set", "installScope=everywhere"], "/installScope"],
     ["an allowed API URL with a query", ["--set", "allowedApiUrls={https://x.example/v0.1?a=b}"], "/allowedApiUrls/0"],
     ["an apiUrl with a fragment", ["--set", "apiUrl=https://x.example/v0.1#f"], "/apiUrl"],
   ])("rejects %s through values.schema.json", async (_label, args, where) => {
@@ -457,4 +481,62 @@ describe("kustomize tree (deploy/)", () => {
     expect(only(manifests, "ClusterRole").rules).toEqual(only(chart, "ClusterRole").rules);
     expect(only(manifests, "Role").rules).toEqual(only(chart, "Role").rules);
   });
+
+  it("grants the least the operator needs: no update anywhere, no get or /finalizers on its kinds, Leases get/create/update", async () => {
+    const manifests = parseManifests((await run("kubectl", ["kustomize", path.join(REPO_ROOT, "deploy")])).stdout);
+    expect(grants(only(manifests, "ClusterRole"))).toEqual(LEAST_PRIVILEGE);
+    expect(grants(only(manifests, "Role"))).toEqual(["coordination.k8s.io/leases: create get update"]);
+  });
+
+  it("namespace-scoped component: no cluster-wide permission, the same rules as a Role, watching its own namespace", async () => {
+    // A user's overlay outside deploy/ (kustomize refuses an overlay inside its base).
+    const overlay = await mkdtemp(path.join(tmpdir(), "gpuvm-overlay-"));
+    const deploy = path.relative(overlay, path.join(REPO_ROOT, "deploy"));
+    await writeFile(
+      path.join(overlay, "kustomization.yaml"),
+      `resources:\n  - ${deploy}\ncomponents:\n  - ${deploy}/components/namespace-scoped\n`,
+    );
+    try {
+      const manifests = parseManifests((await run("kubectl", ["kustomize", overlay])).stdout);
+      expect(manifests.filter((m) => m.kind === "ClusterRole" || m.kind === "ClusterRoleBinding")).toEqual([]);
+      const roles = manifests.filter((manifest) => manifest.kind === "Role");
+      expect(roles.map((role) => `${role.metadata.namespace}/${role.metadata.name}`).sort()).toEqual([
+        "gpuvm-system/gpuvm-operator",
+        "gpuvm-system/gpuvm-operator-leader-election",
+      ]);
+      const operatorRole = roles.find((role) => role.metadata.name === "gpuvm-operator");
+      expect(operatorRole === undefined ? [] : grants(operatorRole)).toEqual(LEAST_PRIVILEGE);
+      const bindings = manifests.filter((manifest) => manifest.kind === "RoleBinding");
+      expect(bindings.map((binding) => (binding.roleRef as { name: string }).name).sort()).toEqual([
+        "gpuvm-operator",
+        "gpuvm-operator-leader-election",
+      ]);
+      expect(operatorContainer(only(manifests, "Deployment")).args).toContain("--watch-namespace=$(POD_NAMESPACE)");
+    } finally {
+      await rm(overlay, { recursive: true, force: true });
+    }
+  });
 });
+
+/** The operator's rules, one line per resource: what test/kubernetes (#10) proves the operator uses. */
+const LEAST_PRIVILEGE = [
+  "/configmaps: create delete get list patch watch",
+  "/secrets: create delete get list patch watch",
+  "events.k8s.io/events: create patch",
+  ...["gpudisks", "gpufirewallrules", "gpunetworks", "gpuvms"].flatMap((plural) => [
+    `gpucloud.dev/${plural}: list patch watch`,
+    `gpucloud.dev/${plural}/status: patch`,
+  ]),
+].sort();
+
+/** A Role's or ClusterRole's rules as "group/resource: verbs" lines, sorted. */
+function grants(role: Manifest): string[] {
+  const rules = role.rules as { apiGroups: string[]; resources: string[]; verbs: string[] }[];
+  return rules
+    .flatMap((rule) =>
+      rule.apiGroups.flatMap((group) =>
+        rule.resources.map((resource) => `${group}/${resource}: ${[...rule.verbs].sort().join(" ")}`),
+      ),
+    )
+    .sort();
+}

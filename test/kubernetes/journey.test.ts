@@ -12,30 +12,6 @@ import { auditedRequests, grantedPermissions, rbacVerdict } from "./rbac.ts";
 import { kubeBin } from "./shared.ts";
 
 /**
- * What deploy/rbac.yaml grants today that no code path of the operator uses (checked against src/runtime and
- * src/controllers: informers list and watch, every write is a merge patch, Leases are read, created and
- * replaced; connection-details owners use blockOwnerDeletion: false, so no <kind>/finalizers update is checked).
- * Issue #13 trims deploy/ and the chart; this list must then shrink with it: the RBAC check fails whenever
- * deploy/ grants anything unused that is not listed here, and whenever a listed permission is used or gone.
- */
-const KNOWN_UNNEEDED = [
-  "delete coordination.k8s.io/leases (in gpuvm-system)",
-  "list coordination.k8s.io/leases (in gpuvm-system)",
-  "patch coordination.k8s.io/leases (in gpuvm-system)",
-  "watch coordination.k8s.io/leases (in gpuvm-system)",
-  "update core/configmaps (cluster-wide)",
-  "update core/secrets (cluster-wide)",
-  "update events.k8s.io/events (cluster-wide)",
-  ...["gpudisks", "gpufirewallrules", "gpunetworks", "gpuvms"].flatMap((plural) => [
-    `get gpucloud.dev/${plural} (cluster-wide)`,
-    `update gpucloud.dev/${plural} (cluster-wide)`,
-    `get gpucloud.dev/${plural}/status (cluster-wide)`,
-    `update gpucloud.dev/${plural}/status (cluster-wide)`,
-    `update gpucloud.dev/${plural}/finalizers (cluster-wide)`,
-  ]),
-].sort();
-
-/**
  * Needed, but only on paths a run may or may not take, so the audit log may not show them: the operator's
  * code uses each (call sites named). They never count as unneeded, used or not.
  */
@@ -154,7 +130,7 @@ describeJourney({
       expect(verdict.requests).toBeGreaterThan(50);
       expect(verdict.missing, "requests RBAC refused: deploy/rbac.yaml lacks these").toEqual([]);
       const unexplained = verdict.unused.filter((permission) => NEEDED_WHEN_REACHED[permission] === undefined);
-      expect(unexplained, "granted by deploy/rbac.yaml, never used (see KNOWN_UNNEEDED)").toEqual(KNOWN_UNNEEDED);
+      expect(unexplained, "granted by deploy/rbac.yaml, never used by the operator").toEqual([]);
     });
   },
 });

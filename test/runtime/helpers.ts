@@ -138,6 +138,8 @@ export interface CountingProxy {
   url: string;
   /** Requests seen so far, as "METHOD path" (query string dropped). */
   requests: string[];
+  /** The same requests with their query strings, as "METHOD url". */
+  urls: string[];
   writes(pathIncludes: string): number;
   /** Held requests (never answered) whose connection the client has closed. */
   heldClosed(): number;
@@ -154,10 +156,12 @@ export async function startCountingProxy(
 ): Promise<CountingProxy> {
   const { createServer, request: forward } = await import("node:http");
   const requests: string[] = [];
+  const urls: string[] = [];
   let heldClosed = 0;
   const upstreamUrl = new URL(target);
   const server = createServer((incoming, outgoing) => {
     requests.push(`${incoming.method} ${(incoming.url ?? "").split("?")[0]}`);
+    urls.push(`${incoming.method} ${incoming.url ?? ""}`);
     if (options.hold?.(incoming.method ?? "GET", incoming.url ?? "")) {
       // Never answered: a hung API server. Count when the client gives up on it.
       outgoing.on("close", () => heldClosed++);
@@ -187,6 +191,7 @@ export async function startCountingProxy(
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
+    urls,
     writes: (pathIncludes) =>
       requests.filter((entry) => /^(POST|PUT|PATCH|DELETE) /.test(entry) && entry.includes(pathIncludes)).length,
     heldClosed: () => heldClosed,

@@ -48,3 +48,38 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- printf "%s:%s" .Values.image.repository $tag -}}
 {{- end -}}
 {{- end -}}
+
+{{/* The operator's RBAC rules: a ClusterRole's (installScope cluster) or each watched namespace's Role's
+     (installScope namespace). The same as deploy/rbac.yaml (test/deploy/manifests.test.ts compares them). */}}
+{{- define "gpuvm-operator.rbacRules" -}}
+# The four kinds: read through informers (list, watch), finalizers written with merge patches.
+- apiGroups: ["gpucloud.dev"]
+  resources: ["gpuvms", "gpudisks", "gpunetworks", "gpufirewallrules"]
+  verbs: ["list", "watch", "patch"]
+- apiGroups: ["gpucloud.dev"]
+  resources: ["gpuvms/status", "gpudisks/status", "gpunetworks/status", "gpufirewallrules/status"]
+  verbs: ["patch"]
+# Secrets: credentials and referenced keys are read (the cache holds only those labelled gpucloud.dev/watch=true);
+# written are only the connection-details Secrets a GpuVm owns (create, patch; delete when the GpuVm names another,
+# with the owner's uid as precondition) and the credentials-in-use finalizer (patch). RBAC cannot say "only objects
+# we own"; the operator never writes any other.
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+# ConfigMaps: read for referenced scripts; written (and deleted) only as the connection details a GpuVm owns.
+- apiGroups: [""]
+  resources: ["configmaps"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+- apiGroups: ["events.k8s.io"]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+{{- end -}}
+
+{{/* Namespaces the operator watches: watchNamespaces, or with installScope namespace and none given, its own. */}}
+{{- define "gpuvm-operator.watchNamespaces" -}}
+{{- if .Values.watchNamespaces -}}
+{{- join "," .Values.watchNamespaces -}}
+{{- else if eq .Values.installScope "namespace" -}}
+{{- .Release.Namespace -}}
+{{- end -}}
+{{- end -}}

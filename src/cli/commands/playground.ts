@@ -8,6 +8,7 @@ import { chmod, mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
+import { SECRET_WATCH_LABEL } from "../../api/common.ts";
 import { type KubeTarget, kubeRequest as sendKubeRequest } from "../../control-plane/http.ts";
 import { formatLogLine } from "../../runtime/logging.ts";
 import { isSimulatorProfile, SIMULATOR_PROFILES, type SimulatorProfile } from "../../simulator/profiles.ts";
@@ -215,12 +216,15 @@ async function ensureCredentials(
     apiVersion: "v1",
     kind: "Secret",
     type: "Opaque",
-    metadata: { name: CREDENTIALS_SECRET, namespace: CREDENTIALS_NAMESPACE },
+    metadata: { name: CREDENTIALS_SECRET, namespace: CREDENTIALS_NAMESPACE, labels: { [SECRET_WATCH_LABEL]: "true" } },
     data,
   });
   if (created.status === 409) {
     // Kept from an earlier run (state dir): the simulator may have new keys, so bring the data up to date.
-    const patched = await kubeRequest(target, "PATCH", `${secretPath}/${CREDENTIALS_SECRET}`, { data });
+    const patched = await kubeRequest(target, "PATCH", `${secretPath}/${CREDENTIALS_SECRET}`, {
+      metadata: { labels: { [SECRET_WATCH_LABEL]: "true" } },
+      data,
+    });
     await expectStatus(patched, [200], `updating Secret ${CREDENTIALS_NAMESPACE}/${CREDENTIALS_SECRET}`);
     return;
   }

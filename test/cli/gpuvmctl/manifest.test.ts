@@ -228,7 +228,8 @@ describe("credentials-secret", () => {
       apiVersion: "v1",
       kind: "Secret",
       type: "Opaque",
-      metadata: { name: "gpucloud-credentials", namespace: "ml" },
+      // Labelled: the operator reads only Secrets with gpucloud.dev/watch=true.
+      metadata: { name: "gpucloud-credentials", namespace: "ml", labels: { "gpucloud.dev/watch": "true" } },
       stringData: { apiKey: cli.sim.apiKey, projectId: cli.sim.projectId, apiUrl: cli.sim.url },
     });
   });

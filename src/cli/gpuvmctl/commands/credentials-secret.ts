@@ -1,5 +1,5 @@
 // credentials-secret: the Secret the operator reads (apiKey, or email and password; projectId; apiUrl).
-import { DEFAULT_CREDENTIALS_SECRET } from "../../../api/common.ts";
+import { DEFAULT_CREDENTIALS_SECRET, SECRET_WATCH_LABEL } from "../../../api/common.ts";
 import { isCloudError } from "../../../cloud/index.ts";
 import type { Command } from "../command.ts";
 import { AuthError } from "../errors.ts";
@@ -57,7 +57,12 @@ const credentialsSecret: Command = {
       apiVersion: "v1",
       kind: "Secret",
       type: "Opaque",
-      metadata: { name: input.string("name") ?? DEFAULT_CREDENTIALS_SECRET, ...(namespace ? { namespace } : {}) },
+      metadata: {
+        name: input.string("name") ?? DEFAULT_CREDENTIALS_SECRET,
+        ...(namespace ? { namespace } : {}),
+        // The operator reads only Secrets with this label.
+        labels: { [SECRET_WATCH_LABEL]: "true" },
+      },
       stringData: { ...secretData, projectId, apiUrl: url.value },
     };
     if (ctx.io.stdout.isTTY === true) ctx.out.note("note: this is a secret; pipe it: ... | kubectl apply -f -");
