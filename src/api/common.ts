@@ -96,7 +96,8 @@ export const REASON_DESCRIPTIONS: Readonly<Record<Reason, string>> = {
     "object did not create (set spec.id to adopt it), or a Secret/ConfigMap for connection details it did not write.",
   RateLimited: "The cloud API answered 429; the operator waits for Retry-After before trying again.",
   ApiUnavailable: "The cloud API is unreachable or failing (network error, timeout, 5xx); retried with backoff.",
-  NotSupported: "The cloud API does not offer an endpoint this change needs (404/405 on that route).",
+  NotSupported:
+    "The cloud API does not offer an endpoint this change needs (404/405 on that route): the message says what to do instead (deletionPolicy: Orphan to let a resource the server cannot delete go).",
   OperationFailed: "A cloud operation ended FAILED; the message carries the cloud's code and text.",
   Paused: "The gpucloud.dev/paused annotation is set; the operator makes no cloud calls for this object.",
   Observed: "managementPolicy is Observe: the cloud resource is read into status but never changed.",
@@ -326,8 +327,8 @@ export const OperationRecord = z
     id: text("Cloud operation id.", 128),
     name: text("Operation name: CREATE, UPDATE, DELETE, START, STOP, RESET or RESIZE.", 32),
     state: text(
-      "IN_PROGRESS, SUCCEEDED or FAILED; UNKNOWN when the operation left the cloud's lists before its end was " +
-        "seen (the resource is read to decide).",
+      "IN_PROGRESS, SUCCEEDED or FAILED; UNKNOWN when its end was not seen: the operation left the cloud's lists " +
+        "(the resource is read to decide), or the server cannot show it and its resource did not show the change in time.",
       32,
     ),
     startedAt: text("When the operation started (cloud timestamp).", 64).optional(),

@@ -85,6 +85,8 @@ export interface CapabilityRegistryOptions {
   /** How long a missing capability is trusted before one call is let through again. Default 30 minutes. */
   reprobeAfterMs?: number;
   now?: () => number;
+  /** Told when a capability's state changes (for a log line): not on every refused call. */
+  onChange?: (report: CapabilityReport) => void;
 }
 
 interface Known {
@@ -101,8 +103,10 @@ export class CapabilityRegistry {
   readonly #reprobeAfterMs: number;
   readonly #now: () => number;
   readonly #known = new Map<Capability, Known>();
+  readonly #onChange: ((report: CapabilityReport) => void) | undefined;
 
   constructor(options: CapabilityRegistryOptions = {}) {
+    this.#onChange = options.onChange;
     const reprobeAfterMs = options.reprobeAfterMs ?? DEFAULT_REPROBE_AFTER_MS;
     if (!(reprobeAfterMs > 0)) throw new RangeError(`reprobeAfterMs must be positive, got ${reprobeAfterMs}`);
     this.#reprobeAfterMs = reprobeAfterMs;
@@ -145,6 +149,7 @@ export class CapabilityRegistry {
     const known = this.#known.get(capability);
     if (outcome === "supported") {
       this.#known.set(capability, { state: "supported", since: this.#now(), probing: false });
+      if (known?.state !== "supported") this.#changed(capability);
       return;
     }
     if (outcome instanceof CloudError && outcome.kind === "unsupported") {
@@ -154,6 +159,7 @@ export class CapabilityRegistry {
         detail: outcome.message,
         probing: false,
       });
+      if (known?.state !== "unsupported") this.#changed(capability);
       return;
     }
     // Inconclusive (a timeout, a 404 for a resource): a re-probe under way counts as done; ask again later.
@@ -165,17 +171,27 @@ export class CapabilityRegistry {
 
   /** Every capability with what is known of it (for logs, status and the CLI). */
   report(): CapabilityReport[] {
-    return CAPABILITY_NAMES.map((capability) => {
-      const known = this.#known.get(capability);
-      const description = CAPABILITIES[capability].description;
-      if (known === undefined) return { capability, state: "unknown", description };
-      return {
-        capability,
-        state: known.state,
-        description,
-        since: known.since,
-        ...(known.detail === undefined ? {} : { detail: known.detail }),
-      };
-    });
+    return CAPABILITY_NAMES.map((capability) => this.#reportOf(capability));
+  }
+
+  #reportOf(capability: Capability): CapabilityReport {
+    const known = this.#known.get(capability);
+    const description = CAPABILITIES[capability].description;
+    if (known === undefined) return { capability, state: "unknown", description };
+    return {
+      capability,
+      state: known.state,
+      description,
+      since: known.since,
+      ...(known.detail === undefined ? {} : { detail: known.detail }),
+    };
+  }
+
+  #changed(capability: Capability): void {
+    try {
+      this.#onChange?.(this.#reportOf(capability));
+    } catch {
+      // A broken listener must not break the call that taught us.
+    }
   }
 }

@@ -14,7 +14,7 @@ import {
   validateCredentials,
 } from "./auth.ts";
 import { type AccountBulkhead, DEFAULT_BULKHEAD, sharedBulkheadFor } from "./bulkhead.ts";
-import { CapabilityRegistry, capabilityOf } from "./capabilities.ts";
+import { CapabilityRegistry, capabilityOf, DEFAULT_REPROBE_AFTER_MS } from "./capabilities.ts";
 import { CloudError } from "./errors.ts";
 import { credentialKeyOf, sharedBucketFor, type TokenBucket } from "./rate-limit.ts";
 import {
@@ -205,9 +205,18 @@ export function createCloudClient(options: CloudClientOptions) {
       ? new SessionAuthenticator(credentials.session, transport)
       : new ApiKeyAuthenticator((credentials as { apiKey: string }).apiKey));
 
-  const capabilities = new CapabilityRegistry(
-    options.capabilityReprobeMs === undefined ? {} : { reprobeAfterMs: options.capabilityReprobeMs },
-  );
+  const reprobeAfterMs = options.capabilityReprobeMs ?? DEFAULT_REPROBE_AFTER_MS;
+  const capabilities = new CapabilityRegistry({
+    reprobeAfterMs,
+    // One line when this account's server turns out to lack (or have) an endpoint beyond the spec.
+    onChange: (report) =>
+      transport.logger.info(
+        { capability: report.capability, state: report.state, detail: report.detail },
+        report.state === "unsupported"
+          ? `this server does not support ${report.description}; asked again every ${Math.round(reprobeAfterMs / 60_000)} min`
+          : `this server supports ${report.description}`,
+      ),
+  });
 
   /**
    * Send a call. An endpoint beyond the spec goes through the capability registry: one this server lacks fails at

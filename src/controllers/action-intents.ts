@@ -21,9 +21,14 @@ export function isSendable(mutation: Mutation): mutation is Sendable {
   return mutation.send !== undefined && mutation.action !== undefined;
 }
 
-/** An answer that proves the request was not carried out (a 4xx: refused, conflict, not found, rate limited). */
+/**
+ * An answer that proves the request was not carried out (a 4xx: refused, conflict, not found, rate limited; or
+ * an endpoint this server does not have, which the client may not even have sent).
+ */
 function refused(error: unknown): boolean {
-  return isCloudError(error) && error.kind === "http" && error.status !== undefined && error.status < 500;
+  if (!isCloudError(error)) return false;
+  if (error.kind === "unsupported") return true;
+  return error.kind === "http" && error.status !== undefined && error.status < 500;
 }
 
 /**

@@ -2,6 +2,7 @@
 // outcome to hand back to the work queue. Terminal problems stall without a hot loop; retryable ones back off;
 // a rate limit or an unavailable API with Retry-After waits exactly that long.
 import { REASONS, type Reason } from "../api/common.ts";
+import { CAPABILITIES, capabilityOf } from "../cloud/capabilities.ts";
 import { CloudError } from "../cloud/errors.ts";
 import { KubeApiError } from "../runtime/index.ts";
 import type { Outcome } from "./external.ts";
@@ -47,6 +48,26 @@ export class ReconcileError extends Error {
     this.reason = reason;
   }
 }
+
+/**
+ * The stall for an endpoint beyond the spec that this server lacks (a CloudError kind `unsupported`): what it
+ * does not support (the capability's description), and what to do instead.
+ */
+export function cannotDo(error: unknown, whatToDo: string): ReconcileError {
+  const err = asError(error);
+  const capability = isCloudError(err) ? capabilityOf(err.method, err.route) : undefined;
+  const what = capability === undefined ? "this request" : CAPABILITIES[capability].description;
+  const message = `this server does not support ${what} (${err.message}); ${whatToDo}`;
+  return new ReconcileError(REASON.NotSupported, message, { cause: error });
+}
+
+/** What to do when the server cannot change a resource: nothing was changed in the cloud. */
+export const CHANGE_INSTEAD =
+  "the cloud resource keeps its settings: put the spec back to match it, or replace this object with a new one that has the change (and let this one go with deletionPolicy: Orphan)";
+
+/** How to let go of an object whose cloud resource this server cannot delete. */
+export const ORPHAN_TO_RELEASE =
+  "set spec.deletionPolicy: Orphan to release this object and keep the cloud resource (remove it by other means)";
 
 export function isCloudError(error: unknown): error is CloudError {
   return error instanceof CloudError;

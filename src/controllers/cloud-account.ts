@@ -77,6 +77,8 @@ export class CloudAccount {
   readonly #now: () => number;
   readonly #trackers = new Map<OperationFamily, OperationTracker>();
   readonly #operations = new Map<string, Tracked>();
+  /** Per family, the first free turn of objects following their resources (see nextFollowTurnMs). */
+  readonly #nextFollowTurnAt = new Map<OperationFamily, number>();
   #payment: { at: number; problem: string | undefined } | undefined;
   readonly #availability = new Map<string, { at: number; available: boolean }>();
   readonly #availabilityReads = new Map<string, Promise<boolean>>();
@@ -160,11 +162,13 @@ export class CloudAccount {
       .then(
         (outcome) => {
           const settledAt = this.#now();
-          tracked.progress = outcome.vanished
-            ? { state: "vanished", settledAt }
-            : { state: "settled", operation: outcome.operation, settledAt };
+          // The server cannot show this family's operations: the owners follow their resources instead.
+          const unreadable = outcome.vanished && outcome.reason === "unsupported";
+          tracked.progress = !outcome.vanished
+            ? { state: "settled", operation: outcome.operation, settledAt }
+            : { state: unreadable ? "unreadable" : "vanished", settledAt };
           const name = outcome.vanished ? "UNKNOWN" : outcome.operation.metadata.operation_name;
-          const result = outcome.vanished ? "vanished" : outcome.operation.state;
+          const result = !outcome.vanished ? outcome.operation.state : unreadable ? "unreadable" : "vanished";
           this.#options.onOperationSettled?.(family, name, result, settledAt - tracked.startedAt);
           this.snapshotOf(family).invalidate(settledAt);
           const affected = sideEffectsOf(family, outcome.vanished ? undefined : name);
@@ -184,6 +188,18 @@ export class CloudAccount {
         },
       );
     return tracked.progress;
+  }
+
+  /**
+   * The wait until the next turn of an object following an operation this server cannot show: turns are one
+   * poll interval apart per family, so any number of waiting objects cost one read per interval per family.
+   */
+  nextFollowTurnMs(family: OperationFamily): number {
+    const now = this.#now();
+    const interval = this.#options.operationPollMs;
+    const turn = Math.max(now + interval, this.#nextFollowTurnAt.get(family) ?? 0);
+    this.#nextFollowTurnAt.set(family, turn + interval);
+    return turn - now;
   }
 
   /**

@@ -1,9 +1,12 @@
 // Credentials: spec.credentialsRef.name (default `gpucloud-credentials`) in the object's namespace, else the
 // operator's default Secret (--credentials-secret ns/name, the one documented cross-namespace exception).
-// A changed Secret (new resourceVersion) builds a new client without a restart. The last good credentials of
+// A changed Secret (new resourceVersion) builds a new client without a restart when its credentials, project or
+// URL changed; a change of its metadata alone (the in-use finalizer) keeps the account, with what it learned
+// (list snapshots, operations in flight, the server's capabilities). The last good credentials of
 // each Secret are kept in memory, so that an unreadable or deleted Secret never strands deletions; status says
 // when they are in use. Secret values never reach a log line. The Secret's apiUrl must be one the operator's own
 // configuration allows (--allowed-api-urls): a tenant's Secret cannot send the operator elsewhere.
+import { createHash } from "node:crypto";
 import type { Logger } from "pino";
 import {
   DEFAULT_CREDENTIALS_SECRET,
@@ -109,8 +112,16 @@ export function parseCredentialsSecret(
 
 interface CacheEntry<A> {
   resourceVersion: string;
+  /** Digest of the parsed credentials, project and URL: the same digest keeps the account. */
+  fingerprint: string;
   account: A;
   keys: string;
+}
+
+function fingerprintOf(parsed: ParsedCredentials): string {
+  return createHash("sha256")
+    .update(JSON.stringify([parsed.credentials, parsed.projectId, parsed.apiUrl]))
+    .digest("hex");
 }
 
 const keysOf = (credentials: Credentials): string =>
@@ -159,11 +170,16 @@ export class CredentialStore<A> {
       if (cached !== undefined) return { type: "ok", handle: { ...cached, secret: secretRef, usingCached: true } };
       return { type: "missing", message: parsed.message, ...(parsed.reason ? { reason: parsed.reason } : {}) };
     }
+    const fingerprint = fingerprintOf(parsed.parsed);
+    if (cached !== undefined && cached.fingerprint === fingerprint) {
+      cached.resourceVersion = resourceVersion;
+      return { type: "ok", handle: { ...cached, secret: secretRef, usingCached: leaving } };
+    }
     const credentialKey = credentialKeyOf(parsed.parsed.credentials, parsed.parsed.apiUrl);
     const account = this.#options.build(parsed.parsed, credentialKey);
     if (cached !== undefined) this.#options.dispose?.(cached.account);
     const keys = keysOf(parsed.parsed.credentials);
-    this.#accounts.set(cacheKey, { resourceVersion, account, keys });
+    this.#accounts.set(cacheKey, { resourceVersion, fingerprint, account, keys });
     this.#options.logger.info({ secret: cacheKey, credentialKey, resourceVersion }, "cloud credentials loaded");
     return { type: "ok", handle: { account, secret: secretRef, keys, usingCached: leaving } };
   }

@@ -1,8 +1,17 @@
 // Letting an object go: delete its cloud resource (after its dependents let go of it), or release it without a
 // cloud call (paused, Orphan, Observe, nothing ever created). Releasing removes our finalizer and says why.
 import { ANNOTATIONS, FINALIZER } from "../api/common.ts";
+import { isUnsupported } from "../cloud/errors.ts";
 import { isSendable, sendAction } from "./action-intents.ts";
-import { isCloudConflict, isCloudNotFound, REASON, type Verdict } from "./classify.ts";
+import {
+  cannotDo,
+  isCloudConflict,
+  isCloudNotFound,
+  ORPHAN_TO_RELEASE,
+  REASON,
+  ReconcileError,
+  type Verdict,
+} from "./classify.ts";
 import type { ManagedSpecBase, Observation } from "./external.ts";
 import {
   after,
@@ -13,6 +22,7 @@ import {
   RELEASED,
   type Step,
   verdict,
+  withDraft,
 } from "./reconcile-pass.ts";
 
 /** Paused: no cloud call at all. Deleting a paused object releases it and says what was left behind. */
@@ -79,11 +89,36 @@ export async function deleteResource<Spec extends ManagedSpecBase>(
       event: "Normal",
     });
   } catch (error) {
-    if (isCloudNotFound(error)) return release(pass, "Normal", "cloud resource already gone");
+    if (isCloudNotFound(error)) return goneOrNotSupported(pass, connection, error);
+    if (isUnsupported(error)) throw cannotDo(error, ORPHAN_TO_RELEASE);
     if (isCloudConflict(error)) {
       const text = error instanceof Error ? error.message : String(error);
       return verdict(REASON.WaitingForDependency, text, after(timing.shortMs * 5), { progressing: true });
     }
     throw error;
   }
+}
+
+/**
+ * A delete answered 404. Usually the resource is already gone; but a server without the delete endpoint may
+ * answer a well-formed not-found too. One fresh read tells them apart: still there means the server cannot
+ * delete it, and releasing the object would leave the resource behind unannounced.
+ */
+async function goneOrNotSupported<Spec extends ManagedSpecBase>(
+  pass: Pass<Spec>,
+  connection: CloudConnection<Spec>,
+  error: unknown,
+): Promise<Step> {
+  const again = await connection.external.observe(
+    withDraft(pass.mr, pass.draft),
+    { cloudName: pass.cloudName, notBefore: pass.services.now() },
+    pass.signal,
+  );
+  if (!again.exists) return release(pass, "Normal", "cloud resource already gone");
+  const detail = error instanceof Error ? error.message : String(error);
+  throw new ReconcileError(
+    REASON.NotSupported,
+    `the delete was answered "not found" (${detail}) but the cloud still shows ${again.id}: this server cannot delete it; ${ORPHAN_TO_RELEASE}`,
+    { cause: error },
+  );
 }

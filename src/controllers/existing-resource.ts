@@ -1,8 +1,9 @@
 // A resource that exists: bring it to the spec one step at a time (an update answers the operation it started),
 // wait while it is in transition, publish connection details once it is ready. Observe-only objects mirror it.
 
+import { isUnsupported } from "../cloud/errors.ts";
 import { isSendable, sendAction } from "./action-intents.ts";
-import { REASON, type Reason, type Verdict } from "./classify.ts";
+import { CHANGE_INSTEAD, cannotDo, REASON, type Reason, type Verdict } from "./classify.ts";
 import type { ManagedSpecBase } from "./external.ts";
 import { after, type CloudConnection, DONE, type Existing, type Pass, verdict, withDraft } from "./reconcile-pass.ts";
 
@@ -41,7 +42,19 @@ export async function reconcileExisting<Spec extends ManagedSpecBase>(
       });
     }
     if (isSendable(mutation)) {
-      const sent = await sendAction(pass, connection, mutation, observed.id);
+      let sent: Awaited<ReturnType<typeof sendAction>>;
+      try {
+        sent = await sendAction(pass, connection, mutation, observed.id);
+      } catch (error) {
+        if (!isUnsupported(error)) throw error;
+        // Nothing was changed in the cloud; the resource still works as it is (Ready keeps its value).
+        const stall = cannotDo(error, CHANGE_INSTEAD);
+        return verdict(stall.reason, `${stall.message} (${observed.diff ?? "drift"})`, DONE, {
+          stalled: true,
+          event: "Warning",
+          ready: observed.ready,
+        });
+      }
       if ("verdict" in sent) return sent.verdict;
       const note = mutation.note ?? `${mutation.action} requested`;
       pass.services.options.kube.event(mr, "Normal", REASON.Updating, note);

@@ -164,6 +164,11 @@ export interface ObserveOptions {
   notBefore?: number;
   /** Cloud name to look up when status has no id yet (create pending, adopt, observe-only). */
   cloudName: string;
+  /**
+   * The family list (at least as fresh as notBefore) is enough: an id it lacks is absent, with no confirming
+   * read. Used while following an operation the server cannot show (one request per turn).
+   */
+  trustList?: boolean;
 }
 
 /** The seam every kind implements for one object (bound to one credential's cloud connection). */

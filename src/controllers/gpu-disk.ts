@@ -4,7 +4,7 @@ import { parseSize } from "../cloud/sizes.ts";
 import type { Disk } from "../cloud/wire.ts";
 import { REASON } from "./classify.ts";
 import type { ExternalClient, Observation } from "./external.ts";
-import { findResource, type KindDefinition, knownId } from "./kind-support.ts";
+import { findResource, itemByName, type KindDefinition } from "./kind-support.ts";
 
 /** Observed disk → status fields. */
 export function diskAtProvider(disk: Disk): Record<string, unknown> {
@@ -61,13 +61,13 @@ export const gpuDisk: KindDefinition<GpuDiskSpec> = {
     return {
       resolve: async () => ({ type: "ready" }),
       async observe(mr, options, signal) {
-        const disk = await findResource(account.disks, knownId(mr), options.cloudName, options.notBefore, (id) =>
+        const disk = await findResource(account.disks, mr, options, (id) =>
           client.disks.get(projectId, id, { signal }),
         );
         return disk === undefined ? { exists: false } : observeDisk(mr.spec, disk);
       },
       async findByName(cloudName) {
-        const disk = (await account.disks.read(Date.now())).byName.get(cloudName);
+        const disk = await itemByName(account.disks, cloudName);
         return disk === undefined
           ? undefined
           : { id: disk.id, ...(disk.created_at ? { createdAt: disk.created_at } : {}) };

@@ -1,7 +1,8 @@
 // GpuFirewallRule: resolves networkRef and vmRef to cloud ids (waiting for them), creates the rule, PATCHes
 // the changeable fields when they drift, deletes. Compared after normalising (ports `*` = `1-65535` = all,
-// list order, duplicates), or drift never settles. A server without the contract's extra endpoints answers
-// CloudError kind "unsupported", which stalls the object as NotSupported.
+// list order, duplicates), or drift never settles. A server with only the spec's endpoints cannot read one rule,
+// change or delete it: rules are found in the list, and a change or a delete stalls as NotSupported with what
+// to do instead.
 import {
   type FirewallEndpoint,
   type GpuFirewallRuleSpec,
@@ -13,6 +14,7 @@ import type { ExternalClient, Observation } from "./external.ts";
 import {
   createdAtFromOperations,
   findResource,
+  itemByName,
   type KindDefinition,
   type KindDeps,
   knownId,
@@ -151,12 +153,8 @@ export const gpuFirewallRule: KindDefinition<GpuFirewallRuleSpec> = {
         return { type: "ready" };
       },
       async observe(mr, options, signal) {
-        const rule = await findResource(
-          account.firewallRules,
-          knownId(mr),
-          options.cloudName,
-          options.notBefore,
-          (id) => client.firewallRules.get(projectId, id, { signal }),
+        const rule = await findResource(account.firewallRules, mr, options, (id) =>
+          client.firewallRules.get(projectId, id, { signal }),
         );
         if (rule === undefined) return { exists: false };
         if (desired !== undefined) desired.name = options.cloudName;
@@ -167,8 +165,7 @@ export const gpuFirewallRule: KindDefinition<GpuFirewallRuleSpec> = {
         return createdAt !== undefined ? { ...observed, createdAt } : observed;
       },
       async findByName(cloudName, signal) {
-        const view = await account.firewallRules.read(Date.now());
-        const rule = view.byName.get(cloudName);
+        const rule = await itemByName(account.firewallRules, cloudName);
         if (rule === undefined) return undefined;
         const createdAt = await createdAtFromOperations(account, "firewall-rule", rule.id, signal);
         return { id: rule.id, ...(createdAt !== undefined ? { createdAt } : {}) };

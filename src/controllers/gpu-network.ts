@@ -1,9 +1,11 @@
-// GpuNetwork: create, read, delete (the contract's endpoint) once no firewall rule or VM uses it.
+// GpuNetwork: create, read, delete (the contract's endpoint) once no firewall rule or VM uses it. A server with
+// only the spec's endpoints has neither the network list nor delete: networks are read by id, and deleting one
+// stalls as NotSupported (deletionPolicy: Orphan lets the object go).
 import { type GpuNetworkSpec, GpuNetworkSpec as GpuNetworkSpecSchema, GpuNetworkStatus } from "../api/gpu-network.ts";
 import type { VpcNetwork } from "../cloud/wire.ts";
 import { REASON } from "./classify.ts";
 import type { ExternalClient, Observation } from "./external.ts";
-import { createdAtFromOperations, findResource, type KindDefinition, knownId } from "./kind-support.ts";
+import { createdAtFromOperations, findResource, itemByName, type KindDefinition, knownId } from "./kind-support.ts";
 
 export function networkAtProvider(network: VpcNetwork): Record<string, unknown> {
   return { cloudName: network.name, cidr: network.cidr, gateway: network.gateway, subnets: [...network.subnets] };
@@ -41,7 +43,9 @@ export const gpuNetwork: KindDefinition<GpuNetworkSpec> = {
     return {
       resolve: async () => ({ type: "ready" }),
       async observe(mr, options, signal) {
-        const network = await findResource(account.networks, knownId(mr), options.cloudName, options.notBefore, (id) =>
+        // On a server without the network list (beyond the spec), a network is read by the id its create
+        // operation named (metadata.id, kept in status.id); it cannot be looked up by name.
+        const network = await findResource(account.networks, mr, options, (id) =>
           client.networks.get(projectId, id, { signal }),
         );
         if (network === undefined) return { exists: false };
@@ -52,8 +56,8 @@ export const gpuNetwork: KindDefinition<GpuNetworkSpec> = {
         return createdAt !== undefined ? { ...observed, createdAt } : observed;
       },
       async findByName(cloudName, signal) {
-        const view = await account.networks.read(Date.now());
-        const network = view.byName.get(cloudName);
+        // A server without the network list cannot look a name up: nothing to adopt (spec.id imports).
+        const network = await itemByName(account.networks, cloudName);
         if (network === undefined) return undefined;
         const createdAt = await createdAtFromOperations(account, "network", network.id, signal);
         return { id: network.id, ...(createdAt !== undefined ? { createdAt } : {}) };
@@ -71,6 +75,8 @@ export const gpuNetwork: KindDefinition<GpuNetworkSpec> = {
         return { action: "DELETE", send: () => client.networks.delete(projectId, id, { signal }) };
       },
       deleteBlocker(mr) {
+        // Known impossible on this server: say so at once (NotSupported) rather than wait for the rules to go.
+        if (client.capabilities.supports("network-delete") === false) return undefined;
         // Rules of this namespace that still point at the network go first (the cloud would answer 409).
         const users = deps
           .listManaged("GpuFirewallRule", mr.metadata.namespace)

@@ -156,9 +156,7 @@ export const gpuVm: KindDefinition<GpuVmSpec> = {
         return { type: "ready" };
       },
       async observe(mr, options, signal) {
-        const vm = await findResource(account.vms, knownId(mr), options.cloudName, options.notBefore, (id) =>
-          client.vms.get(projectId, id, { signal }),
-        );
+        const vm = await findResource(account.vms, mr, options, (id) => client.vms.get(projectId, id, { signal }));
         if (vm === undefined) return { exists: false };
         const observed = observeVm(desired, vm);
         return inputs !== undefined ? { ...observed, createOnly: inputs.createOnly } : observed;

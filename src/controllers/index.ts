@@ -239,6 +239,7 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
             credentialsSource: `Secret ${secret.namespace}/${secret.name} (${keys})`,
             paymentProblem: (signal, options) => account.paymentProblem(signal, options),
             operation: (operationId, ownerKey) => account.operation(kind.family, operationId, ownerKey),
+            nextFollowTurnMs: () => account.nextFollowTurnMs(kind.family),
             findOperation: (resourceId, name, sinceMs, signal) =>
               account.findOperation(kind.family, resourceId, name, sinceMs, signal),
           },

@@ -3,10 +3,10 @@
 // dependencies a kind reads from Kubernetes (other objects, Secrets, ConfigMaps).
 import { z } from "zod";
 import { ObjectMeta } from "../api/common.ts";
-import { isCloudError } from "../cloud/errors.ts";
+import { isCloudError, isUnsupported } from "../cloud/errors.ts";
 import type { OperationFamily } from "../cloud/wire.ts";
 import type { CloudAccount } from "./cloud-account.ts";
-import type { ExternalClient, ManagedObject, ManagedSpecBase, ManagedStatusBase } from "./external.ts";
+import type { ExternalClient, ManagedObject, ManagedSpecBase, ManagedStatusBase, ObserveOptions } from "./external.ts";
 import type { SnapshotView } from "./snapshots.ts";
 
 const Envelope = z.looseObject({
@@ -109,26 +109,53 @@ export function knownId(mr: ManagedObject): string | undefined {
 
 /**
  * Find an object's resource in the family snapshot. By id when known; an id missing from the snapshot is
- * confirmed with one GET before it counts as gone (404 → gone; an endpoint this server lacks → trust the list).
+ * confirmed with one GET before it counts as gone (404 → gone; an endpoint this server lacks → trust the list),
+ * unless `trustList` says a fresh list is enough (following an operation that cannot be read: one request per
+ * turn). A server without the family's list (the network list is beyond the spec) is read by id alone.
  * Without an id, by exact cloud name only: nothing else is ever adopted.
  */
 export async function findResource<T>(
   snapshot: { read(notBefore?: number): Promise<SnapshotView<T>>; remember(item: T): void },
-  id: string | undefined,
-  cloudName: string,
-  notBefore: number | undefined,
+  mr: ManagedObject,
+  options: ObserveOptions,
   get: (id: string) => Promise<T>,
 ): Promise<T | undefined> {
-  const view = await snapshot.read(notBefore);
+  const id = knownId(mr);
+  const { cloudName, trustList } = options;
+  let view: SnapshotView<T>;
+  try {
+    view = await snapshot.read(options.notBefore);
+  } catch (error) {
+    if (!isUnsupported(error)) throw error;
+    // No list on this server: only a known id can be read; a name cannot be looked up.
+    return id === undefined ? undefined : getIfPresent(id, get);
+  }
   if (id === undefined) return view.byName.get(cloudName);
   const hit = view.byId.get(id);
-  if (hit !== undefined) return hit;
+  if (hit !== undefined || trustList === true) return hit;
+  const item = await getIfPresent(id, get);
+  if (item !== undefined) snapshot.remember(item);
+  return item;
+}
+
+async function getIfPresent<T>(id: string, get: (id: string) => Promise<T>): Promise<T | undefined> {
   try {
-    const item = await get(id);
-    snapshot.remember(item);
-    return item;
+    return await get(id);
   } catch (error) {
     if (isCloudError(error) && (error.status === 404 || error.kind === "unsupported")) return undefined;
+    throw error;
+  }
+}
+
+/** A resource by exact name in a fresh family snapshot; a server without the family's list finds nothing. */
+export async function itemByName<T>(
+  snapshot: { read(notBefore?: number): Promise<SnapshotView<T>> },
+  cloudName: string,
+): Promise<T | undefined> {
+  try {
+    return (await snapshot.read(Date.now())).byName.get(cloudName);
+  } catch (error) {
+    if (isUnsupported(error)) return undefined;
     throw error;
   }
 }

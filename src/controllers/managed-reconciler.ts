@@ -3,7 +3,8 @@
 // delete | finalizer → create | update → ready. The steps live beside this file, by responsibility:
 //   creation.ts (absent → crash-safe create, adoption, location walk), existing-resource.ts (update, ready,
 //   observe-only mirror), deletion.ts (delete, release, pause), operation-tracking.ts / operation-failures.ts
-//   (operations in flight and what a FAILED one means), status-building.ts (conditions, the one status write).
+//   (operations in flight and what a FAILED one means), operation-following.ts (an operation the server cannot
+//   show, followed through its resource), status-building.ts (conditions, the one status write).
 // Conditions, events and status are written in `finish()` only, once per reconcile and only when they changed.
 // No worker ever waits on a cloud operation: the operation id goes into status, trackers wake the key, and a
 // fallback requeue covers lost wake-ups.
@@ -15,9 +16,10 @@ import { classify, REASON, type Reason, TERMINAL_REASONS, type Verdict } from ".
 import { createAbsent } from "./creation.ts";
 import { deleteResource, paused, release } from "./deletion.ts";
 import { mirror, reconcileExisting } from "./existing-resource.ts";
-import type { ManagedObject, ManagedSpecBase, ManagedStatusBase, Outcome } from "./external.ts";
+import type { ManagedObject, ManagedSpecBase, ManagedStatusBase, Observation, Outcome } from "./external.ts";
 import { handleFailedOperation } from "./operation-failures.ts";
-import { settleOperation } from "./operation-tracking.ts";
+import { followOperation } from "./operation-following.ts";
+import { type Settlement, settleOperation } from "./operation-tracking.ts";
 import { ClaimIndex, cloudNameFor } from "./ownership.ts";
 import {
   after,
@@ -272,12 +274,9 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
       const waiting = await this.#resolve(pass, connection);
       if (waiting !== undefined) return waiting;
     }
-    const notBefore = settled.notBefore ?? (this.#needsFreshList(pass) ? this.#now() : periodic);
-    const observed = await connection.external.observe(
-      withDraft(mr, pass.draft),
-      { cloudName: pass.cloudName, ...(notBefore !== undefined ? { notBefore } : {}) },
-      pass.signal,
-    );
+    const look = await this.#look(pass, connection, settled, periodic);
+    if ("waiting" in look) return look.waiting;
+    const { observed } = look;
     if (observed.exists) {
       // One owner per resource: another object's (or a foreign) resource is never changed nor deleted.
       const ownership = ownershipOf(pass, observed);
@@ -306,6 +305,33 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     if (mr.status.observedGeneration !== mr.metadata.generation) return true;
     const lastReason = mr.status.conditions?.find((c) => c.type === "Ready")?.reason;
     return lastReason === REASON.WaitingForOperation || lastReason === REASON.Creating;
+  }
+
+  /**
+   * Observe the resource against a list fresh enough for this pass. While following an operation the server
+   * cannot show: one fresh list (or read) per turn, trusted as it is, and the verdict to wait with until the
+   * resource shows the operation's effect.
+   */
+  async #look(
+    pass: Pass<Spec>,
+    connection: CloudConnection<Spec>,
+    settled: Settlement,
+    periodic: number | undefined,
+  ): Promise<{ waiting: Verdict } | { observed: Observation }> {
+    const following = settled.follow !== undefined;
+    const notBefore = following
+      ? this.#now()
+      : (settled.notBefore ?? (this.#needsFreshList(pass) ? this.#now() : periodic));
+    const observed = await connection.external.observe(
+      withDraft(pass.mr, pass.draft),
+      { cloudName: pass.cloudName, ...(notBefore !== undefined ? { notBefore } : {}), trustList: following },
+      pass.signal,
+    );
+    if (settled.follow !== undefined) {
+      const waiting = followOperation(pass, connection, settled.follow, observed);
+      if (waiting !== undefined) return { waiting };
+    }
+    return { observed };
   }
 
   /** References and inputs (other objects, Secrets, ConfigMaps) must be there before the cloud is touched. */

@@ -4,7 +4,7 @@
 import { MAX_OPERATION_HISTORY } from "../api/common.ts";
 import type { Operation } from "../cloud/wire.ts";
 import { REASON, type Verdict } from "./classify.ts";
-import type { ManagedSpecBase } from "./external.ts";
+import type { ManagedSpecBase, OperationRecord } from "./external.ts";
 import { after, type CloudConnection, type Pass, verdict, wasReady } from "./reconcile-pass.ts";
 
 /** Put a just-started operation into the draft status and start tracking it. */
@@ -38,6 +38,18 @@ export interface Settlement {
   /** Lists taken before this time (ms) do not show the operation's effect. */
   notBefore?: number;
   failure?: OperationFailure;
+  /** The server cannot show this operation: its resource must tell when it is over (operation-following.ts). */
+  follow?: OperationRecord;
+}
+
+/** Move the operation in flight to history in its final state. */
+export function closeOperation<Spec extends ManagedSpecBase>(pass: Pass<Spec>, final: OperationRecord): void {
+  pass.draft.operation = final;
+  pass.draft.operations = [final, ...(pass.draft.operations ?? []).filter((o) => o.id !== final.id)].slice(
+    0,
+    MAX_OPERATION_HISTORY,
+  );
+  if (final.name === "CREATE" && final.state === "SUCCEEDED") delete pass.draft.createPending;
 }
 
 /** Move a finished operation from "in flight" to history; a still running one ends this reconcile. */
@@ -62,18 +74,15 @@ export function settleOperation<Spec extends ManagedSpecBase>(
       ),
     };
   }
+  if (progress.state === "unreadable") return { follow: current };
   // An operation that vanished from the lists (retention, a server that forgets) has an unknown outcome: it is
   // recorded as such, and the fresh observation that follows (notBefore) decides what became of the resource.
-  const final =
+  closeOperation(
+    pass,
     progress.state === "settled"
       ? { ...current, state: progress.operation.state, completedAt: progress.operation.completed_at }
-      : { ...current, state: UNKNOWN_OUTCOME, completedAt: new Date(progress.settledAt).toISOString() };
-  pass.draft.operation = final;
-  pass.draft.operations = [final, ...(pass.draft.operations ?? []).filter((o) => o.id !== final.id)].slice(
-    0,
-    MAX_OPERATION_HISTORY,
+      : { ...current, state: UNKNOWN_OUTCOME, completedAt: new Date(progress.settledAt).toISOString() },
   );
-  if (final.name === "CREATE" && final.state === "SUCCEEDED") delete pass.draft.createPending;
   if (progress.state === "settled" && progress.operation.state === "FAILED") {
     const message = failureText(progress.operation);
     pass.draft.lastError = message;

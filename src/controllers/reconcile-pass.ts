@@ -17,11 +17,16 @@ import type { ClaimIndex } from "./ownership.ts";
 
 export type Existing = Extract<Observation, { exists: true }>;
 
-/** Progress of a cloud operation as the per-credential trackers know it. */
+/**
+ * Progress of a cloud operation as the per-credential trackers know it. `vanished`: the server no longer knows
+ * the id (taken as done; the resource tells the rest). `unreadable`: this server cannot show operations of the
+ * family at all, so the resource itself must show when the operation is over.
+ */
 export type OperationProgress =
   | { state: "pending" }
   | { state: "settled"; operation: Operation; settledAt: number }
-  | { state: "vanished"; settledAt: number };
+  | { state: "vanished"; settledAt: number }
+  | { state: "unreadable"; settledAt: number };
 
 /** A working connection to the cloud for one object: credentials resolved, kind client bound. */
 export interface CloudConnection<Spec extends ManagedSpecBase> {
@@ -38,6 +43,12 @@ export interface CloudConnection<Spec extends ManagedSpecBase> {
   paymentProblem(signal: AbortSignal, options?: { fresh?: boolean }): Promise<string | undefined>;
   /** Where an operation stands; starts tracking it (waking `ownerKey` when it settles) if it is not yet. */
   operation(operationId: string, ownerKey: string): OperationProgress;
+  /**
+   * While following an operation the server cannot show: how long until this object's next look at its
+   * resource. Turns are spaced one poll interval apart per (account, family), so waiting costs at most one
+   * request per interval per family however many objects wait.
+   */
+  nextFollowTurnMs(): number;
   /**
    * The operation `name` the cloud lists for a resource since a moment (ms), if any: what became of an action
    * recorded before it was sent. Undefined when none shows (or the server cannot list them).
@@ -114,6 +125,11 @@ export interface ReconcileTiming {
   /** Requeue while waiting for a transition we did not start or for a dependency. */
   shortMs: number;
   dependencyMs: number;
+  /**
+   * How long an operation the server cannot show is followed through its resource before it is given up
+   * (then the resource is taken as it is: created again if absent, deleted again if present).
+   */
+  followTimeoutMs: number;
   /** How often a NameConflict is looked at again (the index also wakes it when the other object changes). */
   nameConflictRetryMs: number;
 }
@@ -125,6 +141,7 @@ export const DEFAULT_TIMING: ReconcileTiming = {
   createGraceMs: 30_000,
   shortMs: 2_000,
   dependencyMs: 30_000,
+  followTimeoutMs: 15 * 60_000,
   nameConflictRetryMs: 2 * 60_000,
 };
 

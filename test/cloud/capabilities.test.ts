@@ -48,6 +48,19 @@ describe("CapabilityRegistry", () => {
     });
   });
 
+  it("tells its listener once per change of state, not once per refused call", () => {
+    const changes: string[] = [];
+    const registry = new CapabilityRegistry({
+      onChange: (report) => changes.push(`${report.capability}:${report.state}`),
+    });
+    registry.record("network-delete", missing());
+    registry.refusal("network-delete", "DELETE", ROUTE);
+    registry.record("network-delete", missing());
+    registry.record("network-list", "supported");
+    registry.record("network-list", "supported");
+    expect(changes).toEqual(["network-delete:unsupported", "network-list:supported"]);
+  });
+
   it("does not take a 404 about a resource for a missing route", () => {
     const registry = new CapabilityRegistry();
     const gone = new CloudError({ kind: "http", status: 404, method: "GET", route: ROUTE, message: "not found" });

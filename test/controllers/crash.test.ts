@@ -96,6 +96,7 @@ function operator(simulator: RunningSimulator, kube: KubeAccess) {
         usingCachedCredentials: false,
         paymentProblem: (signal) => account.paymentProblem(signal),
         operation: (id, key) => account.operation("vm", id, key),
+        nextFollowTurnMs: () => account.nextFollowTurnMs("vm"),
       },
     }),
     timing: { operationFallbackMs: 20, shortMs: 20, createGraceMs: 500 },

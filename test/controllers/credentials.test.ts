@@ -98,8 +98,8 @@ describe("preconditions", () => {
     env = await startEnv();
     await env.apply("GpuVm", "paid", vmSpec());
     await env.waitReady("GpuVm", "paid");
-    // The Secret gets its in-use finalizer (a new resourceVersion rebuilds the account); then one more create
-    // leaves "payment method fine" in the account's cache.
+    // The Secret gets its in-use finalizer (a new resourceVersion, same credentials: the account stays); then one
+    // more create leaves "payment method fine" in the account's cache.
     const e = env;
     const finalizersOf = async () =>
       (await e.core.readNamespacedSecret({ namespace: NAMESPACE, name: "gpucloud-credentials" })).metadata

@@ -26,6 +26,8 @@ interface TestSpec extends ManagedSpecBase {
 }
 
 const NOW = Date.parse("2026-11-21T12:00:00Z");
+/** The wait the account gives an object following an operation the server cannot show. */
+const FOLLOW_TURN_MS = 1234;
 
 function operation(name: string, state = "IN_PROGRESS", result: unknown = null): Operation {
   return {
@@ -78,6 +80,8 @@ interface Row {
   reason: string;
   given: ManagedObject<TestSpec>;
   observe?: Observation;
+  /** What observe answers from its second call on (default: the same as the first). */
+  observeAfter?: Observation;
   create?: () => Promise<Mutation>;
   update?: Mutation;
   /** What the DELETE request does when sent (default: an operation in progress). */
@@ -99,6 +103,8 @@ interface Row {
   now?: number;
   want: {
     outcome: string;
+    /** The wait of a requeueAfter outcome, when the row cares. */
+    afterMs?: number;
     calls: string[];
     ready?: string;
     stalled?: string;
@@ -117,9 +123,26 @@ interface Row {
   };
 }
 
+/** An object whose operation `name` (started a minute before NOW unless told) is in flight. */
+function withOperation(
+  name: string,
+  extra: { deleting?: boolean; startedAt?: string; status?: ManagedStatusBase } = {},
+): ManagedObject<TestSpec> {
+  const startedAt = extra.startedAt ?? "2026-11-21T11:59:00Z";
+  return object({
+    finalizers: [FINALIZER],
+    ...(extra.deleting ? { deleting: true } : {}),
+    status: {
+      id: "res-1",
+      ...extra.status,
+      operation: { id: `op-${name.toLowerCase()}`, name, state: "IN_PROGRESS", startedAt },
+    },
+  });
+}
+
 const available: Observation = { exists: true, id: "res-1", ready: true, upToDate: true, atProvider: { state: "ok" } };
 
-function run(row: Row): Promise<{ outcome: string; harness: Harness }> {
+function run(row: Row): Promise<{ outcome: string; afterMs: number | undefined; harness: Harness }> {
   const harness: Harness = { calls: [], statuses: [], finalizerWrites: [], events: [], sequence: [], errors: [] };
   const stored = structuredClone(row.given);
   const kube: KubeAccess = {
@@ -141,7 +164,8 @@ function run(row: Row): Promise<{ outcome: string; harness: Harness }> {
     resolve: async () => ({ type: "ready" }),
     observe: async () => {
       harness.calls.push("observe");
-      return row.observe ?? { exists: false };
+      const first = harness.calls.filter((call) => call === "observe").length === 1;
+      return (first ? row.observe : (row.observeAfter ?? row.observe)) ?? { exists: false };
     },
     findByName: async () => {
       harness.calls.push("findByName");
@@ -184,6 +208,7 @@ function run(row: Row): Promise<{ outcome: string; harness: Harness }> {
     credentialsSource: "Secret ns/gpucloud-credentials (key apiKey)",
     paymentProblem: async () => row.paymentProblem,
     operation: () => row.progress ?? { state: "pending" },
+    nextFollowTurnMs: () => FOLLOW_TURN_MS,
     findOperation: async (_id, name) => {
       harness.calls.push(`findOperation ${name}`);
       return row.foundOperation;
@@ -209,13 +234,29 @@ function run(row: Row): Promise<{ outcome: string; harness: Harness }> {
   );
   return reconciler
     .reconcile({ namespace: "ns", name: "thing" }, { signal: new AbortController().signal, logger })
-    .then((outcome) => ({ outcome: outcome.type, harness }));
+    .then((outcome) => ({
+      outcome: outcome.type,
+      afterMs: outcome.type === "requeueAfter" ? outcome.ms : undefined,
+      harness,
+    }));
 }
 
 const conflict = () =>
   Promise.reject(new CloudError({ kind: "http", status: 409, message: "name used", method: "POST", route: "/x" }));
 const notFound = () =>
   Promise.reject(new CloudError({ kind: "http", status: 404, message: "gone", method: "DELETE", route: "/x" }));
+
+/** An endpoint beyond the spec that this server lacks (the network delete). */
+const unsupported = () =>
+  Promise.reject(
+    new CloudError({
+      kind: "unsupported",
+      status: 404,
+      message: "DELETE /projects/:projectId/vpc/networks/:networkId is not supported by this server (HTTP 404)",
+      method: "DELETE",
+      route: "/projects/:projectId/vpc/networks/:networkId",
+    }),
+  );
 
 /** A create in flight under an intent recorded a minute ago. */
 const createInFlight = (status: ManagedStatusBase = {}) =>
@@ -707,11 +748,122 @@ const rows: Row[] = [
     },
   },
   {
-    reason: "delete answered 404 means gone: the finalizer goes",
+    reason: "delete answered 404 means gone once a fresh read agrees: the finalizer goes",
+    given: object({ finalizers: [FINALIZER], deleting: true, status: { id: "res-1" } }),
+    observe: available,
+    observeAfter: { exists: false },
+    deleteSend: notFound,
+    want: { outcome: "done", calls: ["observe", "delete", "send DELETE", "observe"], finalizerWrites: [false] },
+  },
+  {
+    reason: "delete answered 404 while the resource is still there: the server cannot delete it (NotSupported)",
     given: object({ finalizers: [FINALIZER], deleting: true, status: { id: "res-1" } }),
     observe: available,
     deleteSend: notFound,
-    want: { outcome: "done", calls: ["observe", "delete", "send DELETE"], finalizerWrites: [false] },
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe", "delete", "send DELETE", "observe"],
+      finalizerWrites: [],
+      conditionReason: "NotSupported",
+      eventIncludes: "deletionPolicy: Orphan",
+    },
+  },
+  {
+    reason: "a CREATE the server cannot show is followed through the resource: absent, wait for the next turn",
+    given: withOperation("CREATE"),
+    progress: { state: "unreadable", settledAt: NOW },
+    want: {
+      outcome: "requeueAfter",
+      afterMs: FOLLOW_TURN_MS,
+      calls: ["observe"],
+      ready: "False",
+      conditionReason: "Creating",
+      lastStatus: {
+        operation: { id: "op-create", name: "CREATE", state: "IN_PROGRESS", startedAt: "2026-11-21T11:59:00Z" },
+      },
+    },
+  },
+  {
+    reason: "a CREATE the server cannot show is over when the resource appears: SUCCEEDED in history, Ready",
+    given: withOperation("CREATE", {
+      status: { createPending: { cloudName: "ns-thing", requestedAt: "2026-11-21T11:58:00Z" } },
+    }),
+    progress: { state: "unreadable", settledAt: NOW },
+    observe: available,
+    want: {
+      outcome: "done",
+      calls: ["observe"],
+      ready: "True",
+      conditionReason: "Available",
+      lastStatus: {
+        operation: {
+          id: "op-create",
+          name: "CREATE",
+          state: "SUCCEEDED",
+          startedAt: "2026-11-21T11:59:00Z",
+          completedAt: "2026-11-21T12:00:00Z",
+        },
+      },
+    },
+  },
+  {
+    reason:
+      "a CREATE the server cannot show that never appears is given up after followTimeoutMs (UNKNOWN: one create grace, then made again)",
+    given: object({
+      finalizers: [FINALIZER],
+      status: {
+        id: "res-1",
+        operation: { id: "op-old", name: "CREATE", state: "IN_PROGRESS", startedAt: "2026-11-21T11:40:00Z" },
+      },
+    }),
+    progress: { state: "unreadable", settledAt: NOW },
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe"],
+      lastStatus: { operation: { id: "op-old", name: "CREATE", state: "UNKNOWN" } },
+      conditionReason: "Creating",
+      eventIncludes: "did not show in the cloud resource within 15 min",
+    },
+  },
+  {
+    reason: "a DELETE the server cannot show waits while the resource is there, without deleting again",
+    given: withOperation("DELETE", { deleting: true }),
+    progress: { state: "unreadable", settledAt: NOW },
+    observe: available,
+    want: { outcome: "requeueAfter", afterMs: FOLLOW_TURN_MS, calls: ["observe"], conditionReason: "Deleting" },
+  },
+  {
+    reason: "a DELETE the server cannot show is over when the resource is gone: the finalizer goes",
+    given: withOperation("DELETE", { deleting: true }),
+    progress: { state: "unreadable", settledAt: NOW },
+    want: { outcome: "done", calls: ["observe"], finalizerWrites: [false] },
+  },
+  {
+    reason: "a RESIZE the server cannot show waits until the resource matches the spec",
+    given: withOperation("RESIZE"),
+    progress: { state: "unreadable", settledAt: NOW },
+    observe: { ...available, upToDate: false },
+    want: {
+      outcome: "requeueAfter",
+      afterMs: FOLLOW_TURN_MS,
+      calls: ["observe"],
+      conditionReason: "WaitingForOperation",
+    },
+  },
+  {
+    reason: "a delete this server does not have stalls NotSupported, says how to let go, and drops its intent",
+    given: object({ finalizers: [FINALIZER], deleting: true, status: { id: "res-1" } }),
+    observe: available,
+    deleteSend: unsupported,
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe", "delete", "send DELETE"],
+      finalizerWrites: [],
+      stalled: "True",
+      conditionReason: "NotSupported",
+      eventIncludes: "does not support deleting a network",
+      absent: ["actionPending"],
+    },
   },
   {
     reason: "a resource that reads as gone releases the object",
@@ -790,22 +942,20 @@ const rows: Row[] = [
 
 describe("ManagedReconciler", () => {
   it.each(rows)("$reason", async (row) => {
-    const { outcome, harness } = await run(row);
+    const { outcome, afterMs, harness } = await run(row);
     expect(outcome).toBe(row.want.outcome);
+    if (row.want.afterMs !== undefined) expect(afterMs).toBe(row.want.afterMs);
     expect(harness.calls).toEqual(row.want.calls);
     if (row.want.finalizerWrites) expect(harness.finalizerWrites).toEqual(row.want.finalizerWrites);
     const last = harness.statuses.at(-1);
-    if (row.want.ready !== undefined) {
-      expect(last?.conditions?.find((c) => c.type === "Ready")?.status).toBe(row.want.ready);
-    }
-    if (row.want.stalled !== undefined) {
-      expect(last?.conditions?.find((c) => c.type === "Stalled")?.status).toBe(row.want.stalled);
-    }
-    if (row.want.upToDate !== undefined) {
-      expect(last?.conditions?.find((c) => c.type === "UpToDate")?.status).toBe(row.want.upToDate);
-    }
-    if (row.want.reconciling !== undefined) {
-      expect(last?.conditions?.find((c) => c.type === "Reconciling")?.status).toBe(row.want.reconciling);
+    const wantedConditions = {
+      Ready: row.want.ready,
+      Stalled: row.want.stalled,
+      UpToDate: row.want.upToDate,
+      Reconciling: row.want.reconciling,
+    };
+    for (const [type, status] of Object.entries(wantedConditions)) {
+      if (status !== undefined) expect(last?.conditions?.find((c) => c.type === type)?.status, type).toBe(status);
     }
     if (row.want.conditionReason !== undefined) {
       expect(last?.conditions?.find((c) => c.type === "Ready")?.reason).toBe(row.want.conditionReason);
@@ -929,6 +1079,7 @@ describe("ManagedReconciler and a cache behind its own writes", () => {
           usingCachedCredentials: false,
           paymentProblem: async () => undefined,
           operation: () => ({ state: "pending" }),
+          nextFollowTurnMs: () => FOLLOW_TURN_MS,
         },
       }),
       now: () => NOW,

@@ -1,9 +1,10 @@
 // Table tests of the small pieces: error classification, snapshot coalescing, credential parsing, the index of
 // dependents.
+import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { CloudError } from "../../src/cloud/errors.ts";
 import { classify, ReconcileError } from "../../src/controllers/classify.ts";
-import { parseCredentialsSecret, type SecretLike } from "../../src/controllers/credentials.ts";
+import { CredentialStore, parseCredentialsSecret, type SecretLike } from "../../src/controllers/credentials.ts";
 import { DependencyIndex } from "../../src/controllers/dependency-index.ts";
 import { FamilySnapshot } from "../../src/controllers/snapshots.ts";
 import { KubeApiError } from "../../src/runtime/index.ts";
@@ -169,6 +170,46 @@ describe("parseCredentialsSecret", () => {
       expect(parsed.message).toMatch(message);
       expect(parsed.message).not.toContain("pw");
     }
+  });
+});
+
+describe("CredentialStore", () => {
+  it("keeps the account across a metadata-only change of its Secret, and builds a new one when a key changes", () => {
+    let secret: SecretLike = {
+      metadata: { namespace: "ns", name: "gpucloud-credentials", resourceVersion: "1" },
+      stringData: { email: "a@b", password: "pw-1", projectId: "p" },
+    };
+    const built: string[] = [];
+    const disposed: string[] = [];
+    const store = new CredentialStore<{ password: string }>({
+      secrets: { getSecret: () => secret },
+      defaultApiUrl: "http://cloud/v0.1",
+      logger: pino({ level: "silent" }),
+      build: (parsed) => {
+        const password = "password" in parsed.credentials ? parsed.credentials.password : "";
+        built.push(password);
+        return { password };
+      },
+      dispose: (account) => disposed.push(account.password),
+    });
+    const accountOf = () => {
+      const resolved = store.resolve("ns", undefined);
+      if (resolved.type !== "ok") throw new Error(resolved.message);
+      return resolved.handle.account;
+    };
+    const first = accountOf();
+    // The in-use finalizer is added: a new resourceVersion, the same credentials. What the account learned stays.
+    secret = { ...secret, metadata: { ...secret.metadata, resourceVersion: "2" } };
+    expect(accountOf()).toBe(first);
+    // The password is changed: a new account (a new client), the old one released.
+    secret = {
+      ...secret,
+      metadata: { ...secret.metadata, resourceVersion: "3" },
+      stringData: { email: "a@b", password: "pw-2", projectId: "p" },
+    };
+    expect(accountOf()).not.toBe(first);
+    expect(built).toEqual(["pw-1", "pw-2"]);
+    expect(disposed).toEqual(["pw-1"]);
   });
 });
 

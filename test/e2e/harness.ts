@@ -120,12 +120,15 @@ export async function startPlayground(options: {
   kube?: "double" | "real";
   /** The kubectl binary to drive it with; the one on PATH by default. */
   kubectl?: string;
+  /** The simulator's profile (`--profile`); the playground's default (contract) otherwise. */
+  profile?: "contract" | "seed-only";
 }): Promise<Playground> {
   const stateDir = options.stateDir ?? (await mkdtemp(path.join(tmpdir(), "gpuvm-e2e-")));
   const args = ["playground", "--port", "0", "--cloud-port", "0", "--metrics-port", "0", "--health-port", "0"];
   args.push("--state-dir", stateDir, "--latency-ms", String(options.latencyMs));
   if (options.withoutOperator === true) args.push("--without-operator");
   if (options.kube === "real") args.push("--kube", "real");
+  if (options.profile !== undefined) args.push("--profile", options.profile);
   const playground = new RunningProcess(args);
   try {
     await playground.waitForOutput(READY_LINE, 120_000);
