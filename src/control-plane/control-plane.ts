@@ -283,14 +283,32 @@ export async function installCrds(
     }
   }
   const deadline = Date.now() + timeoutMs;
-  for (const crd of crds) {
-    for (;;) {
-      const current = await kubeRequest(target, { path: `${base}/${crdName(crd)}` });
-      if (current.status === 200 && isEstablished(current.json)) break;
-      if (Date.now() > deadline) throw new ControlPlaneError(`CRD ${crdName(crd)} not Established in time`);
+  const waitFor = async (what: string, ready: () => Promise<boolean>): Promise<void> => {
+    while (!(await ready())) {
+      if (Date.now() > deadline) throw new ControlPlaneError(`${what}: not ready within ${timeoutMs} ms`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
+  };
+  for (const crd of crds) {
+    await waitFor(`CRD ${crdName(crd)} Established`, async () => {
+      const current = await kubeRequest(target, { path: `${base}/${crdName(crd)}` });
+      return current.status === 200 && isEstablished(current.json);
+    });
+    // Established is not serving: after a restart the resource's storage answers 429 "storage is (re)initializing"
+    // for a moment. Ready means a list of every served version answers.
+    for (const path of servedListPaths(crd)) {
+      await waitFor(`GET ${path}`, async () => (await kubeRequest(target, { path })).status === 200);
+    }
   }
+}
+
+function servedListPaths(crd: Record<string, unknown>): string[] {
+  const spec = isRecord(crd.spec) ? crd.spec : {};
+  const plural = isRecord(spec.names) ? spec.names.plural : undefined;
+  const versions = Array.isArray(spec.versions) ? spec.versions.filter(isRecord) : [];
+  return versions
+    .filter((version) => version.served === true && typeof version.name === "string")
+    .map((version) => `/apis/${String(spec.group)}/${String(version.name)}/${String(plural)}?limit=1`);
 }
 
 /** Compacts etcd up to its current revision (through its HTTP gateway); answers that revision. */
