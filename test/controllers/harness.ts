@@ -12,6 +12,7 @@ import {
 import { pino } from "pino";
 import { GROUP, VERSION } from "../../src/api/common.ts";
 import { type OperatorControllers, registerControllers } from "../../src/controllers/index.ts";
+import type { ReconcileTiming } from "../../src/controllers/managed-reconciler.ts";
 import { type RunningKubeDouble, startKubeDouble } from "../../src/kube-double/index.ts";
 import { defaultConfig, Manager, type OperatorConfig } from "../../src/runtime/index.ts";
 import { type RunningSimulator, type SimulatorOptions, startSimulator } from "../../src/simulator/index.ts";
@@ -25,6 +26,7 @@ const PLURALS: Record<string, string> = {
   GpuDisk: "gpudisks",
   GpuNetwork: "gpunetworks",
   GpuFirewallRule: "gpufirewallrules",
+  GpuVmPool: "gpuvmpools",
 };
 
 export interface Condition {
@@ -40,7 +42,10 @@ export interface ManagedView {
     generation?: number;
     finalizers?: string[];
     annotations?: Record<string, string>;
+    labels?: Record<string, string>;
     resourceVersion?: string;
+    deletionTimestamp?: string;
+    ownerReferences?: { kind: string; name: string; uid: string; controller?: boolean }[];
   };
   spec: Record<string, unknown>;
   status?: Record<string, unknown> & { conditions?: Condition[]; id?: string; observedGeneration?: number };
@@ -86,6 +91,8 @@ export interface EnvOptions {
   withoutCredentials?: boolean;
   /** Start the operator at once (default true). */
   start?: boolean;
+  /** Overrides of the reconcilers' timing on top of the harness's short ones. */
+  timing?: Partial<ReconcileTiming>;
 }
 
 export async function startEnv(options: EnvOptions = {}): Promise<Env> {
@@ -210,6 +217,7 @@ export async function startEnv(options: EnvOptions = {}): Promise<Env> {
           dependencyMs: 300,
           createGraceMs: 1000,
           terminalRetryMs: 60_000,
+          ...options.timing,
         },
       });
       await manager.start();
