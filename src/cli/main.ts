@@ -14,6 +14,10 @@ const COMMANDS: Record<string, { file: string; summary: string }> = {
     file: "./commands/kube-build.ts",
     summary: "build the real Kubernetes control plane for the tests and `playground --kube real` (needs Go)",
   },
+  chaos: {
+    file: "./commands/chaos.ts",
+    summary: "run the operator under faults, SIGKILLs and hostile tenants, and check its invariants",
+  },
 };
 
 function usage(): string {

@@ -6,6 +6,7 @@
 import type { Logger } from "pino";
 import { POOL_LABELS } from "../api/common.ts";
 import type { GpuVmPoolSpec, PoolSlot } from "../api/gpu-vm-pool.ts";
+import { isRecord } from "../util/is-record.ts";
 import type { ManagedObject } from "./external.ts";
 import type { Expectations } from "./pool-expectations.ts";
 import {
@@ -38,11 +39,22 @@ export interface MemberAccess {
   ): Promise<{ type: "written"; generation: number } | { type: "conflict" } | { type: "gone" }>;
 }
 
+/** A cheap look at an unparsed object: the pool's label, or an owner reference with the pool's uid. */
+function mayBelongTo(pool: PoolIdentity, raw: unknown): boolean {
+  const metadata = isRecord(raw) && isRecord(raw.metadata) ? raw.metadata : undefined;
+  if (metadata === undefined) return false;
+  if (isRecord(metadata.labels) && metadata.labels[POOL_LABELS.pool] === pool.name) return true;
+  const references = Array.isArray(metadata.ownerReferences) ? metadata.ownerReferences : [];
+  return references.some((reference) => isRecord(reference) && reference.uid === pool.uid);
+}
+
 /** The members of one kind that are this pool's, and the orphans wearing its label (a foreign one is skipped). */
 export function readMembers(access: MemberAccess, kind: MemberKind, pool: PoolIdentity) {
   const ours: Member[] = [];
   const orphans: Member[] = [];
   for (const raw of access.list(kind, pool.namespace)) {
+    // Only the pool's are parsed: a namespace may hold thousands of other GpuVms, and a pool passes often.
+    if (!mayBelongTo(pool, raw)) continue;
     const member = memberOf(raw);
     if (member === undefined) continue;
     const belonging = belongingOf(pool, member);

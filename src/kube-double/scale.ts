@@ -4,7 +4,7 @@
 // through the object's own update (schema, CEL, generation, resourceVersion precondition).
 import type { KubeApi, PatchOptions, WriteOptions } from "./api.ts";
 import { applyJsonBodyPatch } from "./patch.ts";
-import { ApiError, badRequest } from "./status.ts";
+import { ApiError, badRequest, type StatusCause } from "./status.ts";
 import { deepClone, isRecord, type JsonObject, type KubeObject, type ResourceType } from "./types.ts";
 
 /** A CRD version's `subresources.scale`. */
@@ -58,6 +58,33 @@ function write(object: JsonObject, path: string, value: unknown): void {
     node = next;
   }
   node[last] = value;
+}
+
+/**
+ * What kube-apiserver checks on every write of a resource with a scale subresource (ValidateScaleSpec and
+ * ValidateScaleStatus): both replicas fields, when set, are non-negative int32s. The field is the CRD's path as
+ * written (leading dot included), as the real server reports it.
+ */
+export function scaleCauses(type: ResourceType, object: KubeObject): StatusCause[] {
+  if (type.scale === undefined) return [];
+  const causes: StatusCause[] = [];
+  for (const path of [type.scale.specReplicasPath, type.scale.statusReplicasPath]) {
+    const value = read(object, path);
+    if (typeof value !== "number" || !Number.isInteger(value)) continue;
+    if (value < 0)
+      causes.push({
+        reason: "FieldValueInvalid",
+        field: path,
+        message: `Invalid value: ${value}: should be a non-negative integer`,
+      });
+    else if (value > 2 ** 31 - 1)
+      causes.push({
+        reason: "FieldValueInvalid",
+        field: path,
+        message: `Invalid value: ${value}: should be less than or equal to ${2 ** 31 - 1}`,
+      });
+  }
+  return causes;
 }
 
 function scalePaths(type: ResourceType): ScalePaths {

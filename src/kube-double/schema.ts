@@ -1,8 +1,10 @@
 // Custom resource schema handling like the apiextensions server: pruning of unknown fields (or a strict
 // decoding error), defaulting, OpenAPI validation with ajv and CEL `x-kubernetes-validations` rules.
+
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import addFormats from "ajv-formats";
 import { evaluateRule, referencesOldSelf } from "./cel.ts";
+import { scaleCauses } from "./scale.ts";
 import { badRequest, invalid, type StatusCause } from "./status.ts";
 import { deepClone, isRecord, type JsonSchema, type KubeObject, type ResourceType } from "./types.ts";
 
@@ -220,7 +222,7 @@ export function admitCustomResource(type: ResourceType, object: KubeObject, opti
   const outcome: CelOutcome = { causes: [], skipped: [] };
   checkRules(schema, object, options.old, "", outcome);
   for (const rule of outcome.skipped) options.onSkippedRule?.(rule);
-  causes.push(...outcome.causes);
+  causes.push(...outcome.causes, ...scaleCauses(type, object));
   if (causes.length > 0) throw invalid(type, name, causes);
 }
 

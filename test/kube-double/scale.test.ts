@@ -155,6 +155,17 @@ describe("the scale subresource", () => {
     const tooMany = await call("PUT", "/charlie/scale", { ...scale, spec: { replicas: 11 } });
     expect(tooMany.status).toBe(422);
     expect(JSON.stringify(tooMany.body)).toContain("spec.replicas");
+    // As kube-apiserver: the schema's cause and the scale subresource's own (field with the CRD's leading dot).
+    const negative = await call("PUT", "/charlie/scale", { ...scale, spec: { replicas: -1 } });
+    expect(negative.status).toBe(422);
+    expect((negative.body.details as { causes: { field: string; message: string }[] }).causes).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          field: ".spec.replicas",
+          message: "Invalid value: -1: should be a non-negative integer",
+        }),
+      ]),
+    );
     const wrongKind = await call("PUT", "/charlie/scale", { kind: "Crew", spec: { replicas: 2 } });
     expect(wrongKind.status).toBe(400);
     const put = await call("PUT", "/charlie/scale", { ...scale, spec: { replicas: 3 } });
