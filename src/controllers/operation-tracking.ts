@@ -3,25 +3,41 @@
 // waits on an operation: the trackers wake the key, and a fallback requeue covers lost wake-ups.
 import { MAX_OPERATION_HISTORY } from "../api/common.ts";
 import type { Operation } from "../cloud/wire.ts";
-import { REASON, type Verdict } from "./classify.ts";
+import { REASON, type Reason, type Verdict } from "./classify.ts";
 import type { ManagedSpecBase, OperationRecord } from "./external.ts";
 import { after, type CloudConnection, type Pass, verdict, wasReady } from "./reconcile-pass.ts";
 
-/** Put a just-started operation into the draft status and start tracking it. */
+/**
+ * Put a just-started operation into the draft status and start tracking it. `fields` are what the action
+ * served (status fields set once it succeeds).
+ */
 export function recordOperation<Spec extends ManagedSpecBase>(
   pass: Pass<Spec>,
   connection: CloudConnection<Spec>,
   operation: Operation,
+  fields?: Record<string, string>,
 ): void {
-  const recorded = {
+  const recorded: OperationRecord = {
     id: operation.operation_id,
     name: operation.metadata.operation_name,
     state: operation.state,
     ...(operation.started_at ? { startedAt: operation.started_at } : {}),
   };
-  pass.draft.operation = recorded;
+  pass.draft.operation = fields !== undefined ? { ...recorded, fields } : recorded;
   pass.draft.operations = [recorded, ...(pass.draft.operations ?? [])].slice(0, MAX_OPERATION_HISTORY);
   if (operation.state === "IN_PROGRESS") connection.operation(operation.operation_id, pass.key);
+  else applyOutcomeFields(pass, pass.draft.operation);
+}
+
+/**
+ * The fields an action served are set once it succeeded (or ended unseen: not knowing, it is not repeated);
+ * a FAILED one leaves them unset, so that what it was for is asked again.
+ */
+function applyOutcomeFields<Spec extends ManagedSpecBase>(pass: Pass<Spec>, operation: OperationRecord): void {
+  const { fields, ...rest } = operation;
+  if (fields === undefined) return;
+  if (operation.state === "SUCCEEDED" || operation.state === UNKNOWN_OUTCOME) Object.assign(pass.draft, fields);
+  if (operation.state !== "IN_PROGRESS") pass.draft.operation = rest;
 }
 
 /** `status.operation.state` of an operation that left the lists before anyone saw how it ended. */
@@ -45,7 +61,9 @@ export interface Settlement {
 /** Move the operation in flight to history in its final state. */
 export function closeOperation<Spec extends ManagedSpecBase>(pass: Pass<Spec>, final: OperationRecord): void {
   pass.draft.operation = final;
-  pass.draft.operations = [final, ...(pass.draft.operations ?? []).filter((o) => o.id !== final.id)].slice(
+  applyOutcomeFields(pass, final);
+  const { fields: _fields, ...history } = final;
+  pass.draft.operations = [history, ...(pass.draft.operations ?? []).filter((o) => o.id !== final.id)].slice(
     0,
     MAX_OPERATION_HISTORY,
   );
@@ -61,11 +79,17 @@ export function settleOperation<Spec extends ManagedSpecBase>(
   if (current === undefined || current.state !== "IN_PROGRESS") return {};
   const progress = connection.operation(current.id, pass.key);
   if (progress.state === "pending") {
+    // The pass that started the operation already said what is going on ("creating …", Reconciling=True): a
+    // pass woken meanwhile (our own writes coming back) keeps that story, so waiting costs no status write.
+    const conditions = pass.mr.status.conditions ?? [];
+    const said = conditions.find((c) => c.type === "Ready");
+    const progressing = conditions.some((c) => c.type === "Reconciling" && c.status === "True");
+    const keep = progressing && said !== undefined && said.observedGeneration === pass.mr.metadata.generation;
     const reason = current.name === "DELETE" ? REASON.Deleting : REASON.WaitingForOperation;
     return {
       verdict: verdict(
-        reason,
-        `waiting for ${current.name} operation ${current.id}`,
+        keep ? (said.reason as Reason) : reason,
+        keep ? said.message : `waiting for ${current.name} operation ${current.id}`,
         after(pass.services.timing.operationFallbackMs),
         {
           progressing: true,

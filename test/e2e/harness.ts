@@ -25,10 +25,11 @@ export class RunningProcess {
   #output = "";
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 
-  constructor(args: string[]) {
+  constructor(args: string[], env: Record<string, string> = {}) {
     this.child = spawn(process.execPath, [MAIN_SCRIPT, ...args], {
       cwd: REPO_ROOT,
       stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, ...env },
     });
     this.child.stdout?.on("data", (chunk: Buffer) => this.#append(chunk));
     this.child.stderr?.on("data", (chunk: Buffer) => this.#append(chunk));
@@ -105,8 +106,8 @@ export interface Playground {
   kubectl(...args: string[]): Promise<string>;
   customObjects: CustomObjectsApi;
   cloudGet(route: string): Promise<unknown>;
-  /** The operator command, as the playground would run it, with free ports. */
-  operatorArgs(): string[];
+  /** The operator command, as the playground would run it, with free ports (of one shard when given). */
+  operatorArgs(shard?: { index: number; count: number }): string[];
   /** Stops the playground (SIGTERM unless told) and removes its state directory unless kept. */
   close(options?: { signal?: NodeJS.Signals; keepState?: boolean }): Promise<{ code: number | null }>;
 }
@@ -120,6 +121,8 @@ export async function startPlayground(options: {
   kube?: "double" | "real";
   /** The kubectl binary to drive it with; the one on PATH by default. */
   kubectl?: string;
+  /** `--shards`: operators sharing the objects by hash, one Lease each. */
+  shards?: number;
   /** The simulator's profile (`--profile`); the playground's default (contract) otherwise. */
   profile?: "contract" | "seed-only";
 }): Promise<Playground> {
@@ -128,6 +131,7 @@ export async function startPlayground(options: {
   args.push("--state-dir", stateDir, "--latency-ms", String(options.latencyMs));
   if (options.withoutOperator === true) args.push("--without-operator");
   if (options.kube === "real") args.push("--kube", "real");
+  if (options.shards !== undefined) args.push("--shards", String(options.shards));
   if (options.profile !== undefined) args.push("--profile", options.profile);
   const playground = new RunningProcess(args);
   try {
@@ -168,13 +172,18 @@ export async function startPlayground(options: {
       if (!response.ok) throw new Error(`GET ${route}: HTTP ${response.status} ${await response.text()}`);
       return response.json();
     },
-    operatorArgs(): string[] {
+    operatorArgs(shard?: { index: number; count: number }): string[] {
+      // On the real control plane the operator runs as deploy/ installs it: its ServiceAccount's kubeconfig and
+      // its Lease(s) in deploy/'s namespace, as the playground itself starts it.
+      const real = options.kube === "real";
       return operatorArgs({
-        kubeconfigPath,
+        kubeconfigPath: real ? path.join(stateDir, "operator.kubeconfig") : kubeconfigPath,
         apiUrl: cloud.url,
         metricsPort: 0,
         healthPort: 0,
         latencyMs: options.latencyMs,
+        ...(real ? { leaderElectionNamespace: "gpuvm-system" } : {}),
+        ...(shard ? { shard } : {}),
       });
     },
     async close(closeOptions = {}): Promise<{ code: number | null }> {

@@ -88,6 +88,27 @@ describe("gpuvm-operator playground command line", () => {
     expect(args.slice(-3)).toEqual(["--leader-elect", "--leader-election-namespace", "gpuvm-system"]);
   });
 
+  it("runs shards on the real control plane with their Leases in the operator's namespace", () => {
+    const args = operatorArgs({
+      kubeconfigPath: "/tmp/pg/operator.kubeconfig",
+      apiUrl: "http://127.0.0.1:9/v0.1",
+      metricsPort: 0,
+      healthPort: 0,
+      latencyMs: 200,
+      leaderElectionNamespace: "gpuvm-system",
+      shard: { index: 1, count: 3 },
+    });
+    expect(args.slice(-7)).toEqual([
+      "--shard-count",
+      "3",
+      "--shard-index",
+      "1",
+      "--leader-elect",
+      "--leader-election-namespace",
+      "gpuvm-system",
+    ]);
+  });
+
   it("formats pino lines for people and passes other lines through", () => {
     const line = JSON.stringify({
       level: 30,
