@@ -5,7 +5,7 @@
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { expect, it } from "vitest";
-import { type CustomObject, eventually, listObjects } from "../e2e/harness.ts";
+import { type CustomObject, eventually, listCloud, listObjects } from "../e2e/harness.ts";
 import { describeJourney } from "../e2e/journey.ts";
 import { argocdHealth, kstatus } from "./peers.ts";
 import { auditedRequests, grantedPermissions, rbacVerdict } from "./rbac.ts";
@@ -119,6 +119,63 @@ describeJourney({
       await eventually("viewer-connection to be gone", async () => {
         const left = await pg.kubectl("get", "configmaps", "-n", "default", "-o", "name");
         return left.includes("configmap/viewer-connection") ? undefined : true;
+      });
+    });
+
+    it("scales a GpuVmPool with kubectl scale gpool/workers --replicas 5 (the CRD's scale subresource)", async () => {
+      // #15 on the real API server: kubectl of the same release goes through /scale, and the operator, under
+      // deploy/'s RBAC, creates the five child GpuVms (owned by the pool) and their cloud VMs.
+      const pg = playground();
+      const poolFile = "examples/05-gpu-vm-pool.yaml";
+      await pg.kubectl("apply", "-f", poolFile);
+      const readyReplicas = (replicas: number) =>
+        eventually(
+          `workers with ${replicas} Ready replicas`,
+          async () => {
+            const pool = (await listObjects(pg, "gpuvmpools")).find((object) => object.metadata.name === "workers");
+            const done =
+              pool !== undefined &&
+              pool.status?.observedGeneration === pool.metadata.generation &&
+              condition(pool, "Ready") === "True" &&
+              pool.status?.readyReplicas === replicas;
+            return done ? pool : undefined;
+          },
+          180_000,
+        );
+      await readyReplicas(2);
+      expect(await pg.kubectl("scale", "gpool/workers", "--replicas", "5")).toContain(
+        "gpuvmpool.gpucloud.dev/workers scaled",
+      );
+      const pool = await readyReplicas(5);
+      expect(pool.spec.replicas).toBe(5);
+      const scale = JSON.parse(
+        await pg.kubectl("get", "--raw", "/apis/gpucloud.dev/v1alpha1/namespaces/default/gpuvmpools/workers/scale"),
+      ) as { kind: string; spec: { replicas: number }; status: { replicas: number; selector: string } };
+      expect(scale).toMatchObject({
+        kind: "Scale",
+        spec: { replicas: 5 },
+        status: { replicas: 5, selector: "gpucloud.dev/pool=workers" },
+      });
+      const children = (await listObjects(pg, "gpuvms")).filter((vm) =>
+        (
+          vm.metadata as { ownerReferences?: { kind: string; name: string; controller?: boolean }[] }
+        ).ownerReferences?.some(
+          (owner) => owner.kind === "GpuVmPool" && owner.name === "workers" && owner.controller === true,
+        ),
+      );
+      expect(children).toHaveLength(5);
+      expect(children.every((vm) => condition(vm, "Ready") === "True")).toBe(true);
+      const selected = await pg.kubectl("get", "gvm", "-l", scale.status.selector, "-o", "name");
+      expect(selected.trim().split("\n").sort()).toEqual(
+        children.map((vm) => `gpuvm.gpucloud.dev/${vm.metadata.name}`).sort(),
+      );
+      const cloudVms = (await listCloud(pg, "vms")).filter((vm) => String(vm.name).startsWith("default-workers-"));
+      expect(cloudVms.map((vm) => vm.id).sort()).toEqual(children.map((vm) => vm.status?.id).sort());
+      await pg.kubectl("delete", "-f", poolFile, "--timeout=180s");
+      expect((await listObjects(pg, "gpuvms")).filter((vm) => vm.metadata.name.startsWith("workers-"))).toEqual([]);
+      await eventually("the pool's cloud VMs to be gone", async () => {
+        const left = (await listCloud(pg, "vms")).filter((vm) => String(vm.name).startsWith("default-workers-"));
+        return left.length === 0 ? true : undefined;
       });
     });
 
