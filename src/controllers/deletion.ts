@@ -71,7 +71,10 @@ export async function deleteResource<Spec extends ManagedSpecBase>(
   if (!observed.exists) return release(pass, "Normal", "cloud resource deleted");
   const blocker = connection.external.deleteBlocker?.(pass.mr, observed);
   if (blocker !== undefined) {
-    return verdict(REASON.WaitingForDependency, blocker, after(timing.shortMs * 5), { progressing: true });
+    // Looked at again either way: a blocker the user lifts is seen at the next look, and the deletion goes on.
+    return blocker.needsAction
+      ? verdict(REASON.InUse, blocker.message, after(timing.shortMs * 5), { stalled: true, event: "Warning" })
+      : verdict(REASON.WaitingForDependency, blocker.message, after(timing.shortMs * 5), { progressing: true });
   }
   if (observed.busy) {
     return verdict(REASON.Deleting, "waiting for the resource to settle before deleting", after(timing.shortMs), {

@@ -126,7 +126,12 @@ export async function mirror<Spec extends ManagedSpecBase>(
   );
   if (!observed.exists) {
     const what = pass.mr.spec.id ?? pass.cloudName;
-    return verdict(REASON.Observed, `no cloud resource ${what} to observe`, after(pass.services.timing.dependencyMs));
+    const missing = verdict(
+      REASON.Observed,
+      `no cloud resource ${what} to observe`,
+      after(pass.services.timing.dependencyMs),
+    );
+    return { ...missing, synced: false };
   }
   Object.assign(pass.draft, observed.atProvider);
   pass.draft.id = observed.id;

@@ -20,9 +20,12 @@ export function dataDisks(vm: Vm): { id: string; name: string; mode: string }[] 
 export function vmAtProvider(vm: Vm): Record<string, unknown> {
   const ip = vm.network_interfaces.flatMap((nic) => nic.ips)[0];
   const info = VM_TYPE_INFO[vm.type as VmType] as (typeof VM_TYPE_INFO)[VmType] | undefined;
+  const state = normalizeVmState(vm.state);
   return {
     cloudName: vm.name,
-    state: normalizeVmState(vm.state),
+    state,
+    // What the State column shows: RUNNING, as kubectl shows states, not the API's STATE_RUNNING.
+    printableState: state.replace(/^STATE_/, ""),
     type: vm.type,
     location: vm.location,
     ...(ip?.public_ipv4.address ? { publicIP: ip.public_ipv4.address } : {}),

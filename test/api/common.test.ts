@@ -22,11 +22,11 @@ describe("constants", () => {
       resetRequestedAt: "gpucloud.dev/reset-requested-at",
       syncPeriod: "gpucloud.dev/sync-period",
     });
-    expect(CONDITION_TYPES).toEqual(["Ready", "Reconciling", "Stalled", "UpToDate"]);
+    expect(CONDITION_TYPES).toEqual(["Ready", "Reconciling", "Stalled", "Synced", "UpToDate"]);
   });
 
   it("documents every reason with one line, and each reason is its own name", () => {
-    expect(Object.keys(REASONS)).toHaveLength(24);
+    expect(Object.keys(REASONS)).toHaveLength(27);
     for (const [key, reason] of Object.entries(REASONS)) {
       expect(reason).toBe(key);
       const description = REASON_DESCRIPTIONS[reason];

@@ -12,6 +12,7 @@ import {
 import { pino } from "pino";
 import { GROUP, VERSION } from "../../src/api/common.ts";
 import { type OperatorControllers, registerControllers } from "../../src/controllers/index.ts";
+import type { ReconcileTiming } from "../../src/controllers/managed-reconciler.ts";
 import { type RunningKubeDouble, startKubeDouble } from "../../src/kube-double/index.ts";
 import { defaultConfig, Manager, type OperatorConfig } from "../../src/runtime/index.ts";
 import { type RunningSimulator, type SimulatorOptions, startSimulator } from "../../src/simulator/index.ts";
@@ -86,6 +87,8 @@ export interface EnvOptions {
   withoutCredentials?: boolean;
   /** Start the operator at once (default true). */
   start?: boolean;
+  /** Reconciler timings over the harness's short ones (e.g. a long dependencyMs to see that a wake-up, not a requeue, moved an object). */
+  timing?: Partial<ReconcileTiming>;
 }
 
 export async function startEnv(options: EnvOptions = {}): Promise<Env> {
@@ -210,6 +213,7 @@ export async function startEnv(options: EnvOptions = {}): Promise<Env> {
           dependencyMs: 300,
           createGraceMs: 1000,
           terminalRetryMs: 60_000,
+          ...options.timing,
         },
       });
       await manager.start();
