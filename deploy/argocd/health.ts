@@ -37,7 +37,7 @@ export const HEALTH_RULES: readonly HealthRule[] = [
 /** Used when no rule matches. */
 export const FALLBACK_HEALTH: HealthAssessment = { status: "Progressing", message: "Waiting for Ready" };
 
-export const HEALTH_KINDS = ["GpuVm", "GpuDisk", "GpuNetwork", "GpuFirewallRule"] as const;
+export const HEALTH_KINDS = ["GpuVm", "GpuDisk", "GpuNetwork", "GpuFirewallRule", "GpuVmPool"] as const;
 export const HEALTH_GROUP = "gpucloud.dev";
 
 interface ConditionLike {
@@ -168,7 +168,7 @@ export function renderHealthLua(): string {
   return `${lines.join("\n")}\n`;
 }
 
-/** The argocd-cm patch that installs the script for the four kinds. */
+/** The argocd-cm patch that installs the script for the five kinds. */
 export function renderArgocdConfigMapPatch(): string {
   const script = renderHealthLua()
     .trimEnd()

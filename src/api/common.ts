@@ -17,6 +17,8 @@ export const ANNOTATIONS = {
   resetRequestedAt: "gpucloud.dev/reset-requested-at",
   /** A duration such as `5m`: how often a Ready object is checked for drift. */
   syncPeriod: "gpucloud.dev/sync-period",
+  /** `"true"` on a GpuVm of a GpuVmPool: removed first when the pool scales down. */
+  deleteFirst: "gpucloud.dev/delete-first",
 } as const;
 export const PAUSED_ANNOTATION = ANNOTATIONS.paused;
 export const RESET_ANNOTATION = ANNOTATIONS.resetRequestedAt;
@@ -37,6 +39,14 @@ export const SECRET_WATCH_SELECTOR = `${SECRET_WATCH_LABEL}=true`;
 /** Said wherever a Secret is not found: an unlabelled Secret is invisible to the operator. */
 export const SECRET_WATCH_HINT = `the operator reads only Secrets labelled ${SECRET_WATCH_SELECTOR}`;
 
+/** Labels a GpuVmPool puts on its GpuVms and GpuDisks: the pool's name (its selector) and the template revision. */
+export const POOL_LABELS = {
+  pool: "gpucloud.dev/pool",
+  revision: "gpucloud.dev/pool-revision",
+  /** On a pool's GpuDisk: the GpuVm it belongs to. */
+  member: "gpucloud.dev/pool-member",
+} as const;
+
 /** The Secret a resource uses when spec.credentialsRef is left out. */
 export const DEFAULT_CREDENTIALS_SECRET = "gpucloud-credentials";
 
@@ -55,6 +65,10 @@ export const REASONS = {
   Creating: "Creating",
   Updating: "Updating",
   Deleting: "Deleting",
+  Scaling: "Scaling",
+  RollingUpdate: "RollingUpdate",
+  ReplicaFailure: "ReplicaFailure",
+  Adopted: "Adopted",
   WaitingForOperation: "WaitingForOperation",
   WaitingForDependency: "WaitingForDependency",
   CapacityUnavailable: "CapacityUnavailable",
@@ -87,11 +101,19 @@ export const REASON_DESCRIPTIONS: Readonly<Record<Reason, string>> = {
   Creating: "The cloud resource is being created (create requested or its operation in progress).",
   Updating: "The cloud resource is being changed to match the spec (type, disks, power state, rules, size).",
   Deleting: "The object is being deleted and the cloud resource is being removed (or orphaned).",
+  Scaling: "GpuVmPool: replicas are being created or removed to reach spec.replicas.",
+  RollingUpdate:
+    "GpuVmPool: replicas are being replaced (create-only template fields changed) or changed in place, within " +
+    "maxUnavailable and maxSurge.",
+  ReplicaFailure: "GpuVmPool: a replica is Stalled for a reason other than capacity; its GpuVm says why.",
+  Adopted: "GpuVmPool: a GpuVm (or GpuDisk) matching the pool's selector without an owner was taken over.",
   WaitingForOperation: "A cloud operation is in progress; the operator polls it before doing anything else.",
   WaitingForDependency:
     "A referenced object (GpuDisk, GpuNetwork, GpuVm) is not Ready yet, or one being deleted still holds this " +
     "object (a VM detaching a disk); resolves itself.",
-  CapacityUnavailable: "No location in the list has capacity for the VM type right now; retried with backoff.",
+  CapacityUnavailable:
+    "No location in the list has capacity for the VM type right now; retried with backoff. On a GpuVmPool: some " +
+    "replicas cannot be placed in any of spec.placement.locations; the others run.",
   PaymentMethodRequired: "The organization has no valid payment method; resources cannot be created until it does.",
   CredentialsMissing: "The credentials Secret, or a key in it, does not exist.",
   CredentialsInvalid: "The cloud API rejected the credentials (401/403); fixed by updating the Secret.",
@@ -574,6 +596,15 @@ export interface KindInfo<
   specSchema: SpecSchema;
   statusSchema: StatusSchema;
   printerColumns: readonly PrinterColumn[];
+  /** The scale subresource (kubectl scale, HorizontalPodAutoscaler), for kinds that have replicas. */
+  scale?: ScaleSubresource;
+}
+
+/** JSON paths of the scale subresource: `.spec.replicas`, `.status.replicas` and a label-selector string. */
+export interface ScaleSubresource {
+  specReplicasPath: string;
+  statusReplicasPath: string;
+  labelSelectorPath?: string;
 }
 
 /** The apiVersion/kind/metadata envelope of a kind's object schema. */
@@ -596,8 +627,9 @@ export function defineKind<K extends string, Spec extends z.ZodType, Status exte
   spec: Spec;
   status: Status;
   printerColumns: readonly PrinterColumn[];
+  scale?: ScaleSubresource;
 }) {
-  const { kind, shortNames, description, spec, status, printerColumns } = options;
+  const { kind, shortNames, description, spec, status, printerColumns, scale } = options;
   const schema = z.object({ ...objectEnvelope(kind), spec, status: status.optional() });
   const singular = kind.toLowerCase();
   const info: KindInfo<typeof schema, Spec, Status> = {
@@ -612,6 +644,7 @@ export function defineKind<K extends string, Spec extends z.ZodType, Status exte
     specSchema: spec,
     statusSchema: status,
     printerColumns,
+    ...(scale !== undefined ? { scale } : {}),
   };
   return info;
 }

@@ -4,7 +4,7 @@
 import { stringify } from "yaml";
 import { z } from "zod";
 import { isRecord } from "../util/is-record.ts";
-import { API_VERSION, celString, GROUP, type KindInfo, VERSION } from "./common.ts";
+import { API_VERSION, celString, GROUP, type KindInfo, type ScaleSubresource, VERSION } from "./common.ts";
 import { KINDS } from "./kinds.ts";
 
 /** A JSON/OpenAPI schema node as the CRD carries it. */
@@ -154,7 +154,7 @@ export interface CustomResourceDefinition {
         priority?: number;
       }[];
       schema: { openAPIV3Schema: SchemaNode };
-      subresources: { status: Record<string, never> };
+      subresources: { status: Record<string, never>; scale?: ScaleSubresource };
     }[];
   };
 }
@@ -182,7 +182,7 @@ export function crdOf(info: KindInfo): CustomResourceDefinition {
           storage: true,
           additionalPrinterColumns: info.printerColumns.map((column) => ({ ...column })),
           schema: { openAPIV3Schema: openApiSchemaOf(info) },
-          subresources: { status: {} },
+          subresources: { status: {}, ...(info.scale !== undefined ? { scale: { ...info.scale } } : {}) },
         },
       ],
     },

@@ -37,7 +37,7 @@ function celGiB(expr: string): string {
   return `(int(${expr}.substring(0, ${expr}.size() - 3)) * (${expr}.endsWith('TiB') ? ${GIB_PER_TIB} : 1))`;
 }
 
-const SIZE_EXPECTED = "must be a whole number followed by GiB or TiB, such as 512GiB or 1TiB";
+export const SIZE_EXPECTED = "must be a whole number followed by GiB or TiB, such as 512GiB or 1TiB";
 
 /** A rule about the size, checked only on a well-formed size: a malformed one gets the format error alone. */
 function sizeRule(rule: string, message: string, ...sizes: string[]): CelRule {

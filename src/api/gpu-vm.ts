@@ -153,6 +153,32 @@ function isSet(value: unknown): boolean {
   return value !== undefined;
 }
 
+/**
+ * The zod twin of the one-of rules on location, SSH key and scripts. A GpuVmPool's template has neither a
+ * location (the placement gives it) nor an id: `withLocationAndId` is false there.
+ */
+export function refineVmInputs(
+  spec: Record<string, unknown>,
+  ctx: { addIssue(issue: { code: "custom"; path: string[]; message: string }): void },
+  withLocationAndId: boolean,
+): void {
+  const pairs: [string, string, boolean][] = [
+    ...(withLocationAndId ? [["location", "locations", false] as [string, string, boolean]] : []),
+    ["sshPublicKey", "sshPublicKeySecretRef", false],
+    ["startupScript", "startupScriptRef", true],
+    ["shutdownScript", "shutdownScriptRef", true],
+  ];
+  for (const [inline, reference, optional] of pairs) {
+    const count = countSet(spec, [inline, reference]);
+    if (count > 1)
+      ctx.addIssue({ code: "custom", path: [reference], message: `set ${inline} or ${reference}, not both` });
+    if (count === 0 && !optional && !isSet(spec.id)) {
+      const adopt = withLocationAndId ? " (or id to adopt an existing VM)" : "";
+      ctx.addIssue({ code: "custom", path: [inline], message: `set ${inline} or ${reference}${adopt}` });
+    }
+  }
+}
+
 export const GpuVmSpec = z
   .object({
     ...managedSpecShape,
@@ -231,27 +257,7 @@ export const GpuVmSpec = z
       }),
     connectionDetails: ConnectionDetails.optional(),
   })
-  .superRefine((spec, ctx) => {
-    const pairs: [string, string, boolean][] = [
-      ["location", "locations", false],
-      ["sshPublicKey", "sshPublicKeySecretRef", false],
-      ["startupScript", "startupScriptRef", true],
-      ["shutdownScript", "shutdownScriptRef", true],
-    ];
-    const fields: Record<string, unknown> = spec;
-    for (const [inline, reference, optional] of pairs) {
-      const count = countSet(fields, [inline, reference]);
-      if (count > 1)
-        ctx.addIssue({ code: "custom", path: [reference], message: `set ${inline} or ${reference}, not both` });
-      if (count === 0 && !optional && !isSet(spec.id)) {
-        ctx.addIssue({
-          code: "custom",
-          path: [inline],
-          message: `set ${inline} or ${reference} (or id to adopt an existing VM)`,
-        });
-      }
-    }
-  })
+  .superRefine((spec, ctx) => refineVmInputs(spec, ctx, true))
   .meta({ description: "Desired state of the VM.", "x-kubernetes-validations": specRules });
 export type GpuVmSpec = z.infer<typeof GpuVmSpec>;
 

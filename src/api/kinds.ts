@@ -4,8 +4,9 @@ import { gpuDiskKind } from "./gpu-disk.ts";
 import { gpuFirewallRuleKind } from "./gpu-firewall-rule.ts";
 import { gpuNetworkKind } from "./gpu-network.ts";
 import { gpuVmKind } from "./gpu-vm.ts";
+import { gpuVmPoolKind } from "./gpu-vm-pool.ts";
 
-export const KINDS: readonly KindInfo[] = [gpuVmKind, gpuDiskKind, gpuNetworkKind, gpuFirewallRuleKind];
+export const KINDS: readonly KindInfo[] = [gpuVmKind, gpuDiskKind, gpuNetworkKind, gpuFirewallRuleKind, gpuVmPoolKind];
 
 /** The kind descriptor by kind name (`GpuVm`), or undefined. */
 export function kindInfo(kind: string): KindInfo | undefined {

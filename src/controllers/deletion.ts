@@ -18,6 +18,7 @@ import {
   type CloudConnection,
   conflict,
   DONE,
+  type LifecyclePass,
   type Pass,
   RELEASED,
   type Step,
@@ -26,7 +27,7 @@ import {
 } from "./reconcile-pass.ts";
 
 /** Paused: no cloud call at all. Deleting a paused object releases it and says what was left behind. */
-export async function paused<Spec extends ManagedSpecBase>(pass: Pass<Spec>, deleting: boolean): Promise<Step> {
+export async function paused(pass: LifecyclePass, deleting: boolean): Promise<Step> {
   if (deleting) {
     const leftBehind = pass.mr.spec.deletionPolicy !== "Orphan" && pass.draft.id !== undefined;
     const note = leftBehind
@@ -46,11 +47,7 @@ export async function paused<Spec extends ManagedSpecBase>(pass: Pass<Spec>, del
 }
 
 /** Remove our finalizer (when held) and record why the object was let go. */
-export async function release<Spec extends ManagedSpecBase>(
-  pass: Pass<Spec>,
-  type: "Normal" | "Warning",
-  note: string,
-): Promise<Step> {
+export async function release(pass: LifecyclePass, type: "Normal" | "Warning", note: string): Promise<Step> {
   if (pass.mr.metadata.finalizers.includes(FINALIZER)) {
     // What the object wrote goes with it (its owner reference would have Kubernetes do it too).
     await pass.services.options.onReleased?.(pass.mr);

@@ -1,4 +1,4 @@
-// Wiring: the four managed controllers on the runtime's Manager, the credentials store and per-credential cloud
+// Wiring: the four managed controllers and the GpuVmPool controller on the runtime's Manager, the credentials store and per-credential cloud
 // accounts, the dependency index (a change of a target wakes its dependents), the credentials-in-use finalizer
 // on Secrets, and the operator's own metrics.
 import type { KubernetesObject } from "@kubernetes/client-node";
@@ -23,6 +23,7 @@ import { parseManaged } from "./kind-support.ts";
 import { type KubeAccess, ManagedReconciler, type ReconcileTiming } from "./managed-reconciler.ts";
 import { cloudOperationsSample, registerOperatorMetrics } from "./metrics.ts";
 import { ClaimIndex } from "./ownership.ts";
+import { POOL_RESOURCE, registerPoolController } from "./pool-controller.ts";
 import { CREDENTIALS_FINALIZER, SecretUsageReconciler } from "./secret-usage.ts";
 import { fitStatus } from "./status-limits.ts";
 
@@ -311,6 +312,25 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
       }
     }
   });
+
+  // GpuVmPools own GpuVms and GpuDisks: their controller writes Kubernetes objects only.
+  const poolInformer = manager.informerFor(POOL_RESOURCE);
+  const memberInformer = (kind: "GpuVm" | "GpuDisk") => {
+    const definition = kindByName.get(kind);
+    const informer = informers.get(kind);
+    if (definition === undefined || informer === undefined) throw new Error(`no informer for ${kind}`);
+    return { resource: resourceOf(definition), informer };
+  };
+  controllers.set(
+    "GpuVmPool",
+    registerPoolController(manager, {
+      kube: kubeAccessFor(manager, POOL_RESOURCE, (namespace, name) => poolInformer.get(namespace, name)),
+      informers: { GpuVm: memberInformer("GpuVm"), GpuDisk: memberInformer("GpuDisk") },
+      credentials,
+      timing: { ...options.timing },
+      ...(options.now ? { now: options.now } : {}),
+    }),
+  );
 
   registerOperatorMetrics(manager.metrics.registry, {
     kinds: MANAGED_KINDS.map((kind) => ({ kind: kind.kind, list: () => informers.get(kind.kind)?.list() ?? [] })),

@@ -16,10 +16,11 @@ import { classify, REASON, type Reason, TERMINAL_REASONS, type Verdict } from ".
 import { createAbsent } from "./creation.ts";
 import { deleteResource, paused, release } from "./deletion.ts";
 import { mirror, reconcileExisting } from "./existing-resource.ts";
-import type { ManagedObject, ManagedSpecBase, ManagedStatusBase, Observation, Outcome } from "./external.ts";
+import type { ManagedSpecBase, Observation, Outcome } from "./external.ts";
 import { handleFailedOperation } from "./operation-failures.ts";
 import { followOperation } from "./operation-following.ts";
 import { type Settlement, settleOperation } from "./operation-tracking.ts";
+import { GuardedWrites } from "./own-writes.ts";
 import { ClaimIndex, cloudNameFor } from "./ownership.ts";
 import {
   after,
@@ -27,7 +28,6 @@ import {
   conflict,
   DEFAULT_TIMING,
   DONE,
-  keyOf,
   type ManagedReconcilerOptions,
   type Pass,
   type PassServices,
@@ -37,7 +37,6 @@ import {
   type ReconcileTiming,
   type Step,
   verdict,
-  type WriteResult,
   withDraft,
 } from "./reconcile-pass.ts";
 import { finish } from "./status-building.ts";
@@ -56,23 +55,13 @@ export type {
 } from "./reconcile-pass.ts";
 export { formatKubeTime } from "./status-building.ts";
 
-/**
- * What our own writes did to one object: every resourceVersion they replaced and the one the last write made.
- * A pass can write several times (finalizer, create intent, final status), and the watch event of each write
- * wakes the key; a cache still at any replaced version has not seen all of our writes yet.
- */
-interface OwnWrites {
-  superseded: Set<string>;
-  last: string;
-}
-
 export class ManagedReconciler<Spec extends ManagedSpecBase> {
   readonly #options: ManagedReconcilerOptions<Spec>;
   readonly #timing: ReconcileTiming;
   readonly #now: () => number;
   readonly #services: PassServices<Spec>;
   /** key → the versions our writes replaced and the last one they made (to recognise a cache not caught up). */
-  readonly #ownWrites = new Map<string, OwnWrites>();
+  readonly #ownWrites: GuardedWrites;
   /** key → the sync-period annotation value last reported as raised to the floor (one Event per value). */
   readonly #raisedSyncPeriods = new Map<string, string>();
 
@@ -80,14 +69,15 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     this.#options = options;
     this.#timing = { ...DEFAULT_TIMING, ...options.timing };
     this.#now = options.now ?? Date.now;
+    this.#ownWrites = new GuardedWrites(options.kube, options.fitStatus);
     this.#services = {
       options,
       timing: this.#timing,
       now: () => this.#now(),
-      writeStatus: (mr, status) => this.#writeStatus(mr, status),
+      writeStatus: (mr, status) => this.#ownWrites.writeStatus(mr, status),
       fit: (status) => options.fitStatus?.(status) ?? [],
       sentActions: new Map(),
-      setFinalizer: (mr, present) => this.#setFinalizer(mr, present),
+      setFinalizer: (mr, present) => this.#ownWrites.setFinalizer(mr, present),
       claims: options.claims ?? new ClaimIndex(),
     };
   }
@@ -96,23 +86,20 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     const key = `${request.namespace}/${request.name}`;
     const raw = this.#options.kube.get(request.namespace, request.name);
     if (raw === undefined) {
-      this.#ownWrites.delete(key);
+      this.#ownWrites.forget(key);
       this.#raisedSyncPeriods.delete(key);
       return { type: "done" };
     }
     const parsed = this.#options.parse(raw);
     const cachedVersion = parsed.object?.metadata.resourceVersion ?? "";
-    const own = this.#ownWrites.get(key);
-    if (own?.superseded.has(cachedVersion)) {
+    const waitingFor = this.#ownWrites.behind(key, cachedVersion);
+    if (waitingFor !== undefined) {
       // The cache shows the object as it was before (or between) our last pass's writes: acting on it would
       // repeat work (a second POST, a 409, an adoption of our own create). The watch event of our last write
       // wakes the key; this is only the fallback.
-      ctx.logger.debug({ cachedVersion, waitingFor: own.last }, "cache behind our own write");
+      ctx.logger.debug({ cachedVersion, waitingFor }, "cache behind our own write");
       return after(this.#timing.shortMs * 5);
     }
-    // At our last version, or at a later one somebody else wrote (our writes are guarded by resourceVersion, so
-    // no foreign version falls between them): caught up.
-    this.#ownWrites.delete(key);
     return this.#reconcileParsed(parsed, key, ctx);
   }
 
@@ -136,33 +123,6 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
       );
     }
     return period.ms;
-  }
-
-  /** Status write through the guarded Kubernetes access; a success moves `mr` to the version it made. */
-  async #writeStatus(mr: ManagedObject, status: ManagedStatusBase): Promise<WriteResult> {
-    const problems = this.#options.fitStatus?.(status) ?? [];
-    if (problems.length > 0) return { type: "invalid", message: problems.join("; ") };
-    const written = await this.#options.kube.writeStatus(mr, status);
-    if (written.type === "written") this.#advance(mr, written.resourceVersion);
-    return written;
-  }
-
-  async #setFinalizer(mr: ManagedObject, present: boolean): Promise<WriteResult> {
-    const written = await this.#options.kube.setFinalizer(mr, present);
-    if (written.type === "written") this.#advance(mr, written.resourceVersion);
-    return written;
-  }
-
-  /** Remember that our write replaced the object's current version (see OwnWrites). */
-  #advance(mr: ManagedObject, version: string): void {
-    const from = mr.metadata.resourceVersion;
-    if (version === from) return; // "unchanged": nothing was written
-    const key = keyOf(mr);
-    const own = this.#ownWrites.get(key) ?? { superseded: new Set<string>(), last: version };
-    own.superseded.add(from);
-    own.last = version;
-    this.#ownWrites.set(key, own);
-    mr.metadata.resourceVersion = version;
   }
 
   async #reconcileParsed(
@@ -287,7 +247,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     }
     if (deleting) return deleteResource(pass, connection, observed);
     if (!holdsFinalizer) {
-      const written = await this.#setFinalizer(mr, true);
+      const written = await this.#ownWrites.setFinalizer(mr, true);
       if (written.type !== "written") return conflict();
     }
     if (!observed.exists) return createAbsent(pass, connection);

@@ -231,3 +231,17 @@ export function withDraft<Spec extends ManagedSpecBase>(
 export function wasReady(mr: ManagedObject): boolean {
   return mr.status.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
 }
+
+/**
+ * What the shared lifecycle steps that need no cloud (pause, release of the finalizer) use of a pass. A
+ * GpuVmPool's pass, which owns Kubernetes objects and no cloud resource, provides it too.
+ */
+export interface LifecyclePass {
+  mr: ManagedObject;
+  draft: ManagedStatusBase;
+  logger: Logger;
+  services: {
+    setFinalizer(mr: ManagedObject, present: boolean): Promise<WriteResult>;
+    options: { kube: Pick<KubeAccess, "event">; onReleased?(mr: ManagedObject): Promise<void> };
+  };
+}

@@ -35,7 +35,8 @@ export interface WriteOptions {
   strict: boolean;
   fieldManager: string | undefined;
   dryRun: boolean;
-  subresource: "status" | undefined;
+  /** `scale`: a write through /scale (see scale.ts); recorded as such in managedFields. */
+  subresource: "status" | "scale" | undefined;
 }
 
 export interface PatchOptions extends WriteOptions {

@@ -1,6 +1,6 @@
 // Patch formats: JSON merge patch (RFC 7386), JSON patch (RFC 6902, with `test`), and the merge used by
 // server-side apply.
-import { ApiError, badRequest } from "./status.ts";
+import { ApiError, badRequest, unsupportedMediaType } from "./status.ts";
 import { deepClone, deepEqual, isRecord } from "./types.ts";
 
 export function applyMergePatch(target: unknown, patch: unknown): unknown {
@@ -134,4 +134,29 @@ export function applyMerge(target: unknown, applied: unknown): unknown {
   const result: Record<string, unknown> = { ...target };
   for (const [key, value] of Object.entries(applied)) result[key] = applyMerge(result[key], value);
   return result;
+}
+
+/**
+ * A merge, JSON or (when `strategicAsMerge`: a built-in type whose fields are all plain) strategic merge patch
+ * applied to `target`; 400 for a body that is not JSON, 415 for another media type.
+ */
+export function applyJsonBodyPatch(
+  target: unknown,
+  contentType: string,
+  rawBody: string,
+  strategicAsMerge: boolean,
+): unknown {
+  const mediaType = contentType.split(";")[0]?.trim() ?? "";
+  let body: unknown;
+  try {
+    body = JSON.parse(rawBody);
+  } catch (error) {
+    throw badRequest(`the body of the patch is not valid JSON: ${(error as Error).message}`, undefined, {
+      cause: error,
+    });
+  }
+  if (mediaType === "application/merge-patch+json") return applyMergePatch(target, body);
+  if (mediaType === "application/json-patch+json") return applyJsonPatch(target, body);
+  if (mediaType === "application/strategic-merge-patch+json" && strategicAsMerge) return applyMergePatch(target, body);
+  throw unsupportedMediaType(contentType);
 }

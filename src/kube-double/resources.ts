@@ -1,5 +1,6 @@
 // The resources the double serves: a fixed set of built-in kinds plus one entry per served version of
 // every registered CustomResourceDefinition.
+import { scalePathsOf } from "./scale.ts";
 import { checkSchemaCompiles } from "./schema.ts";
 import type { StatusCause } from "./status.ts";
 import { isRecord, type JsonSchema, type KubeObject, type PrinterColumn, type ResourceType } from "./types.ts";
@@ -196,6 +197,15 @@ export function typesFromCrd(crd: KubeObject): { types: ResourceType[]; causes: 
     }
     if (version.served === false || group === undefined || plural === undefined || kind === undefined) return;
     const subresources = isRecord(version.subresources) ? version.subresources : {};
+    const scaleProblems: string[] = [];
+    const scale = scalePathsOf(subresources, scaleProblems);
+    for (const problem of scaleProblems) {
+      causes.push({
+        reason: "FieldValueInvalid",
+        message: `Invalid value: ${problem}`,
+        field: `spec.versions[${index}]`,
+      });
+    }
     types.push({
       group,
       version: versionName,
@@ -207,6 +217,7 @@ export function typesFromCrd(crd: KubeObject): { types: ResourceType[]; causes: 
       categories: strings(names.categories),
       namespaced: spec.scope === "Namespaced",
       statusSubresource: isRecord(subresources.status),
+      ...(scale !== undefined ? { scale } : {}),
       schema,
       printerColumns: printerColumnsOf(version.additionalPrinterColumns),
       custom: true,

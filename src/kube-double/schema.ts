@@ -1,8 +1,10 @@
 // Custom resource schema handling like the apiextensions server: pruning of unknown fields (or a strict
 // decoding error), defaulting, OpenAPI validation with ajv and CEL `x-kubernetes-validations` rules.
+
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import addFormats from "ajv-formats";
 import { evaluateExpression, evaluateRule, referencesOldSelf } from "./cel.ts";
+import { scaleCauses } from "./scale.ts";
 import { badRequest, invalid, type StatusCause } from "./status.ts";
 import { deepClone, isRecord, type JsonSchema, type KubeObject, type ResourceType } from "./types.ts";
 
@@ -315,6 +317,8 @@ export function admitCustomResource(type: ResourceType, object: KubeObject, opti
   const validate = validatorFor(schema);
   const causes: StatusCause[] = [];
   if (!validate(object)) causes.push(...(validate.errors ?? []).map((error) => causeFromAjv(error, object)));
+  // The scale checks run with the OpenAPI ones, before the API server decides whether CEL rules may run.
+  causes.push(...scaleCauses(type, object));
   if (causes.some((cause) => BLOCKING_REASONS.has(cause.reason))) {
     // As the API server: a wrong type, a missing field or a bound exceeded keeps the CEL rules from running.
     causes.push(RULES_NOT_CHECKED);

@@ -6,6 +6,7 @@ import type { DeleteOptions, KubeApi, ListOptions, WriteOptions } from "./api.ts
 import type { FaultState } from "./faults.ts";
 import { groupVersionDocument, rootDocument } from "./openapi.ts";
 import { decodeProtobufObject, isProtobuf } from "./protobuf.ts";
+import { getScale, patchScale, updateScale } from "./scale.ts";
 import { parseFieldSelector, parseLabelSelector } from "./selectors.ts";
 import { ApiError, badRequest, methodNotAllowed, unsupportedMediaType } from "./status.ts";
 import { columnDefinitions, tableRow, toTable, wantsTable } from "./table.ts";
@@ -101,6 +102,10 @@ interface ResourceRoute {
   watchPrefix: boolean;
 }
 
+function servesSubresource(type: ResourceType, subresource: string): boolean {
+  return (subresource === "status" && type.statusSubresource) || (subresource === "scale" && type.scale !== undefined);
+}
+
 export function createRequestHandler(deps: ServerDeps): (request: IncomingMessage, response: ServerResponse) => void {
   const { api, logger } = deps;
   const registry = api.registry;
@@ -182,6 +187,20 @@ export function createRequestHandler(deps: ServerDeps): (request: IncomingMessag
               },
             ]
           : []),
+        // kubectl scale and the HorizontalPodAutoscaler find the Scale's group and version here.
+        ...(type.scale !== undefined
+          ? [
+              {
+                name: `${type.plural}/scale`,
+                singularName: "",
+                namespaced: type.namespaced,
+                group: "autoscaling",
+                version: "v1",
+                kind: "Scale",
+                verbs: ["get", "patch", "update"],
+              },
+            ]
+          : []),
       ]),
     };
   };
@@ -203,8 +222,7 @@ export function createRequestHandler(deps: ServerDeps): (request: IncomingMessag
       if (type.namespaced && rest[1] !== undefined) throw notFound;
       result = { type, namespace: undefined, name: rest[1], subresource: rest[2], watchPrefix };
     }
-    if (result.subresource !== undefined && (result.subresource !== "status" || !result.type.statusSubresource))
-      throw notFound;
+    if (result.subresource !== undefined && !servesSubresource(result.type, result.subresource)) throw notFound;
     return result;
   };
 
@@ -304,6 +322,10 @@ export function createRequestHandler(deps: ServerDeps): (request: IncomingMessag
   ): Promise<void> => {
     const { type, namespace, subresource } = context.target;
     const query = context.query;
+    if (subresource === "scale") {
+      await serveScale(request, response, context, name);
+      return;
+    }
     let result: KubeObject;
     switch (request.method) {
       case "GET":
@@ -333,6 +355,37 @@ export function createRequestHandler(deps: ServerDeps): (request: IncomingMessag
         throw methodNotAllowed(`${request.method ?? ""} is not supported`);
     }
     respondWithObject(response, context, 200, result);
+  };
+
+  /** `/scale`: an autoscaling/v1 Scale in and out, never a Table. */
+  const serveScale = async (
+    request: IncomingMessage,
+    response: ServerResponse,
+    context: RequestContext,
+    name: string,
+  ): Promise<void> => {
+    const { type, namespace } = context.target;
+    const options = writeOptions(context.query, undefined);
+    switch (request.method) {
+      case "GET":
+        sendJson(response, 200, getScale(api, type, namespace, name));
+        return;
+      case "PUT":
+        sendJson(response, 200, updateScale(api, type, namespace, name, await readJsonBody(request), options));
+        return;
+      case "PATCH": {
+        const contentType = request.headers["content-type"] ?? "";
+        const body = await readBody(request);
+        sendJson(
+          response,
+          200,
+          patchScale(api, type, namespace, name, contentType, body, { ...options, force: false }),
+        );
+        return;
+      }
+      default:
+        throw methodNotAllowed(`${request.method ?? ""} is not supported on the scale subresource`);
+    }
   };
 
   const handleResource = async (

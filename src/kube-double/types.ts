@@ -63,6 +63,8 @@ export interface ResourceType {
   categories: string[];
   namespaced: boolean;
   statusSubresource: boolean;
+  /** The scale subresource's JSON paths, when the CRD enables it (see scale.ts). */
+  scale?: { specReplicasPath: string; statusReplicasPath: string; labelSelectorPath: string | undefined };
   /** Only custom resources carry a schema; built-ins are stored as sent. */
   schema: JsonSchema | undefined;
   printerColumns: PrinterColumn[];

@@ -110,6 +110,49 @@ export class KubeClient {
     });
   }
 
+  /** Creates a custom object; `exists` when an object of that name is there already (409 AlreadyExists). */
+  async createObject<T extends KubernetesObject>(
+    resource: KubeResource,
+    namespace: string,
+    body: T,
+  ): Promise<{ type: "created"; object: T } | { type: "exists" }> {
+    const { group, version, plural } = resource;
+    try {
+      const answer: unknown = resource.namespaced
+        ? await this.#custom.createNamespacedCustomObject({ group, version, plural, namespace, body })
+        : await this.#custom.createClusterCustomObject({ group, version, plural, body });
+      return { type: "created", object: answer as T };
+    } catch (error) {
+      if (statusOf(error) === 409) return { type: "exists" };
+      throw toKubeApiError(error, `create ${resourceId(resource)} ${namespace}/${body.metadata?.name ?? "?"}`);
+    }
+  }
+
+  /**
+   * Deletes a custom object (background propagation), only if it still has `uid`: `gone` when it does not
+   * exist, `conflict` when the name now belongs to another object.
+   */
+  async deleteObject(
+    resource: KubeResource,
+    namespace: string,
+    name: string,
+    uid?: string,
+  ): Promise<"deleted" | "gone" | "conflict"> {
+    const { group, version, plural } = resource;
+    const body = { propagationPolicy: "Background", ...(uid !== undefined ? { preconditions: { uid } } : {}) };
+    try {
+      if (resource.namespaced)
+        await this.#custom.deleteNamespacedCustomObject({ group, version, plural, namespace, name, body });
+      else await this.#custom.deleteClusterCustomObject({ group, version, plural, name, body });
+      return "deleted";
+    } catch (error) {
+      const status = statusOf(error);
+      if (status === 404) return "gone";
+      if (status === 409) return "conflict";
+      throw toKubeApiError(error, `delete ${resourceId(resource)} ${namespace}/${name}`);
+    }
+  }
+
   /** Reads a custom object straight from the API (bypassing the cache); undefined when it does not exist. */
   async getObject(resource: KubeResource, namespace: string, name: string): Promise<unknown> {
     const { group, version, plural } = resource;

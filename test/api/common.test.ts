@@ -21,12 +21,13 @@ describe("constants", () => {
       paused: "gpucloud.dev/paused",
       resetRequestedAt: "gpucloud.dev/reset-requested-at",
       syncPeriod: "gpucloud.dev/sync-period",
+      deleteFirst: "gpucloud.dev/delete-first",
     });
     expect(CONDITION_TYPES).toEqual(["Ready", "Reconciling", "Stalled", "Synced", "UpToDate"]);
   });
 
   it("documents every reason with one line, and each reason is its own name", () => {
-    expect(Object.keys(REASONS)).toHaveLength(27);
+    expect(Object.keys(REASONS)).toHaveLength(31);
     for (const [key, reason] of Object.entries(REASONS)) {
       expect(reason).toBe(key);
       const description = REASON_DESCRIPTIONS[reason];

@@ -34,6 +34,7 @@ describe("examples/", () => {
       "GpuFirewallRule/default/allow-ssh",
       "GpuNetwork/default/training-net",
       "GpuVm/default/trainer",
+      "GpuVmPool/default/workers",
     ]);
   });
 
@@ -154,6 +155,7 @@ describe("generate command", () => {
         "gpucloud.dev_gpudisks.yaml",
         "gpucloud.dev_gpufirewallrules.yaml",
         "gpucloud.dev_gpunetworks.yaml",
+        "gpucloud.dev_gpuvmpools.yaml",
         "gpucloud.dev_gpuvms.yaml",
       ]);
       expect(await generate(["--check", "--root", root])).toBe(0);
@@ -180,8 +182,8 @@ describe(".ci/check-manifests.ts", () => {
     const { stdout } = await promisify(execFile)(process.execPath, [join(ROOT, ".ci/check-manifests.ts")], {
       cwd: ROOT,
     });
-    expect(stdout).toMatch(/^ok {3}crds: 4 checked$/m);
-    expect(stdout).toMatch(/^ok {3}examples: 4 checked$/m);
+    expect(stdout).toMatch(/^ok {3}crds: 5 checked$/m);
+    expect(stdout).toMatch(/^ok {3}examples: 5 checked$/m);
     expect(stdout).toMatch(/^ok {3}invalid fixtures: \d+ checked$/m);
     expect(stdout).toContain("manifests: all checks passed");
   });

@@ -198,8 +198,8 @@ describe("whole objects as an informer delivers them", () => {
     expect(bad.error?.issues[0]?.path).toEqual(["spec", "size"]);
   });
 
-  it("KINDS lists the four kinds with their schemas", () => {
-    expect(KINDS.map((info) => info.kind)).toEqual(["GpuVm", "GpuDisk", "GpuNetwork", "GpuFirewallRule"]);
+  it("KINDS lists the five kinds with their schemas", () => {
+    expect(KINDS.map((info) => info.kind)).toEqual(["GpuVm", "GpuDisk", "GpuNetwork", "GpuFirewallRule", "GpuVmPool"]);
     expect(kindInfo("GpuVm")?.schema).toBe(GpuVm);
     expect(kindInfo("Pod")).toBeUndefined();
   });

@@ -26,6 +26,7 @@ const PLURALS: Record<string, string> = {
   GpuDisk: "gpudisks",
   GpuNetwork: "gpunetworks",
   GpuFirewallRule: "gpufirewallrules",
+  GpuVmPool: "gpuvmpools",
 };
 
 export interface Condition {
@@ -41,7 +42,10 @@ export interface ManagedView {
     generation?: number;
     finalizers?: string[];
     annotations?: Record<string, string>;
+    labels?: Record<string, string>;
     resourceVersion?: string;
+    deletionTimestamp?: string;
+    ownerReferences?: { kind: string; name: string; uid: string; controller?: boolean }[];
   };
   spec: Record<string, unknown>;
   status?: Record<string, unknown> & { conditions?: Condition[]; id?: string; observedGeneration?: number };

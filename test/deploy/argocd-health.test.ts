@@ -79,7 +79,7 @@ describe("Argo CD health (kstatus) for gpucloud.dev kinds", () => {
     },
   );
 
-  it("installs the same script for all four kinds in the argocd-cm patch", async () => {
+  it("installs the same script for every kind in the argocd-cm patch", async () => {
     const patch = parse(await readFile(path.join(ARGOCD_DIR, "argocd-cm-patch.yaml"), "utf8")) as {
       kind: string;
       metadata: { name: string };

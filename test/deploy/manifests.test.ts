@@ -29,7 +29,7 @@ const ALL_OPTIONAL_OBJECTS = [
   ...["replicaCount=2", "serviceMonitor.enabled=true", "prometheusRule.enabled=true"].flatMap((v) => ["--set", v]),
   ...["grafanaDashboard.enabled=true", "networkPolicy.enabled=true"].flatMap((v) => ["--set", v]),
 ];
-const EXPECTED_CRDS = ["gpuvms", "gpudisks", "gpunetworks", "gpufirewallrules"].map(
+const EXPECTED_CRDS = ["gpuvms", "gpudisks", "gpunetworks", "gpufirewallrules", "gpuvmpools"].map(
   (plural) => `${plural}.gpucloud.dev`,
 );
 
@@ -134,7 +134,7 @@ describe("Helm chart", () => {
     const manifests = await helmTemplate();
     expect(manifests.map((manifest) => manifest.kind).sort()).toEqual(
       [
-        ...Array(4).fill("CustomResourceDefinition"),
+        ...Array(5).fill("CustomResourceDefinition"),
         "ClusterRole",
         "ClusterRoleBinding",
         "Deployment",
@@ -166,7 +166,7 @@ describe("Helm chart", () => {
     expect(pod.nodeSelector).toEqual({ "kubernetes.io/os": "linux" });
   });
 
-  it("renders the four CRDs of crds/ as templates, kept on uninstall (crds.enabled, crds.keep)", async () => {
+  it("renders the five CRDs of crds/ as templates, kept on uninstall (crds.enabled, crds.keep)", async () => {
     const crds = (await helmTemplate()).filter((manifest) => manifest.kind === "CustomResourceDefinition");
     expect(crds.map((crd) => crd.metadata.name).sort()).toEqual([...EXPECTED_CRDS].sort());
     for (const file of await topLevelCrdFiles()) {
@@ -185,12 +185,9 @@ describe("Helm chart", () => {
     const notKept = (await helmTemplate("--set", "crds.keep=false")).filter(
       (m) => m.kind === "CustomResourceDefinition",
     );
-    expect(notKept.map((crd) => (crd.metadata as { annotations?: unknown }).annotations)).toEqual([
-      undefined,
-      undefined,
-      undefined,
-      undefined,
-    ]);
+    expect(notKept.map((crd) => (crd.metadata as { annotations?: unknown }).annotations)).toEqual(
+      Array(5).fill(undefined),
+    );
     const none = await helmTemplate("--set", "crds.enabled=false");
     expect(none.filter((manifest) => manifest.kind === "CustomResourceDefinition")).toEqual([]);
   });
@@ -523,10 +520,12 @@ const LEAST_PRIVILEGE = [
   "/configmaps: create delete get list patch watch",
   "/secrets: create delete get list patch watch",
   "events.k8s.io/events: create patch",
-  ...["gpudisks", "gpufirewallrules", "gpunetworks", "gpuvms"].flatMap((plural) => [
+  ...["gpudisks", "gpufirewallrules", "gpunetworks", "gpuvmpools", "gpuvms"].flatMap((plural) => [
     `gpucloud.dev/${plural}: list patch watch`,
     `gpucloud.dev/${plural}/status: patch`,
   ]),
+  // A GpuVmPool's replicas are GpuVms and GpuDisks the operator creates and deletes.
+  ...["gpudisks", "gpuvms"].map((plural) => `gpucloud.dev/${plural}: create delete`),
 ].sort();
 
 /** A Role's or ClusterRole's rules as "group/resource: verbs" lines, sorted. */

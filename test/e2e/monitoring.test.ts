@@ -84,7 +84,8 @@ describe("a live /metrics scrape", () => {
     );
     expect(text).toMatch(/^rest_client_requests_total\{code="200",method="GET",host="127\.0\.0\.1:\d+"\} \d+/m);
     expect(text).toMatch(
-      /^gpucloud_managed_resource_conditions\{namespace="default",kind="GpuVm",type="Ready",status="True",reason="Available"\} 1$/m,
+      // The trainer and the two replicas of the workers pool (examples/).
+      /^gpucloud_managed_resource_conditions\{namespace="default",kind="GpuVm",type="Ready",status="True",reason="Available"\} 3$/m,
     );
     expect(text).toMatch(/^gpucloud_operations_oldest_age_seconds\{family="vm"\} /m);
     expect(text).toContain("gpucloud_operator_ready 1");

@@ -45,8 +45,8 @@ async function admin(playground: Playground, method: string, path: string, body?
 }
 
 interface CloudState {
-  vms: { id: string }[];
-  disks: { id: string; size: string }[];
+  vms: { id: string; name: string }[];
+  disks: { id: string; name: string; size: string }[];
   networks: { id: string; name: string }[];
   firewallRules: { id: string; name: string }[];
 }
@@ -150,8 +150,18 @@ describe("seed-only profile: a cloud with only the spec's endpoints", () => {
     await playground.kubectl("apply", "-f", "examples/");
     await waitAllReady(playground);
     const cloud = await cloudState(playground);
-    expect(cloud.vms).toHaveLength(1);
-    expect(cloud.disks).toHaveLength(1);
+    // The trainer and its disk, and the two replicas of the workers pool with their scratch disks.
+    const names = (items: { name: string }[]) => items.map((item) => item.name).sort();
+    expect(names(cloud.vms)).toEqual([
+      "default-trainer",
+      expect.stringMatching(/^default-workers-/),
+      expect.stringMatching(/^default-workers-/),
+    ]);
+    expect(names(cloud.disks)).toEqual([
+      "default-datasets",
+      expect.stringMatching(/^default-workers-.*-scratch$/),
+      expect.stringMatching(/^default-workers-.*-scratch$/),
+    ]);
     expect(cloud.networks.filter((n) => n.name !== "default")).toHaveLength(1);
     expect(cloud.firewallRules).toHaveLength(1);
   });
@@ -160,13 +170,14 @@ describe("seed-only profile: a cloud with only the spec's endpoints", () => {
     const perMinute = await measureWhileWaiting(playground);
     for (const family of FAMILIES) expect(perMinute[family]).toBeGreaterThan(0);
     await waitAllReady(playground, 180_000);
-    const disk = (await cloudState(playground)).disks[0];
+    const disk = (await cloudState(playground)).disks.find((item) => item.name === "default-datasets");
     expect(disk?.size).toBe("2TiB");
   });
 
-  it("deletes the VM and the disk cleanly", async () => {
+  it("deletes the VMs and the disks cleanly (the pool's too)", async () => {
     await playground.kubectl("delete", "gvm/trainer", "--timeout=120s");
     await playground.kubectl("delete", "gpudisk/datasets", "--timeout=120s");
+    await playground.kubectl("delete", "gpool/workers", "--timeout=120s");
     const cloud = await cloudState(playground);
     expect(cloud.vms).toEqual([]);
     expect(cloud.disks).toEqual([]);

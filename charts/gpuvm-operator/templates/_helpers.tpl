@@ -52,12 +52,16 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{/* The operator's RBAC rules: a ClusterRole's (installScope cluster) or each watched namespace's Role's
      (installScope namespace). The same as deploy/rbac.yaml (test/deploy/manifests.test.ts compares them). */}}
 {{- define "gpuvm-operator.rbacRules" -}}
-# The four kinds: read through informers (list, watch), finalizers written with merge patches.
+# The five kinds: read through informers (list, watch), finalizers written with merge patches.
 - apiGroups: ["gpucloud.dev"]
-  resources: ["gpuvms", "gpudisks", "gpunetworks", "gpufirewallrules"]
+  resources: ["gpuvms", "gpudisks", "gpunetworks", "gpufirewallrules", "gpuvmpools"]
   verbs: ["list", "watch", "patch"]
+# A GpuVmPool's replicas: the operator creates and deletes their GpuVms and GpuDisks.
 - apiGroups: ["gpucloud.dev"]
-  resources: ["gpuvms/status", "gpudisks/status", "gpunetworks/status", "gpufirewallrules/status"]
+  resources: ["gpuvms", "gpudisks"]
+  verbs: ["create", "delete"]
+- apiGroups: ["gpucloud.dev"]
+  resources: ["gpuvms/status", "gpudisks/status", "gpunetworks/status", "gpufirewallrules/status", "gpuvmpools/status"]
   verbs: ["patch"]
 # Secrets: credentials and referenced keys are read (the cache holds only those labelled gpucloud.dev/watch=true);
 # written are only the connection-details Secrets a GpuVm owns (create, patch; delete when the GpuVm names another,

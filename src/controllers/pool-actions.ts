@@ -1,0 +1,192 @@
+// The writes a GpuVmPool makes to its members, after the pass's decisions are recorded in its status: adopt
+// orphans, create the GpuDisks and GpuVm of a slot, delete a replica (its disks as persistentDiskPolicy says),
+// change one in place, and let members go (deletionPolicy Orphan, retained disks). Every write is idempotent:
+// a create that finds the name taken, a delete that finds it gone, a patch that lost a race are all fine: the
+// next pass looks again.
+import type { Logger } from "pino";
+import { POOL_LABELS } from "../api/common.ts";
+import type { GpuVmPoolSpec, PoolSlot } from "../api/gpu-vm-pool.ts";
+import { isRecord } from "../util/is-record.ts";
+import type { ManagedObject } from "./external.ts";
+import type { Expectations } from "./pool-expectations.ts";
+import {
+  belongingOf,
+  controllerReference,
+  desiredDisks,
+  desiredVm,
+  type InPlaceChange,
+  type Member,
+  memberOf,
+  type PoolIdentity,
+} from "./pool-members.ts";
+import type { KubeAccess } from "./reconcile-pass.ts";
+
+export type MemberKind = "GpuVm" | "GpuDisk";
+
+/** Kubernetes access for a pool's members (adapted onto the runtime in pool-controller.ts; fakes in tests). */
+export interface MemberAccess {
+  /** Every object of the kind in the namespace, from the informer cache, unparsed. */
+  list(kind: MemberKind, namespace: string): unknown[];
+  create(kind: MemberKind, namespace: string, body: { metadata: { name: string } }): Promise<"created" | "exists">;
+  /** Delete if it still has `uid` (when given). */
+  delete(kind: MemberKind, namespace: string, name: string, uid?: string): Promise<"deleted" | "gone" | "conflict">;
+  /** Merge patch (a `metadata.resourceVersion` in it makes it conditional); the new generation when written. */
+  patch(
+    kind: MemberKind,
+    namespace: string,
+    name: string,
+    patch: Record<string, unknown>,
+  ): Promise<{ type: "written"; generation: number } | { type: "conflict" } | { type: "gone" }>;
+}
+
+/** A cheap look at an unparsed object: the pool's label, or an owner reference with the pool's uid. */
+function mayBelongTo(pool: PoolIdentity, raw: unknown): boolean {
+  const metadata = isRecord(raw) && isRecord(raw.metadata) ? raw.metadata : undefined;
+  if (metadata === undefined) return false;
+  if (isRecord(metadata.labels) && metadata.labels[POOL_LABELS.pool] === pool.name) return true;
+  const references = Array.isArray(metadata.ownerReferences) ? metadata.ownerReferences : [];
+  return references.some((reference) => isRecord(reference) && reference.uid === pool.uid);
+}
+
+/** The members of one kind that are this pool's, and the orphans wearing its label (a foreign one is skipped). */
+export function readMembers(access: MemberAccess, kind: MemberKind, pool: PoolIdentity) {
+  const ours: Member[] = [];
+  const orphans: Member[] = [];
+  for (const raw of access.list(kind, pool.namespace)) {
+    // Only the pool's are parsed: a namespace may hold thousands of other GpuVms, and a pool passes often.
+    if (!mayBelongTo(pool, raw)) continue;
+    const member = memberOf(raw);
+    if (member === undefined) continue;
+    const belonging = belongingOf(pool, member);
+    if (belonging === "ours") ours.push(member);
+    else if (belonging === "orphan" && member.deletionTimestamp === undefined) orphans.push(member);
+  }
+  return { ours, orphans, all: [...ours, ...orphans] };
+}
+
+/** A pool's GpuDisks by the replica (GpuVm) they belong to. */
+export function disksByReplica(disks: readonly Member[]): Map<string, Member[]> {
+  const byVm = new Map<string, Member[]>();
+  for (const disk of disks) {
+    const vm = disk.labels[POOL_LABELS.member];
+    if (vm !== undefined) byVm.set(vm, [...(byVm.get(vm) ?? []), disk]);
+  }
+  return byVm;
+}
+
+/** What the writes of one pass need. */
+export interface ActionContext {
+  members: MemberAccess;
+  event: KubeAccess["event"];
+  mr: ManagedObject;
+  pool: PoolIdentity;
+  spec: GpuVmPoolSpec;
+  key: string;
+  expectations: Expectations;
+  logger: Logger;
+}
+
+function withoutOurReference(pool: PoolIdentity, member: Member) {
+  return member.ownerReferences.filter((reference) => reference.uid !== pool.uid);
+}
+
+/** Take over GpuVms and GpuDisks that wear the pool's label and have no controller. */
+export async function adopt(context: ActionContext, kind: MemberKind, orphans: readonly Member[]): Promise<void> {
+  for (const orphan of orphans) {
+    const patch = {
+      metadata: {
+        resourceVersion: orphan.resourceVersion,
+        ownerReferences: [...orphan.ownerReferences, controllerReference(context.pool)],
+      },
+    };
+    const written = await context.members.patch(kind, context.pool.namespace, orphan.name, patch);
+    if (written.type === "written") {
+      context.event(context.mr, "Normal", "Adopted", `adopted ${kind} ${orphan.name}`);
+    }
+  }
+}
+
+/** Create what a slot lacks: its GpuDisks first (the GpuVm waits for them), then its GpuVm. */
+export async function createSlot(
+  context: ActionContext,
+  slot: PoolSlot,
+  existingDisks: ReadonlySet<string>,
+  note: string,
+): Promise<void> {
+  const { members, pool } = context;
+  for (const disk of desiredDisks(pool, context.spec, slot)) {
+    if (!existingDisks.has(disk.metadata.name)) await members.create("GpuDisk", pool.namespace, disk);
+  }
+  const created = await members.create("GpuVm", pool.namespace, desiredVm(pool, context.spec, slot));
+  context.expectations.created(context.key, slot.name);
+  if (created === "created") {
+    context.logger.info({ replica: slot.name, location: slot.location }, "replica created");
+    context.event(context.mr, "Normal", "Scaling", note);
+  }
+}
+
+/** Delete a replica's GpuVm (only the one we saw) and handle its disks. */
+export async function removeReplica(
+  context: ActionContext,
+  vm: Member | undefined,
+  disks: readonly Member[],
+  reason: string,
+  note: string,
+): Promise<void> {
+  const { members, pool } = context;
+  if (vm !== undefined && vm.deletionTimestamp === undefined) {
+    const result = await members.delete("GpuVm", pool.namespace, vm.name, vm.uid);
+    if (result === "deleted") context.expectations.deleted(context.key, vm.name, vm.uid);
+    context.logger.info({ replica: vm.name, result }, "replica removed");
+    context.event(context.mr, reason === "CapacityUnavailable" ? "Warning" : "Normal", reason, note);
+  }
+  await letDisksGo(context, disks);
+}
+
+/** A replica's disks when the replica goes: deleted, or (Retain) released without owner and pool label. */
+export async function letDisksGo(context: ActionContext, disks: readonly Member[]): Promise<void> {
+  const { members, pool } = context;
+  for (const disk of disks) {
+    if (disk.deletionTimestamp !== undefined) continue;
+    if (context.spec.persistentDiskPolicy === "Delete") {
+      await members.delete("GpuDisk", pool.namespace, disk.name, disk.uid);
+      continue;
+    }
+    const patch = {
+      metadata: {
+        resourceVersion: disk.resourceVersion,
+        ownerReferences: withoutOurReference(pool, disk),
+        labels: { [POOL_LABELS.pool]: null },
+      },
+    };
+    const written = await members.patch("GpuDisk", pool.namespace, disk.name, patch);
+    if (written.type === "written") {
+      context.event(context.mr, "Normal", "Scaling", `kept GpuDisk ${disk.name} (persistentDiskPolicy Retain)`);
+    }
+  }
+}
+
+/** Apply a template change to a replica in place. */
+export async function changeReplica(context: ActionContext, vm: Member, change: InPlaceChange): Promise<void> {
+  const patch = {
+    ...change.patch,
+    metadata: { ...change.patch.metadata, resourceVersion: vm.resourceVersion },
+  };
+  const written = await context.members.patch("GpuVm", context.pool.namespace, vm.name, patch);
+  if (written.type !== "written") return;
+  if (written.generation > vm.generation) context.expectations.changed(context.key, vm.name, written.generation);
+  context.event(context.mr, "Normal", "RollingUpdate", `changing ${vm.name} in place: ${change.summary}`);
+}
+
+/** deletionPolicy Orphan: remove the pool's owner reference from each member; false when one lost a race. */
+export async function orphanMembers(context: ActionContext, kind: MemberKind, owned: readonly Member[]) {
+  let complete = true;
+  for (const member of owned) {
+    const patch = {
+      metadata: { resourceVersion: member.resourceVersion, ownerReferences: withoutOurReference(context.pool, member) },
+    };
+    const written = await context.members.patch(kind, context.pool.namespace, member.name, patch);
+    if (written.type === "conflict") complete = false;
+  }
+  return complete;
+}

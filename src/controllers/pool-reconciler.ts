@@ -1,0 +1,439 @@
+// The GpuVmPool lifecycle. A pool owns Kubernetes objects (its GpuVms and GpuDisks), never a cloud resource: the
+// GpuVm controller does the cloud work of each replica. Order: read (a cache behind our own write waits) → invalid
+// spec? → paused? → deleting (delete or orphan the members, then release) → finalizer → the members as the caches
+// show them → adopt orphans → capacity → plan (pool-rollout.ts) → place new replicas (pool-placement.ts) → record
+// the slots and the verdict in status → only then create, delete and change members (pool-actions.ts).
+// Shared with the managed kinds: parsing, the finalizer, pause and release (deletion.ts), the verdict and its
+// conditions (status-building.ts), error classification (classify.ts), our-own-writes tracking (own-writes.ts).
+import { isDeepStrictEqual } from "node:util";
+import { ANNOTATIONS, FINALIZER, POOL_LABELS } from "../api/common.ts";
+import {
+  GpuVmPoolSpec,
+  GpuVmPoolStatus,
+  MAX_POOL_NAME_LENGTH,
+  POOL_SUFFIX_LENGTH,
+  type PoolSlot,
+} from "../api/gpu-vm-pool.ts";
+import { classify, REASON, type Verdict } from "./classify.ts";
+import { paused } from "./deletion.ts";
+import type { ManagedObject, ManagedStatusBase, Outcome } from "./external.ts";
+import { parseManaged } from "./kind-support.ts";
+import { GuardedWrites } from "./own-writes.ts";
+import {
+  type ActionContext,
+  adopt,
+  changeReplica,
+  createSlot,
+  disksByReplica,
+  letDisksGo,
+  type MemberAccess,
+  readMembers,
+  removeReplica,
+} from "./pool-actions.ts";
+import { deletePool } from "./pool-deletion.ts";
+import { Expectations } from "./pool-expectations.ts";
+import {
+  deleteFirst,
+  hasCapacityFailure,
+  inPlaceChangeOf,
+  isMemberReady,
+  type Member,
+  memberLocation,
+  replicaFailureOf,
+  revisionOf,
+  selectorOf,
+} from "./pool-members.ts";
+import { CapacityMemory, placeReplicas } from "./pool-placement.ts";
+import { type PoolPlan, planPool, type SlotState } from "./pool-rollout.ts";
+import { countsOf, type PoolPicture, poolVerdict } from "./pool-status.ts";
+import {
+  after,
+  conflict,
+  DEFAULT_TIMING,
+  DONE,
+  type KubeAccess,
+  keyOf,
+  type LifecyclePass,
+  RELEASED,
+  type ReconcileContext,
+  type ReconcileRequest,
+  type ReconcileTiming,
+  type Step,
+  verdict,
+} from "./reconcile-pass.ts";
+import { applyVerdict, formatKubeTime, intentRefused } from "./status-building.ts";
+
+type Pool = ManagedObject<GpuVmPoolSpec>;
+
+export interface PoolReconcilerOptions {
+  /** The pools (get from the cache, guarded status and finalizer writes, events). */
+  kube: KubeAccess;
+  members: MemberAccess;
+  /** Whether `location` can take a VM of `type` now (the cloud's availability endpoint); undefined when unknown. */
+  availability(pool: Pool, type: string, location: string, signal: AbortSignal): Promise<boolean | undefined>;
+  timing?: Partial<ReconcileTiming>;
+  now?: () => number;
+  /** The suffix of a new replica's name (random by default; tests pass a counter). */
+  suffix?: () => string;
+}
+
+const SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789";
+
+function randomSuffix(): string {
+  let suffix = "";
+  for (let index = 0; index < POOL_SUFFIX_LENGTH; index++) {
+    suffix += SUFFIX_ALPHABET[Math.floor(Math.random() * SUFFIX_ALPHABET.length)];
+  }
+  return suffix;
+}
+
+export class PoolReconciler {
+  readonly #options: PoolReconcilerOptions;
+  readonly #timing: ReconcileTiming;
+  readonly #now: () => number;
+  readonly #writes: GuardedWrites;
+  readonly #expectations: Expectations;
+  readonly #capacity: CapacityMemory;
+
+  constructor(options: PoolReconcilerOptions) {
+    this.#options = options;
+    this.#timing = { ...DEFAULT_TIMING, ...options.timing };
+    this.#now = options.now ?? Date.now;
+    this.#writes = new GuardedWrites(options.kube);
+    this.#expectations = new Expectations(this.#now);
+    this.#capacity = new CapacityMemory(this.#now);
+  }
+
+  async reconcile(request: ReconcileRequest, ctx: ReconcileContext): Promise<Outcome> {
+    const key = `${request.namespace}/${request.name}`;
+    const raw = this.#options.kube.get(request.namespace, request.name);
+    if (raw === undefined) {
+      this.#writes.forget(key);
+      this.#expectations.forget(key);
+      this.#capacity.forget(key);
+      return DONE;
+    }
+    const parsed = parseManaged(raw, GpuVmPoolSpec, GpuVmPoolStatus);
+    const waitingFor = this.#writes.behind(key, parsed.object?.metadata.resourceVersion ?? "");
+    if (waitingFor !== undefined) {
+      ctx.logger.debug({ waitingFor }, "cache behind our own write");
+      return after(this.#timing.shortMs * 5);
+    }
+    if (!parsed.ok) {
+      if (parsed.object === undefined) return { type: "terminal", error: new Error(parsed.message) };
+      const invalid = verdict(REASON.InvalidSpec, parsed.message, DONE, { stalled: true, event: "Warning" });
+      const previous = parsed.object.status.conditions?.find((c) => c.type === "Ready");
+      return this.#finish(parsed.object, structuredClone(parsed.object.status), invalid, ctx, previous);
+    }
+    const mr = parsed.object;
+    const previousReady = mr.status.conditions?.find((c) => c.type === "Ready");
+    const pass: LifecyclePass = {
+      mr,
+      draft: structuredClone(mr.status),
+      logger: ctx.logger,
+      services: {
+        setFinalizer: (object, present) => this.#writes.setFinalizer(object, present),
+        options: { kube: this.#options.kube },
+      },
+    };
+    let step: Step;
+    try {
+      step = await this.#lifecycle(mr, pass, ctx);
+    } catch (error) {
+      step = classify(error);
+      ctx.logger.debug({ err: error, reason: step.reason }, "pool reconcile failed");
+    }
+    if (step === RELEASED) return DONE;
+    return this.#finish(mr, pass.draft, step, ctx, previousReady);
+  }
+
+  async #lifecycle(mr: Pool, pass: LifecyclePass, ctx: ReconcileContext): Promise<Step> {
+    const deleting = mr.metadata.deletionTimestamp !== undefined;
+    const holdsFinalizer = mr.metadata.finalizers.includes(FINALIZER);
+    if (deleting && !holdsFinalizer) return RELEASED;
+    if (mr.metadata.annotations[ANNOTATIONS.paused] === "true") return paused(pass, deleting);
+    const context = this.#context(mr, ctx);
+    if (deleting) {
+      return deletePool(context, pass, { shortMs: this.#timing.shortMs });
+    }
+    if (mr.metadata.name.length > MAX_POOL_NAME_LENGTH) {
+      const message = `the pool's name is longer than ${MAX_POOL_NAME_LENGTH} characters (its replicas' names and its label would not fit)`;
+      return verdict(REASON.InvalidSpec, message, DONE, { stalled: true, event: "Warning" });
+    }
+    if (!holdsFinalizer) {
+      const written = await this.#writes.setFinalizer(mr, true);
+      if (written.type !== "written") return conflict();
+    }
+    return this.#converge(context, pass, ctx.signal);
+  }
+
+  #context(mr: Pool, ctx: ReconcileContext): ActionContext {
+    return {
+      members: this.#options.members,
+      event: (object, type, reason, note) => this.#options.kube.event(object, type, reason, note),
+      mr,
+      pool: { namespace: mr.metadata.namespace, name: mr.metadata.name, uid: mr.metadata.uid },
+      spec: mr.spec,
+      key: keyOf(mr),
+      expectations: this.#expectations,
+      logger: ctx.logger,
+    };
+  }
+
+  /** Observe the members, plan, record the slots (write-ahead), then act. */
+  async #converge(context: ActionContext, pass: LifecyclePass, signal: AbortSignal): Promise<Verdict> {
+    const { spec, pool, key } = context;
+    const vms = readMembers(context.members, "GpuVm", pool);
+    const disks = readMembers(context.members, "GpuDisk", pool);
+    const byName = new Map(vms.all.map((vm) => [vm.name, vm]));
+    this.#expectations.observe(key, byName);
+    // Being deleted: as the cache shows it, or deleted by us and not shown so yet.
+    const terminating = vms.ours.filter(
+      (vm) => vm.deletionTimestamp !== undefined || this.#expectations.isDeleting(key, vm.name),
+    );
+    const live = new Map(
+      vms.all
+        .filter((vm) => vm.deletionTimestamp === undefined && !this.#expectations.isDeleting(key, vm.name))
+        .map((vm) => [vm.name, vm]),
+    );
+    const recorded = GpuVmPoolStatus.safeParse(pass.draft).data?.slots ?? [];
+    const gone = new Set(terminating.filter((vm) => vm.deletionTimestamp !== undefined).map((vm) => vm.name));
+    const slots = recorded.filter((slot) => !gone.has(slot.name));
+    const slotNames = new Set(slots.map((slot) => slot.name));
+    const revision = revisionOf(spec);
+    // Members without a slot (an orphan, or ours from a status that was lost) become slots again.
+    for (const vm of live.values()) {
+      if (slotNames.has(vm.name)) continue;
+      slots.push({
+        name: vm.name,
+        location: memberLocation(vm),
+        revision: vm.labels[POOL_LABELS.revision] ?? "unknown",
+        recordedAt: formatKubeTime(this.#now()),
+      });
+    }
+
+    const full = await this.#fullLocations(context, signal);
+    const states = slots.map((slot) => this.#stateOf(context, slot, live.get(slot.name), revision, full));
+    const replacedTerminating = terminating.filter((vm) => vm.labels[POOL_LABELS.revision] !== revision).length;
+    const plan = planPool({
+      replicas: spec.replicas,
+      strategy: spec.updateStrategy,
+      slots: states,
+      replacedTerminating,
+    });
+    const removed = new Set(plan.remove.map((entry) => entry.name));
+    const kept = slots.filter((slot) => !removed.has(slot.name));
+    const added = this.#place(context, plan.add, kept, full, revision, byName);
+    const finalSlots = [...kept, ...added.slots];
+
+    const picture = this.#picture(context, finalSlots, live, revision, plan, added.unplaced, terminating.length);
+    const counts = countsOf(picture);
+    const result = poolVerdict(picture, counts);
+    Object.assign(pass.draft, counts, {
+      slots: finalSlots,
+      selector: selectorOf(pool.name),
+      currentRevision: revision,
+    });
+    if (result.stalled) pass.draft.lastError = result.message;
+    else delete pass.draft.lastError;
+    // Write-ahead: the slots are recorded (and confirmed) before any member is created or deleted.
+    applyVerdict(context.mr, pass.draft, result, this.#now());
+    const written = await this.#writes.writeStatus(context.mr, pass.draft);
+    if (written.type === "invalid") {
+      // Nothing is created or deleted without its record; the status stays as it was, stalled.
+      pass.draft = structuredClone(context.mr.status);
+      return intentRefused(context.logger, "replica slots", written.message, this.#timing.terminalRetryMs);
+    }
+    if (written.type !== "written") return conflict();
+    context.mr.status = structuredClone(pass.draft);
+
+    await adopt(context, "GpuVm", vms.orphans);
+    await adopt(context, "GpuDisk", disks.orphans);
+    const disksOf = disksByReplica(disks.all);
+    for (const entry of plan.remove) {
+      const slot = slots.find((candidate) => candidate.name === entry.name);
+      const note = this.#removalNote(entry, slot, revision);
+      await removeReplica(context, live.get(entry.name), disksOf.get(entry.name) ?? [], note.reason, note.text);
+    }
+    const existingDisks = new Set(disks.all.map((disk) => disk.name));
+    const addedNames = new Set(added.slots.map((slot) => slot.name));
+    for (const slot of finalSlots) {
+      if (live.has(slot.name) || gone.has(slot.name)) continue;
+      const why = addedNames.has(slot.name)
+        ? `created replica ${slot.name} in ${slot.location}`
+        : `created replica ${slot.name} in ${slot.location} (recorded before, not created yet)`;
+      await createSlot(context, slot, existingDisks, why);
+    }
+    for (const { name, change } of plan.change) {
+      const vm = live.get(name);
+      if (vm !== undefined) await changeReplica(context, vm, change);
+    }
+    // Disks of no replica (left by a crash between a removal's record and its deletion).
+    const finalNames = new Set(finalSlots.map((slot) => slot.name));
+    const strayDisks = disks.ours.filter((disk) => {
+      const vm = disk.labels[POOL_LABELS.member];
+      return vm === undefined || (!finalNames.has(vm) && !removed.has(vm) && !live.has(vm));
+    });
+    await letDisksGo(context, strayDisks);
+    if (this.#expectations.pending(key) && result.outcome.type === "done")
+      return { ...result, outcome: after(this.#timing.shortMs * 5) };
+    return result;
+  }
+
+  #stateOf(
+    context: ActionContext,
+    slot: PoolSlot,
+    vm: Member | undefined,
+    revision: string,
+    full: ReadonlySet<string>,
+  ): SlotState {
+    const { spec, key } = context;
+    const outdated = slot.revision !== revision || !spec.placement.locations.includes(slot.location);
+    const capacityFailed = vm !== undefined && hasCapacityFailure(vm);
+    if (capacityFailed) this.#capacity.markFull(key, slot.location, this.#timing.capacityRetryMs);
+    const elsewhere = spec.placement.locations.some((location) => location !== slot.location && !full.has(location));
+    const ready = vm !== undefined && isMemberReady(vm) && !this.#expectations.isChanging(key, vm.name);
+    const createdAt = Date.parse(vm?.creationTimestamp ?? slot.recordedAt);
+    return {
+      name: slot.name,
+      started: vm !== undefined,
+      ready,
+      outdated,
+      deleteFirst: deleteFirst(vm),
+      createdAtMs: Number.isNaN(createdAt) ? 0 : createdAt,
+      movable: capacityFailed && elsewhere,
+      change: vm !== undefined && !outdated ? inPlaceChangeOf(spec, vm) : undefined,
+    };
+  }
+
+  /** Locations that cannot take a replica now: remembered capacity failures and the availability endpoint. */
+  async #fullLocations(context: ActionContext, signal: AbortSignal): Promise<Set<string>> {
+    const full = new Set(this.#capacity.full(context.key).keys());
+    for (const location of context.spec.placement.locations) {
+      if (full.has(location)) continue;
+      const available = await this.#options.availability(
+        context.mr as Pool,
+        context.spec.template.spec.type,
+        location,
+        signal,
+      );
+      if (available === false) full.add(location);
+    }
+    return full;
+  }
+
+  /** Names and locations for new replicas; how many fit nowhere. */
+  #place(
+    context: ActionContext,
+    count: number,
+    kept: readonly PoolSlot[],
+    full: Set<string>,
+    revision: string,
+    existing: ReadonlyMap<string, Member>,
+  ): { slots: PoolSlot[]; unplaced: number } {
+    // A location where a kept replica is waiting for capacity is full too.
+    for (const location of this.#capacity.full(context.key).keys()) full.add(location);
+    const placed = new Map<string, number>();
+    for (const slot of kept) placed.set(slot.location, (placed.get(slot.location) ?? 0) + 1);
+    const locations = placeReplicas(count, {
+      locations: context.spec.placement.locations,
+      strategy: context.spec.placement.strategy,
+      placed,
+      full,
+    });
+    const taken = new Set([...kept.map((slot) => slot.name), ...existing.keys()]);
+    const slots: PoolSlot[] = [];
+    for (const location of locations) {
+      if (location === undefined) continue;
+      let name: string;
+      do name = `${context.pool.name}-${(this.#options.suffix ?? randomSuffix)()}`;
+      while (taken.has(name));
+      taken.add(name);
+      slots.push({ name, location, revision, recordedAt: formatKubeTime(this.#now()) });
+    }
+    return { slots, unplaced: locations.length - slots.length };
+  }
+
+  #picture(
+    context: ActionContext,
+    slots: readonly PoolSlot[],
+    live: ReadonlyMap<string, Member>,
+    revision: string,
+    plan: PoolPlan,
+    unplaced: number,
+    terminating: number,
+  ): PoolPicture {
+    const { spec } = context;
+    const updated = new Set<string>();
+    const failures: PoolPicture["failures"][number][] = [];
+    let waitingForCapacity = 0;
+    let stale = 0;
+    for (const slot of slots) {
+      const vm = live.get(slot.name);
+      if (vm === undefined) continue;
+      const current = slot.revision === revision && spec.placement.locations.includes(slot.location);
+      if (current && inPlaceChangeOf(spec, vm) === undefined) updated.add(slot.name);
+      else stale++;
+      if (hasCapacityFailure(vm)) waitingForCapacity++;
+      const failure = replicaFailureOf(vm);
+      if (failure !== undefined) failures.push({ name: slot.name, ...failure });
+    }
+    return {
+      replicas: spec.replicas,
+      slots,
+      members: live,
+      updated,
+      stale,
+      previousReason: context.mr.status.conditions?.find((c) => c.type === "Ready")?.reason,
+      plan,
+      unplaced,
+      waitingForCapacity,
+      failures,
+      terminating,
+      locations: spec.placement.locations,
+      vmType: spec.template.spec.type,
+      capacityRetryMs: this.#timing.capacityRetryMs,
+      pollMs: this.#timing.dependencyMs,
+    };
+  }
+
+  #removalNote(entry: PoolPlan["remove"][number], slot: PoolSlot | undefined, revision: string) {
+    const name = entry.name;
+    switch (entry.why) {
+      case "capacity":
+        return {
+          reason: REASON.CapacityUnavailable,
+          text: `moving replica ${name}: no capacity in ${slot?.location ?? "its location"}`,
+        };
+      case "replace":
+        return {
+          reason: REASON.RollingUpdate,
+          text: `replacing replica ${name} (revision ${slot?.revision ?? "?"} → ${revision})`,
+        };
+      case "scale-down":
+        return { reason: REASON.Scaling, text: `removing replica ${name} (scale-down)` };
+    }
+  }
+
+  /** Conditions from the verdict, one status write when something changed, an event when the story changed. */
+  async #finish(
+    mr: ManagedObject,
+    draft: ManagedStatusBase,
+    result: Verdict,
+    ctx: ReconcileContext,
+    previousReady: { status: string; reason: string } | undefined,
+  ): Promise<Outcome> {
+    if (result.silent) return result.outcome;
+    // mr.status is what was last written in this pass (the write-ahead), so an unchanged verdict writes nothing.
+    const readyStatus = applyVerdict(mr, draft, result, this.#now());
+    if (!isDeepStrictEqual(mr.status, draft)) {
+      const written = await this.#writes.writeStatus(mr, draft);
+      if (written.type === "conflict") return after(0);
+    }
+    const storyChanged = previousReady?.reason !== result.reason || previousReady?.status !== readyStatus;
+    if (storyChanged && result.event !== undefined)
+      this.#options.kube.event(mr, result.event, result.reason, result.message);
+    ctx.logger.debug({ reason: result.reason, ready: readyStatus, outcome: result.outcome.type }, "pool reconciled");
+    return result.outcome;
+  }
+}

@@ -1,0 +1,127 @@
+// A GpuVmPool's status after a pass: the counts (replicas, ready, updated, available, pending), the replicas per
+// location, the price, and the verdict that becomes its Ready/Reconciling/Stalled conditions.
+import type { GpuVmPoolStatus, PoolSlot } from "../api/gpu-vm-pool.ts";
+import { REASON, type Verdict } from "./classify.ts";
+import { isMemberReady, type Member } from "./pool-members.ts";
+import type { PoolPlan } from "./pool-rollout.ts";
+import { after, DONE, verdict } from "./reconcile-pass.ts";
+
+/** What a pass saw and decided, for the status. */
+export interface PoolPicture {
+  replicas: number;
+  /** Slots after this pass (kept and added). */
+  slots: readonly PoolSlot[];
+  /** Live GpuVms of the slots (not being deleted), by name. */
+  members: ReadonlyMap<string, Member>;
+  /** Slot names whose replica is up to date (current revision, in-place changes applied). */
+  updated: ReadonlySet<string>;
+  /** Replicas that exist and are not up to date (an older revision, or an in-place change not applied yet). */
+  stale: number;
+  /** The reason of the pool's Ready condition before this pass (a rollout stays a rollout until it settles). */
+  previousReason: string | undefined;
+  plan: PoolPlan;
+  /** Replicas that could not be placed in this pass. */
+  unplaced: number;
+  /** Replicas waiting in their location for capacity (nowhere else to go). */
+  waitingForCapacity: number;
+  /** Replicas stalled for another reason, with it. */
+  failures: readonly { name: string; reason: string; message: string }[];
+  /** The pool's GpuVms being deleted. */
+  terminating: number;
+  locations: readonly string[];
+  vmType: string;
+  capacityRetryMs: number;
+  pollMs: number;
+}
+
+export function countsOf(picture: PoolPicture): Partial<GpuVmPoolStatus> {
+  const live = picture.slots.flatMap((slot) => {
+    const member = picture.members.get(slot.name);
+    return member === undefined ? [] : [{ slot, member }];
+  });
+  const ready = live.filter(({ member }) => isMemberReady(member));
+  const perLocation = new Map<string, { replicas: number; readyReplicas: number }>();
+  for (const slot of picture.slots) {
+    const entry = perLocation.get(slot.location) ?? { replicas: 0, readyReplicas: 0 };
+    entry.replicas++;
+    const member = picture.members.get(slot.name);
+    if (member !== undefined && isMemberReady(member)) entry.readyReplicas++;
+    perLocation.set(slot.location, entry);
+  }
+  const order = (name: string) => {
+    const index = picture.locations.indexOf(name);
+    return index === -1 ? picture.locations.length : index;
+  };
+  const locations = [...perLocation]
+    .sort(([a], [b]) => order(a) - order(b) || (a < b ? -1 : 1))
+    .map(([name, entry]) => ({ name, ...entry }));
+  const price = live
+    .filter(({ member }) => member.status.state === "STATE_RUNNING")
+    .reduce((sum, { member }) => sum + (member.status.hourlyPriceUSD ?? 0), 0);
+  return {
+    replicas: live.length,
+    readyReplicas: ready.length,
+    updatedReplicas: live.filter(({ slot }) => picture.updated.has(slot.name)).length,
+    availableReplicas: ready.filter(({ slot }) => picture.updated.has(slot.name)).length,
+    pendingReplicas: picture.unplaced + picture.waitingForCapacity,
+    locations,
+    locationSummary: locations.map((entry) => `${entry.name}=${entry.replicas}`).join(","),
+    hourlyPriceUSD: Math.round(price * 10_000) / 10_000,
+  };
+}
+
+function plural(count: number, word: string): string {
+  return `${count} ${word}${count === 1 ? "" : "s"}`;
+}
+
+/** The verdict of a pass that got as far as planning. */
+export function poolVerdict(picture: PoolPicture, counts: Partial<GpuVmPoolStatus>): Verdict {
+  const { plan } = picture;
+  const pending = counts.pendingReplicas ?? 0;
+  const capacityNote =
+    pending > 0
+      ? `; ${plural(pending, "replica")} pending: no capacity for ${picture.vmType} in ${picture.locations.join(", ")}`
+      : "";
+  const [failure] = picture.failures;
+  if (failure !== undefined) {
+    const more = picture.failures.length > 1 ? ` (and ${picture.failures.length - 1} more)` : "";
+    return verdict(
+      REASON.ReplicaFailure,
+      `replica ${failure.name} is stalled${more}: ${failure.reason}: ${failure.message}`,
+      after(picture.pollMs),
+      { stalled: true, event: "Warning" },
+    );
+  }
+  const replacing = plan.remove.some((entry) => entry.why === "replace") || plan.change.length > 0 || plan.held > 0;
+  const outdatedLeft = picture.stale > 0;
+  const ready = counts.readyReplicas ?? 0;
+  const placed = picture.slots.length;
+  const settled =
+    plan.remove.length === 0 &&
+    plan.add === 0 &&
+    plan.change.length === 0 &&
+    plan.held === 0 &&
+    picture.terminating === 0 &&
+    ready === placed - picture.waitingForCapacity;
+  if (!settled) {
+    const progress = `${ready}/${picture.replicas} ready, ${counts.updatedReplicas ?? 0} up to date`;
+    const rolling = replacing || outdatedLeft || picture.previousReason === REASON.RollingUpdate;
+    const reason = rolling ? REASON.RollingUpdate : REASON.Scaling;
+    const held = plan.held > 0 ? `; ${plan.held} held back by maxUnavailable/maxSurge` : "";
+    return verdict(reason, `${progress}${held}${capacityNote}`, after(picture.pollMs), { progressing: true });
+  }
+  if (pending > 0) {
+    return verdict(
+      REASON.CapacityUnavailable,
+      `${ready}/${picture.replicas} ready${capacityNote}; retried every ${Math.round(picture.capacityRetryMs / 1000)}s`,
+      after(picture.capacityRetryMs),
+      { stalled: true, event: "Warning" },
+    );
+  }
+  const older = picture.stale;
+  const kept = older > 0 ? `; ${plural(older, "replica")} of an older template kept (updateStrategy OnDelete)` : "";
+  return verdict(REASON.Available, `${ready}/${picture.replicas} replicas ready${kept}`, DONE, {
+    ready: true,
+    event: "Normal",
+  });
+}
