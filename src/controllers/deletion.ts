@@ -84,10 +84,15 @@ export async function deleteResource<Spec extends ManagedSpecBase>(
     const sent = await sendAction(pass, connection, mutation, observed.id);
     if ("verdict" in sent) return sent.verdict;
     pass.logger.info({ id: observed.id, operation: sent.operation.operation_id }, "delete requested");
-    return verdict(REASON.Deleting, `deleting ${observed.id}`, after(timing.operationFallbackMs), {
-      progressing: true,
-      event: "Normal",
-    });
+    return verdict(
+      REASON.Deleting,
+      `deleting cloud resource ${pass.cloudName} (id ${observed.id})`,
+      after(timing.operationFallbackMs),
+      {
+        progressing: true,
+        event: "Normal",
+      },
+    );
   } catch (error) {
     if (isCloudNotFound(error)) return goneOrNotSupported(pass, connection, error);
     if (isUnsupported(error)) throw cannotDo(error, ORPHAN_TO_RELEASE);

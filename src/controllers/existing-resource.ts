@@ -75,7 +75,7 @@ export async function reconcileExisting<Spec extends ManagedSpecBase>(
     });
   }
   delete draft.lastError;
-  return verdict(REASON.Available, `cloud resource ${observed.id} is available`, DONE, {
+  return verdict(REASON.Available, `cloud resource ${pass.cloudName} (id ${observed.id}) is available`, DONE, {
     ready: true,
     event: "Normal",
   });

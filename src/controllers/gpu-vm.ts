@@ -101,17 +101,25 @@ function ownedObjectsOf(spec: GpuVmSpec): OwnedObject[] {
 
 const intent = (fields: Record<string, string> | undefined) => (fields ? { intentFields: fields } : {});
 
-function resolveDisks(deps: KindDeps, mr: ManagedObject<GpuVmSpec>): DiskRef[] | { waiting: string } | Blocked {
+interface ResolvedDisks {
+  disks: DiskRef[];
+  /** disk id → GpuDisk name, for messages. */
+  names: Record<string, string>;
+}
+
+function resolveDisks(deps: KindDeps, mr: ManagedObject<GpuVmSpec>): ResolvedDisks | { waiting: string } | Blocked {
   const disks: DiskRef[] = [];
+  const names: Record<string, string> = {};
   for (const [index, disk] of (mr.spec.disks ?? []).entries()) {
     if (disk.id !== undefined) disks.push({ id: disk.id, mode: disk.mode });
     else if (disk.diskRef !== undefined) {
       const target = readyTarget(deps, "GpuDisk", mr.metadata.namespace, disk.diskRef.name, `spec.disks[${index}]`);
       if (!("id" in target)) return target;
       disks.push({ id: target.id, mode: disk.mode });
+      names[target.id] = disk.diskRef.name;
     }
   }
-  return disks;
+  return { disks, names };
 }
 
 /** The VM's data disks with the GpuDisk of this namespace that manages each (when one does). */
@@ -159,14 +167,15 @@ export const gpuVm: KindDefinition<GpuVmSpec> = {
     let inputs: CreateInputs | undefined;
     return {
       async resolve(mr) {
-        const disks = resolveDisks(deps, mr);
-        if ("blocked" in disks) return { type: "blocked", ...disks.blocked };
-        if ("waiting" in disks) return { type: "waiting", message: disks.waiting };
+        const resolvedDisks = resolveDisks(deps, mr);
+        if ("blocked" in resolvedDisks) return { type: "blocked", ...resolvedDisks.blocked };
+        if ("waiting" in resolvedDisks) return { type: "waiting", message: resolvedDisks.waiting };
         const reset = pendingReset(mr);
         desired = {
           type: mr.spec.type,
           powerState: mr.spec.powerState,
-          disks,
+          disks: resolvedDisks.disks,
+          diskNames: resolvedDisks.names,
           ...(reset ? { resetRequestedAt: reset } : {}),
         };
         const resolved = resolveCreateInputs(deps, mr);

@@ -6,7 +6,7 @@ import { REASON, type Verdict } from "../../src/controllers/classify.ts";
 import type { Condition, ManagedObject } from "../../src/controllers/external.ts";
 import { diskAtProvider, diskInUse, printableAttachments } from "../../src/controllers/gpu-disk.ts";
 import { observeRule } from "../../src/controllers/gpu-firewall-rule.ts";
-import { vmAtProvider } from "../../src/controllers/gpu-vm-mappers.ts";
+import { diskChange, nextVmStep, vmAtProvider } from "../../src/controllers/gpu-vm-mappers.ts";
 import { IN_STEP_MESSAGE, syncedCondition } from "../../src/controllers/synced.ts";
 
 const AT = "2026-11-22T10:00:00Z";
@@ -218,5 +218,25 @@ describe("why a disk being deleted waits (names objects, says whether it resolve
       message: "waiting to be detached from GpuVm default/trainer (detaching it)",
       needsAction: false,
     });
+  });
+});
+
+describe("a VM's disk update names the GpuDisks", () => {
+  it("attach and detach say which GpuDisk (or, for a disk no GpuDisk manages, its id)", () => {
+    const desired = {
+      type: "a100.1x",
+      powerState: "Running" as const,
+      disks: [{ id: "dsk-2", mode: "read-only" as const }],
+      diskNames: { "dsk-2": "datasets" },
+    };
+    const observed = [
+      { id: "dsk-1", mode: "read-write", gpuDisk: "scratch" },
+      { id: "dsk-9", mode: "read-write" },
+    ];
+    expect(diskChange(desired, observed)).toBe(
+      "attach GpuDisk datasets (read-only), detach GpuDisk scratch, detach disk dsk-9",
+    );
+    const step = nextVmStep(desired, { type: "a100.1x", state: "STATE_RUNNING", disks: observed });
+    expect(step).toMatchObject({ action: "UPDATE", why: `UPDATE disks: ${diskChange(desired, observed)}` });
   });
 });

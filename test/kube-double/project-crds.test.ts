@@ -63,6 +63,15 @@ describe("crds/ in the double", () => {
       expect(all).toContain(`${kind}.gpucloud.dev/`);
   });
 
+  it("kubectl explain says what the operator does (a type change restarts a running VM; the label a Secret needs)", async () => {
+    const type = (await kubectl("explain", "gvm.spec.type")).replace(/\s+/g, " ");
+    expect(type).toContain("a running VM is stopped, updated and started again automatically");
+    const credentials = (await kubectl("explain", "gdisk.spec.credentialsRef")).replace(/\s+/g, " ");
+    expect(credentials).toContain("must carry the label gpucloud.dev/watch=true");
+    const state = (await kubectl("explain", "gvm.status.printableState")).replace(/\s+/g, " ");
+    expect(state).toContain("without its STATE_ prefix");
+  });
+
   it("rejects every invalid fixture with exactly the errors its header lists, none of them a raw regular expression", async () => {
     // Each `# expect:` line is an error as kubectl prints it, recorded from kube-apiserver (v1.37) with `kubectl
     // create -f`: one error per mistake, in words (a CEL rule's message), never "should match '^…$'".
