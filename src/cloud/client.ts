@@ -79,7 +79,7 @@ export interface CloudClientOptions {
   bulkhead?: AccountBulkhead | false;
   /** Overrides the bulkhead's token bucket for this client; `false` disables rate limiting. */
   rateLimiter?: TokenBucket | false;
-  /** Answers longer than this are cut off while they stream in (default 8 MiB). */
+  /** Answers longer than this are cut off while they stream in (default 4 MiB). */
   maxResponseBytes?: number;
   observer?: RequestObserver;
   logger?: Logger;

@@ -62,7 +62,7 @@ export interface TransportOptions {
 }
 
 /** Default answer size limit: a full page of 500 VMs is well below 1 MiB. */
-export const DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
+export const DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
 
 const RETRY_STATUSES = [429, 502, 503, 504];
 const IDEMPOTENT: ReadonlySet<string> = new Set(["GET"]);

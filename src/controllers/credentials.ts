@@ -200,7 +200,7 @@ export interface ClientFactoryOptions {
   accountConcurrency?: number;
   /** The request timeout: deadline of one call, retries included (default 10 s). */
   timeoutMs?: number;
-  /** Answer size limit (default 8 MiB). */
+  /** Answer size limit (default 4 MiB). */
   maxResponseBytes?: number;
   observer?: RequestObserver;
   logger?: Logger;

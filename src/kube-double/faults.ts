@@ -13,6 +13,8 @@ export interface KubeDoubleFaults {
   failNext(count: number, status: number, options?: FailNextOptions): void;
   /** Delay every answer by `ms` milliseconds. */
   setLatency(ms: number): void;
+  /** How many answers failNext injected, by status. */
+  injected(): Record<number, number>;
 }
 
 interface PendingFailure {
@@ -24,6 +26,11 @@ interface PendingFailure {
 export class FaultState {
   latencyMs = 0;
   #failures: PendingFailure[] = [];
+  readonly #injected = new Map<number, number>();
+
+  injected(): Record<number, number> {
+    return Object.fromEntries(this.#injected);
+  }
 
   addFailure(count: number, status: number, options?: FailNextOptions): void {
     if (!Number.isInteger(count) || count < 1)
@@ -39,6 +46,7 @@ export class FaultState {
     if (!failure) return undefined;
     failure.remaining -= 1;
     if (failure.remaining <= 0) this.#failures.splice(this.#failures.indexOf(failure), 1);
+    this.#injected.set(failure.status, (this.#injected.get(failure.status) ?? 0) + 1);
     return failure.status;
   }
 }

@@ -176,6 +176,7 @@ export async function startKubeDouble(options: KubeDoubleOptions = {}): Promise<
     setLatency: (ms: number) => {
       faultState.latencyMs = ms;
     },
+    injected: () => faultState.injected(),
   };
   const server: Server = createServer(
     createRequestHandler({ api, watches, faults: faultState, adminActions: faults, logger }),

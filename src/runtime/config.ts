@@ -165,7 +165,7 @@ const FLAGS: readonly FlagSpec[] = [
   {
     name: "api-max-response-size",
     type: "string",
-    default: "8Mi",
+    default: "4Mi",
     help: "Largest cloud answer read (bytes, or with Ki/Mi/Gi); longer ones are cut off while they stream in",
   },
   {

@@ -76,6 +76,11 @@ export function registerAdminRoutes(app: FastifyInstance, deps: ServerDeps, regi
   });
 
   admin("GET", "/faults", () => faults.config);
+  admin("GET", "/faults/fired", () => faults.fired());
+  admin("DELETE", "/faults/fired", () => {
+    faults.resetFired();
+    return faults.fired();
+  });
   admin("PUT", "/faults", (request) => {
     faults.replace(validate(FaultConfigSchema, request.body));
     return faults.config;

@@ -64,6 +64,8 @@ interface Countable {
 export class FaultInjector {
   #config: FaultConfig;
   readonly #random: () => number;
+  /** How often each kind of fault fired since start (or the last reset of the counts): `http_503`, `lost_responses`… */
+  readonly #fired = new Map<string, number>();
 
   constructor(initial: FaultConfigInput | undefined, random: () => number = Math.random) {
     this.#config = FaultConfigSchema.parse(initial ?? {});
@@ -82,6 +84,19 @@ export class FaultInjector {
     this.#config = emptyFaults();
   }
 
+  /** Faults that fired, by kind: `http_<status>`, `latency_spikes`, `lost_responses`, `failed_<code>`. */
+  fired(): Record<string, number> {
+    return Object.fromEntries([...this.#fired].sort(([a], [b]) => a.localeCompare(b)));
+  }
+
+  resetFired(): void {
+    this.#fired.clear();
+  }
+
+  #count(kind: string): void {
+    this.#fired.set(kind, (this.#fired.get(kind) ?? 0) + 1);
+  }
+
   /** Decide whether a fault fires now, using up one of its `count` if it does. */
   #fires(fault: Countable): boolean {
     if (fault.count !== undefined && fault.count <= 0) return false;
@@ -92,9 +107,11 @@ export class FaultInjector {
 
   /** `route` is the template relative to `/v0.1`. */
   errorFor(method: string, route: string): ErrorFault | undefined {
-    return this.#config.errors.find(
+    const fault = this.#config.errors.find(
       (f) => (f.method === undefined || f.method === method) && routeMatches(f.route, route) && this.#fires(f),
     );
+    if (fault !== undefined) this.#count(`http_${fault.status}`);
+    return fault;
   }
 
   latencyFor(method: string, route: string): number {
@@ -104,13 +121,16 @@ export class FaultInjector {
         total += f.ms;
       }
     }
+    if (total > 0) this.#count("latency_spikes");
     return total;
   }
 
   loseResponse(method: string, route: string): boolean {
-    return this.#config.lost_responses.some(
+    const lost = this.#config.lost_responses.some(
       (f) => (f.method === undefined || f.method === method) && routeMatches(f.route, route) && this.#fires(f),
     );
+    if (lost) this.#count("lost_responses");
+    return lost;
   }
 
   operationFailure(family: string, operationName: string): { code: string; message: string } | undefined {
@@ -121,6 +141,7 @@ export class FaultInjector {
         this.#fires(f),
     );
     if (fault === undefined) return undefined;
+    this.#count(`failed_${fault.code}`);
     return { code: fault.code, message: fault.message ?? `injected failure (${fault.code})` };
   }
 

@@ -69,6 +69,16 @@ describe("gpuvm-operator run", () => {
     await env.apply("GpuNetwork", "from-cli", {});
     const ready = await env.waitReady("GpuNetwork", "from-cli", 15_000);
     expect(condition(ready, "Ready")?.reason).toBe("Available");
+    // Every watch cut at once, no server listening (both disabled), nothing in flight: the process stays up
+    // (npm run chaos found it exiting 0 without a word here) and keeps reconciling.
+    env.double.faults.dropWatches();
+    const stillRunning = await Promise.race([
+      operator.exit.then(() => false),
+      new Promise<boolean>((resolve) => setTimeout(() => resolve(true), 3000)),
+    ]);
+    expect(stillRunning, operator.output()).toBe(true);
+    await env.apply("GpuNetwork", "after-the-drop", {});
+    await env.waitReady("GpuNetwork", "after-the-drop", 15_000);
     operator.child.kill("SIGTERM");
     expect(await operator.exit).toBe(0);
   });

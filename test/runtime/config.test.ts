@@ -61,7 +61,7 @@ describe("parseConfig", () => {
 
   it("reads the request timeout, the answer size limit and the per-account concurrency", () => {
     const defaults = configOf(parseConfig([], {}));
-    expect(defaults).toMatchObject({ apiTimeoutMs: 10_000, apiMaxResponseBytes: 8 * 1024 * 1024 });
+    expect(defaults).toMatchObject({ apiTimeoutMs: 10_000, apiMaxResponseBytes: 4 * 1024 * 1024 });
     expect(defaults.apiAccountConcurrency).toBe(3); // 4 workers minus one
     expect(configOf(parseConfig(["--max-concurrent-reconciles=1"], {})).apiAccountConcurrency).toBe(1);
     const set = configOf(

@@ -42,6 +42,9 @@ describe("injected faults", () => {
     await api.admin("DELETE", "/faults");
     expect((await api.admin("GET", "/faults")).body).toMatchObject({ errors: [], latency: [] });
     errorOf(await api.admin("PUT", "/faults", { errors: [{ status: 200 }] }), 400, "bad_request");
+    // What fired, by kind (npm run chaos reports it); the counts survive clearing the faults, until reset.
+    expect((await api.admin("GET", "/faults/fired")).body).toEqual({ http_429: 1, http_500: 1, http_503: 2 });
+    expect((await api.admin("DELETE", "/faults/fired")).body).toEqual({});
   });
 
   it("adds latency to one route", async () => {

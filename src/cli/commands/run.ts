@@ -49,7 +49,15 @@ export async function main(argv: string[]): Promise<number> {
     controllers.stop();
     return 1;
   }
-  await manager.wait();
+  // Informer restarts and leader-election retries wait on unref'd timers: with both servers disabled, a moment
+  // when every watch is down would leave nothing to keep the process alive, and it would exit 0 without a word.
+  // The process lives until the manager has stopped.
+  const keepAlive = setInterval(() => undefined, 60 * 60_000);
+  try {
+    await manager.wait();
+  } finally {
+    clearInterval(keepAlive);
+  }
   controllers.stop();
   return exitCode;
 }

@@ -1,0 +1,140 @@
+// What a chaos run checks: the cloud against the objects (one resource per object, nothing left after delete),
+// and the operator's logs (no crash, no unhandled rejection, no secret value in any line, plain or base64).
+import { readFile } from "node:fs/promises";
+import type { CloudClient } from "../../cloud/client.ts";
+import type { KindName, LiveObject } from "./workload.ts";
+
+export interface CloudResource {
+  kind: KindName;
+  id: string;
+  name: string;
+}
+
+/** Everything the project holds, of the four kinds (VM lists paged). */
+export async function cloudInventory(client: CloudClient, projectId: string): Promise<CloudResource[]> {
+  const resources: CloudResource[] = [];
+  for await (const vm of client.vms.listAll(projectId, { limit: 500 })) {
+    if (vm.state !== "STATE_TERMINATED") resources.push({ kind: "GpuVm", id: vm.id, name: vm.name });
+  }
+  for (const disk of await client.disks.list(projectId))
+    resources.push({ kind: "GpuDisk", id: disk.id, name: disk.name });
+  for (const network of await client.networks.list(projectId)) {
+    resources.push({ kind: "GpuNetwork", id: network.id, name: network.name });
+  }
+  for (const rule of await client.firewallRules.list(projectId)) {
+    resources.push({ kind: "GpuFirewallRule", id: rule.id, name: rule.name });
+  }
+  return resources;
+}
+
+export interface OwnershipReport {
+  /** Cloud names held by more than one resource of a kind (a second create). */
+  duplicates: string[];
+  /** Resources the run made that no object holds. */
+  leaks: string[];
+  /** Objects whose status names no resource that exists. */
+  missing: string[];
+}
+
+/** One resource per object: compared by id, and by cloud name for duplicates. `before` existed before the run. */
+export function checkOwnership(
+  objects: readonly LiveObject[],
+  resources: readonly CloudResource[],
+  before: ReadonlySet<string>,
+): OwnershipReport {
+  const made = resources.filter((resource) => !before.has(resource.id));
+  const byName = new Map<string, CloudResource[]>();
+  for (const resource of made) {
+    const key = `${resource.kind}/${resource.name}`;
+    byName.set(key, [...(byName.get(key) ?? []), resource]);
+  }
+  const duplicates = [...byName.entries()].filter(([, list]) => list.length > 1).map(([key]) => key);
+  const held = new Set(objects.flatMap((object) => (object.status?.id ? [object.status.id] : [])));
+  const leaks = made.filter((resource) => !held.has(resource.id)).map((r) => `${r.kind}/${r.name} (${r.id})`);
+  const ids = new Set(resources.map((resource) => resource.id));
+  const missing = objects
+    .filter((object) => object.status?.id === undefined || !ids.has(object.status.id))
+    .map((object) => `${object.kind} ${object.metadata.namespace}/${object.metadata.name}`);
+  return { duplicates, leaks, missing };
+}
+
+export interface LogReport {
+  lines: number;
+  errorLines: number;
+  /** Lines that tell of a crash: unhandled rejections, uncaught exceptions, fatal errors, out of memory. */
+  crashes: string[];
+  /** Lines that carry a secret value (the value itself is never reported, only where and which kind). */
+  secretLeaks: string[];
+}
+
+const CRASH =
+  /unhandledRejection|UnhandledPromiseRejection|uncaughtException|FATAL ERROR|heap out of memory|"level":60/;
+
+/** Scan the replicas' log files. `secrets` maps a label ("API key of chaosa") to its value. */
+export async function scanLogs(files: readonly string[], secrets: ReadonlyMap<string, string>): Promise<LogReport> {
+  const needles: { label: string; text: string }[] = [];
+  for (const [label, value] of secrets) {
+    if (value.length < 6) continue;
+    const base64 = Buffer.from(value).toString("base64").replace(/=+$/, "");
+    const base64url = Buffer.from(value).toString("base64url");
+    needles.push({ label, text: value }, { label: `${label} (base64)`, text: base64 });
+    if (base64url !== base64) needles.push({ label: `${label} (base64url)`, text: base64url });
+  }
+  // Tokens the simulator issues (sim-at-…, sim-rt-…), and any bearer header that pino did not redact.
+  const patterns: { label: string; pattern: RegExp }[] = [
+    { label: "an access or refresh token", pattern: /sim-(at|rt)-[A-Za-z0-9_-]{8}/ },
+    { label: "an Authorization header", pattern: /Bearer (?!\[Redacted\])[A-Za-z0-9._~+/-]{8}/ },
+  ];
+  const report: LogReport = { lines: 0, errorLines: 0, crashes: [], secretLeaks: [] };
+  for (const file of files) {
+    const text = await readFile(file, "utf8").catch(() => "");
+    const lines = text.split("\n");
+    lines.forEach((line, index) => {
+      if (line === "") return;
+      report.lines++;
+      if (/"level":50/.test(line)) report.errorLines++;
+      const where = `${file.split("/").at(-1)}:${index + 1}`;
+      if (CRASH.test(line)) report.crashes.push(`${where}: ${line.slice(0, 300)}`);
+      for (const needle of needles)
+        if (line.includes(needle.text)) report.secretLeaks.push(`${where}: ${needle.label}`);
+      for (const { label, pattern } of patterns) if (pattern.test(line)) report.secretLeaks.push(`${where}: ${label}`);
+    });
+  }
+  return report;
+}
+
+export interface Flatness {
+  replica: string;
+  firstRssBytes: number;
+  lastRssBytes: number;
+  firstFds: number;
+  lastFds: number;
+  flat: boolean;
+}
+
+/**
+ * Memory and descriptors of one long-lived replica over the steady phase: flat when the last third's median RSS
+ * is within 25 % (and 40 MiB) of the first third's, and descriptors grew by at most 10.
+ */
+export function flatness(samples: readonly { replica: string; rssBytes: number; fds: number }[]): Flatness[] {
+  const byReplica = new Map<string, { rssBytes: number; fds: number }[]>();
+  for (const sample of samples) byReplica.set(sample.replica, [...(byReplica.get(sample.replica) ?? []), sample]);
+  const median = (values: number[]): number => {
+    const sorted = [...values].sort((a, b) => a - b);
+    return sorted[Math.floor(sorted.length / 2)] ?? 0;
+  };
+  return [...byReplica.entries()]
+    .filter(([, list]) => list.length >= 6)
+    .map(([replica, list]) => {
+      const third = Math.floor(list.length / 3);
+      const first = list.slice(0, third);
+      const last = list.slice(-third);
+      const firstRss = median(first.map((s) => s.rssBytes));
+      const lastRss = median(last.map((s) => s.rssBytes));
+      const firstFds = median(first.map((s) => s.fds));
+      const lastFds = median(last.map((s) => s.fds));
+      const rssGrowth = lastRss - firstRss;
+      const flat = (rssGrowth <= firstRss * 0.25 || rssGrowth <= 40 * 1024 * 1024) && lastFds - firstFds <= 10;
+      return { replica, firstRssBytes: firstRss, lastRssBytes: lastRss, firstFds, lastFds, flat };
+    });
+}

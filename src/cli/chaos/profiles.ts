@@ -1,0 +1,60 @@
+// The two chaos profiles: `full` (what the issue asks: 500 objects, 10 kills, minutes of faults) and `ci` (about
+// 60 objects and 2 kills, a few minutes on a shared 2-core machine). Both check the same invariants.
+
+export interface ChaosProfile {
+  name: "full" | "ci";
+  /** Objects per kind in the healthy namespaces (split over two tenants). */
+  networks: number;
+  disks: number;
+  vms: number;
+  rules: number;
+  /** Objects in each hostile tenant's namespace. */
+  hostileObjects: number;
+  /** SIGKILLs of the leading replica while faults are on (two of them during a disk resize / VM type change). */
+  kills: number;
+  /** How long faults stay on. */
+  chaosMs: number;
+  /** After the faults stop: how long every healthy object may take to be Ready. */
+  convergeTimeoutMs: number;
+  /** How long deleting everything may take. */
+  deleteTimeoutMs: number;
+  /** Memory and file descriptors are watched this long once everything is Ready. */
+  steadyMs: number;
+  /** How long a simulated cloud operation takes. */
+  operationLatencyMs: number;
+}
+
+export const PROFILES: Readonly<Record<ChaosProfile["name"], ChaosProfile>> = {
+  full: {
+    name: "full",
+    networks: 50,
+    disks: 150,
+    vms: 150,
+    rules: 150,
+    hostileObjects: 6,
+    kills: 10,
+    chaosMs: 240_000,
+    convergeTimeoutMs: 600_000,
+    deleteTimeoutMs: 600_000,
+    steadyMs: 60_000,
+    operationLatencyMs: 1500,
+  },
+  ci: {
+    name: "ci",
+    networks: 6,
+    disks: 18,
+    vms: 18,
+    rules: 18,
+    hostileObjects: 2,
+    kills: 2,
+    chaosMs: 45_000,
+    convergeTimeoutMs: 240_000,
+    deleteTimeoutMs: 240_000,
+    steadyMs: 15_000,
+    operationLatencyMs: 1000,
+  },
+};
+
+export function isProfileName(name: string): name is ChaosProfile["name"] {
+  return name === "full" || name === "ci";
+}

@@ -1,0 +1,468 @@
+// One chaos run, phase by phase: set up (rig.ts), time a healthy VM alone and beside the hostile tenants, apply
+// every object at once under faults and SIGKILLs of the leader (in the full profile also while a disk resize and a
+// VM type change are in flight), stop the faults and time the convergence, watch memory and descriptors while
+// steady, delete everything, and check what is left, the processes and the logs.
+import { loadavg } from "node:os";
+import type { FaultConfigInput } from "../../simulator/faults.ts";
+import { checkOwnership, cloudInventory, type Flatness, flatness, scanLogs } from "./checks.ts";
+import type { ChaosProfile } from "./profiles.ts";
+import { type Random, seededRandom } from "./random.ts";
+import { REPLICA_NAMES, Rig, sleep, until } from "./rig.ts";
+import {
+  GROUP_VERSION,
+  HEALTHY_NAMESPACES,
+  HOSTILE_NAMESPACES,
+  healthyObjects,
+  hostileObjects,
+  inParallel,
+  isReady,
+  KIND_ORDER,
+  type LiveObject,
+  listObjects,
+  type ObjectSpec,
+  PLURALS,
+  vmSpecOf,
+} from "./workload.ts";
+
+export interface ChaosOptions {
+  profile: ChaosProfile;
+  seed: number;
+  stateDir: string;
+  /** Progress lines (stderr). */
+  say(line: string): void;
+}
+
+export interface Invariant {
+  name: string;
+  ok: boolean;
+  detail: string;
+}
+
+export interface ChaosReport {
+  profile: ChaosProfile["name"];
+  seed: number;
+  durationMs: number;
+  loadAverage: { start: number[]; end: number[] };
+  objects: { healthy: number; hostile: number; byKind: Record<string, number> };
+  faults: { simulator: Record<string, number>; kubernetes: Record<string, number> };
+  kills: { total: number; inFlight: { change: string; operationInFlight: boolean }[] };
+  duplicates: number;
+  leaks: number;
+  stuckFinalizers: number;
+  ownedSecretsLeft: number;
+  cloudLeftAfterDelete: number;
+  convergeAfterFaultsMs: number | undefined;
+  peakRssBytes: number;
+  /** Peak RSS of any replica in each phase, in its order. */
+  peakRssByPhase: Record<string, number>;
+  /** Under faults: from applying every object until all of them were Ready (undefined: not before faults stopped). */
+  allReadyUnderFaultsMs: number | undefined;
+  steady: Flatness[];
+  hostile: { aloneMs: number; besideMs: number; ratio: number; hits: Record<string, number> };
+  logs: { lines: number; errorLines: number; crashes: number; secretLeaks: number };
+  invariants: Invariant[];
+  stateDir: string;
+}
+
+/** The cloud faults while chaos is on: 10 % 5xx, 5 % 429, 2 % lost answers, 5 % FAILED operations, spikes. */
+export const CLOUD_FAULTS: FaultConfigInput = {
+  // Tried in order, each on what the ones before left: 5 % 500, 5 % 503, 5 % 429 of all requests.
+  errors: [
+    { status: 500, code: "internal_error", rate: 0.05 },
+    { status: 503, code: "unavailable", rate: 0.0527 },
+    { status: 429, code: "too_many_requests", retry_after_seconds: 1, rate: 0.0556 },
+  ],
+  lost_responses: [{ rate: 0.02 }],
+  operation_failures: [
+    { code: "internal_error", rate: 0.02 },
+    { code: "unavailable", rate: 0.015 },
+    { code: "aborted", rate: 0.01 },
+    { code: "timeout", rate: 0.0052 },
+  ],
+  latency: [{ ms: 3000, rate: 0.01 }],
+};
+
+const round2 = (n: number): number => Math.round(n * 100) / 100;
+const mib = (bytes: number): string => `${Math.round(bytes / 1024 / 1024)} MiB`;
+
+function detailOf(items: readonly string[]): string {
+  return items.length === 0 ? "" : `: ${items.slice(0, 5).join("; ")}${items.length > 5 ? "; …" : ""}`;
+}
+
+function describeObject(object: LiveObject): string {
+  const ready = object.status?.conditions?.find((c) => c.type === "Ready");
+  const why = ready ? `${ready.reason ?? ""} ${ready.message ?? ""}`.trim().slice(0, 160) : "no status";
+  return `${object.kind} ${object.metadata.namespace}/${object.metadata.name}: ${why}`;
+}
+
+/** Ready for the current generation. */
+function readyNow(object: LiveObject): boolean {
+  const ready = object.status?.conditions?.find((c) => c.type === "Ready") as
+    | { observedGeneration?: number }
+    | undefined;
+  const generation = (object.metadata as { generation?: number }).generation;
+  return isReady(object) && (ready?.observedGeneration === undefined || ready.observedGeneration === generation);
+}
+
+export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
+  const rig = await Rig.start(options.profile, seededRandom(options.seed ^ 0x5eed), options.stateDir);
+  return new ChaosRun(options, rig).run();
+}
+
+class ChaosRun {
+  readonly #options: ChaosOptions;
+  readonly #profile: ChaosProfile;
+  readonly #rig: Rig;
+  readonly #random: Random;
+  readonly #started = Date.now();
+  readonly #loadStart = loadavg().map(round2);
+  readonly #healthy: ObjectSpec[];
+  readonly #hostile: ObjectSpec[];
+  readonly #probes: ObjectSpec[] = ["probe-warm-up", "probe-alone", "probe-beside-hostile"].map((name) => ({
+    kind: "GpuVm",
+    namespace: HEALTHY_NAMESPACES[0],
+    name,
+    spec: vmSpecOf("a40.1x"),
+  }));
+  readonly #invariants: Invariant[] = [];
+  readonly #timers: NodeJS.Timeout[] = [];
+  #before = new Set<string>();
+  #kills = 0;
+  /** Lease identities of the processes killed so far. */
+  readonly #killed = new Set<string>();
+  readonly #inFlight: { change: string; operationInFlight: boolean }[] = [];
+  #kubeCounts = { watch_drops: 0, compactions: 0 };
+  #simulatorFaults: Record<string, number> = {};
+  #hostileTimes = { aloneMs: 0, besideMs: 0 };
+  #convergeMs: number | undefined;
+  #ownership = { duplicates: 0, leaks: 0 };
+  #left = { stuck: 0, ownedSecrets: 0, cloud: 0 };
+  #steadyWindow = { from: Number.POSITIVE_INFINITY, to: Number.POSITIVE_INFINITY };
+  /** Phase name → when it began (the replicas' sample clock). */
+  readonly #phases: [string, number][] = [];
+  #allReadyUnderFaultsMs: number | undefined;
+
+  constructor(options: ChaosOptions, rig: Rig) {
+    this.#options = options;
+    this.#profile = options.profile;
+    this.#rig = rig;
+    this.#random = seededRandom(options.seed);
+    this.#healthy = healthyObjects(options.profile);
+    this.#hostile = hostileObjects(options.profile);
+  }
+
+  #check(name: string, ok: boolean, detail: string): void {
+    this.#invariants.push({ name, ok, detail });
+    this.#options.say(`${ok ? "ok  " : "FAIL"} ${name}: ${detail}`);
+  }
+
+  async run(): Promise<ChaosReport> {
+    const rig = this.#rig;
+    try {
+      this.#before = new Set((await cloudInventory(rig.cloud, rig.sim.projectId)).map((resource) => resource.id));
+      for (const name of REPLICA_NAMES) rig.replicas.start(name);
+      this.#timers.push(setInterval(() => void rig.replicas.sample(), 2000));
+      await until("a leader", 120_000, () => rig.leader());
+      this.#options.say(`leader elected; ${this.#healthy.length} healthy and ${this.#hostile.length} hostile objects`);
+      this.#phase("hostile tenants");
+      await this.#hostileTenants();
+      this.#phase("chaos");
+      await this.#chaos();
+      this.#phase("converge");
+      await this.#converge();
+      this.#phase("steady");
+      this.#steadyWindow.from = rig.replicas.elapsedMs();
+      await sleep(this.#profile.steadyMs);
+      this.#steadyWindow.to = rig.replicas.elapsedMs();
+      this.#phase("delete");
+      await this.#deleteEverything();
+    } finally {
+      for (const timer of this.#timers.splice(0)) clearInterval(timer);
+      await rig.close();
+    }
+    return this.#report();
+  }
+
+  #phase(name: string): void {
+    this.#phases.push([name, this.#rig.replicas.elapsedMs()]);
+  }
+
+  #peakRssByPhase(): Record<string, number> {
+    const samples = this.#rig.replicas.samples;
+    return Object.fromEntries(
+      this.#phases.map(([name, from], index) => {
+        const to = this.#phases[index + 1]?.[1] ?? Number.POSITIVE_INFINITY;
+        const inPhase = samples.filter((sample) => sample.atMs >= from && sample.atMs < to);
+        return [name, Math.max(0, ...inPhase.map((sample) => sample.rssBytes))];
+      }),
+    );
+  }
+
+  async #timeToReady(object: ObjectSpec): Promise<number> {
+    const begin = performance.now();
+    await this.#rig.apply(object);
+    await until(`${object.name} Ready`, 180_000, async () =>
+      isReady(await this.#rig.read(object)) ? true : undefined,
+    );
+    return Math.round(performance.now() - begin);
+  }
+
+  /** A healthy VM alone (after a warm-up one), then beside the hostile tenants' objects. */
+  async #hostileTenants(): Promise<void> {
+    const [warmUp, alone, beside] = this.#probes as [ObjectSpec, ObjectSpec, ObjectSpec];
+    await this.#timeToReady(warmUp);
+    const aloneMs = await this.#timeToReady(alone);
+    await inParallel(this.#hostile, 16, (object) => this.#rig.apply(object));
+    await sleep(3000); // their requests are in flight (or failing) now
+    const besideMs = await this.#timeToReady(beside);
+    this.#hostileTimes = { aloneMs, besideMs };
+    this.#options.say(`hostile tenants: a healthy VM took ${aloneMs} ms alone and ${besideMs} ms beside them`);
+  }
+
+  /** Faults on, every object at once, the kills; faults off at the end of the chaos time. */
+  async #chaos(): Promise<void> {
+    const { double } = this.#rig;
+    await this.#rig.admin("PUT", "/faults", CLOUD_FAULTS);
+    const kube = [
+      setInterval(() => {
+        double.faults.dropWatches();
+        this.#kubeCounts.watch_drops++;
+      }, 10_000),
+      setInterval(() => {
+        // Forget the history, then drop the watches: every re-watch from an old resourceVersion gets 410 Gone.
+        double.faults.compact();
+        double.faults.dropWatches();
+        this.#kubeCounts.compactions++;
+      }, 30_000),
+      setInterval(() => double.faults.failNext(2, 409, { path: "/status" }), 3000),
+    ];
+    const chaosStart = Date.now();
+    let watching = true;
+    const allReady = (async () => {
+      const wanted = this.#healthy.length + this.#probes.length;
+      while (watching) {
+        const live = await listObjects(this.#rig.custom, HEALTHY_NAMESPACES).catch(() => []);
+        if (live.length === wanted && live.every(readyNow)) {
+          this.#allReadyUnderFaultsMs = Date.now() - chaosStart;
+          return;
+        }
+        await sleep(2000);
+      }
+    })();
+    await Promise.all([
+      inParallel(this.#healthy, 32, (object) => this.#rig.apply(object)),
+      this.#killAsPlanned(chaosStart),
+    ]);
+    const left = chaosStart + this.#profile.chaosMs - Date.now();
+    if (left > 0) await sleep(left);
+    watching = false;
+    await allReady;
+    for (const timer of kube) clearInterval(timer);
+    await this.#rig.admin("DELETE", "/faults");
+    this.#simulatorFaults = (await this.#rig.admin("GET", "/faults/fired")) as Record<string, number>;
+  }
+
+  async #killAsPlanned(chaosStart: number): Promise<void> {
+    const { chaosMs, kills } = this.#profile;
+    const targeted = Math.min(2, kills);
+    const schedule: { atMs: number; run: () => Promise<void> }[] = Array.from({ length: kills - targeted }, () => ({
+      atMs: Math.round(chaosMs * (0.1 + 0.8 * this.#random.next())),
+      run: () => this.#killLeader("at random"),
+    }));
+    if (targeted >= 1) schedule.push({ atMs: chaosMs * 0.3, run: () => this.#killInFlight("disk resize") });
+    if (targeted >= 2) schedule.push({ atMs: chaosMs * 0.55, run: () => this.#killInFlight("VM type change") });
+    schedule.sort((a, b) => a.atMs - b.atMs);
+    for (const step of schedule) {
+      const wait = chaosStart + step.atMs - Date.now();
+      if (wait > 0) await sleep(wait);
+      await step.run();
+    }
+  }
+
+  /** SIGKILL the replica leading now: a Lease still naming a process killed before does not count. */
+  async #killLeader(why: string): Promise<void> {
+    const leader = await until("a new leader to kill", 60_000, async () => {
+      const current = await this.#rig.leader();
+      return current !== undefined && !this.#killed.has(current.identity) ? current : undefined;
+    });
+    this.#killed.add(leader.identity);
+    this.#kills++;
+    this.#options.say(`SIGKILL ${leader.name} (${why}), kill ${this.#kills} of ${this.#profile.kills}`);
+    await this.#rig.replicas.kill(leader.name, 2000);
+  }
+
+  /** Change a Ready disk's size or VM's type, wait until its operation is in flight, then kill the leader. */
+  async #killInFlight(change: "disk resize" | "VM type change"): Promise<void> {
+    const kind = change === "disk resize" ? "GpuDisk" : "GpuVm";
+    const candidates = this.#healthy.filter((object) => object.kind === kind);
+    const target = await until(`a Ready ${kind} to change`, this.#profile.chaosMs, async () => {
+      const object = this.#random.pick(candidates);
+      return isReady(await this.#rig.read(object)) ? object : undefined;
+    });
+    const spec = change === "disk resize" ? { size: "200GiB" } : { type: "a40.2x" };
+    await this.#rig.patchSpec(target, spec);
+    target.spec = { ...target.spec, ...spec };
+    let operationInFlight = false;
+    const deadline = Date.now() + 20_000;
+    while (!operationInFlight && Date.now() < deadline) {
+      const operation = (await this.#rig.read(target).catch(() => undefined))?.status?.operation;
+      operationInFlight = operation?.state === "IN_PROGRESS" && operation.name !== "CREATE";
+      if (!operationInFlight) await sleep(20);
+    }
+    this.#inFlight.push({ change: `${change} of ${target.namespace}/${target.name}`, operationInFlight });
+    await this.#killLeader(`${change} ${operationInFlight ? "in flight" : "requested"}`);
+  }
+
+  /** Faults off: every healthy object Ready, one cloud resource each, the changes in the cloud. */
+  async #converge(): Promise<void> {
+    const { custom, cloud, sim } = this.#rig;
+    const stopped = performance.now();
+    this.#options.say("faults stopped; waiting for every healthy object to be Ready");
+    const wanted = this.#healthy.length + this.#probes.length;
+    let live: LiveObject[] = [];
+    try {
+      live = await until("every healthy object Ready", this.#profile.convergeTimeoutMs, async () => {
+        const objects = await listObjects(custom, HEALTHY_NAMESPACES);
+        return objects.length === wanted && objects.every(readyNow) ? objects : undefined;
+      });
+      this.#convergeMs = Math.round(performance.now() - stopped);
+      this.#check(
+        "every healthy object Ready",
+        true,
+        `${wanted} Ready ${this.#convergeMs} ms after the faults stopped`,
+      );
+    } catch {
+      live = await listObjects(custom, HEALTHY_NAMESPACES);
+      const notReady = live.filter((object) => !readyNow(object)).map(describeObject);
+      const absent = wanted - live.length;
+      const detail = `${notReady.length + absent} not Ready after ${this.#profile.convergeTimeoutMs} ms`;
+      this.#check("every healthy object Ready", false, `${detail}${detailOf(notReady)}`);
+    }
+    const ownership = checkOwnership(live, await cloudInventory(cloud, sim.projectId), this.#before);
+    this.#ownership = { duplicates: ownership.duplicates.length, leaks: ownership.leaks.length };
+    const problems = [...ownership.duplicates, ...ownership.leaks, ...ownership.missing];
+    this.#check(
+      "exactly one cloud resource per object",
+      problems.length === 0,
+      `${ownership.duplicates.length} duplicates, ${ownership.leaks.length} leaks, ${ownership.missing.length} objects without their resource${detailOf(problems)}`,
+    );
+    const changed = live.filter((object) =>
+      this.#inFlight.some((kill) => kill.change.endsWith(`${object.metadata.namespace}/${object.metadata.name}`)),
+    );
+    const applied = await Promise.all(
+      changed.map(async (object) => {
+        const id = object.status?.id ?? "";
+        if (object.kind === "GpuDisk") return (await cloud.disks.get(sim.projectId, id)).size === "200GiB";
+        return (await cloud.vms.get(sim.projectId, id)).type === "a40.2x";
+      }),
+    );
+    this.#check(
+      "changes made across a SIGKILL reached the cloud",
+      applied.length === this.#inFlight.length && applied.every(Boolean),
+      `${applied.filter(Boolean).length} of ${this.#inFlight.length}`,
+    );
+  }
+
+  /** Delete every object of every tenant; nothing may be left: objects, cloud resources, owned Secrets. */
+  async #deleteEverything(): Promise<void> {
+    const { custom, core, cloud, sim } = this.#rig;
+    this.#options.say("deleting every object");
+    const namespaces = [...HEALTHY_NAMESPACES, ...Object.values(HOSTILE_NAMESPACES)];
+    for (const namespace of namespaces) {
+      for (const kind of KIND_ORDER) {
+        await custom.deleteCollectionNamespacedCustomObject({ ...GROUP_VERSION, plural: PLURALS[kind], namespace });
+      }
+    }
+    const gone = async () => ((await listObjects(custom, namespaces)).length === 0 ? true : undefined);
+    await until("every object gone", this.#profile.deleteTimeoutMs, gone).catch(() => undefined);
+    const stuck = await listObjects(custom, namespaces);
+    this.#check(
+      "no finalizer left",
+      stuck.length === 0,
+      `${stuck.length} objects left${detailOf(stuck.map(describeObject))}`,
+    );
+    const leftover = (await cloudInventory(cloud, sim.projectId)).filter((resource) => !this.#before.has(resource.id));
+    const leftoverNames = leftover.map((resource) => `${resource.kind}/${resource.name}`);
+    this.#check(
+      "the cloud holds nothing the run created",
+      leftover.length === 0,
+      `${leftover.length} left${detailOf(leftoverNames)}`,
+    );
+    const owned: string[] = [];
+    for (const namespace of HEALTHY_NAMESPACES) {
+      for (const secret of (await core.listNamespacedSecret({ namespace })).items) {
+        if ((secret.metadata?.ownerReferences ?? []).length > 0) owned.push(`${namespace}/${secret.metadata?.name}`);
+      }
+    }
+    this.#check("no owned Secret left", owned.length === 0, `${owned.length} left${detailOf(owned)}`);
+    this.#left = { stuck: stuck.length, ownedSecrets: owned.length, cloud: leftover.length };
+  }
+
+  /** After the replicas stopped: their exits and logs, memory and descriptors; then the figures. */
+  async #report(): Promise<ChaosReport> {
+    const { replicas } = this.#rig;
+    const logs = await scanLogs(replicas.logFiles, this.#rig.secrets);
+    const unexpected = replicas.unexpectedExits().map((exit) => `${exit.replica} exited ${exit.code ?? exit.signal}`);
+    this.#check(
+      "no crash and no unhandled rejection",
+      logs.crashes.length === 0 && unexpected.length === 0,
+      `${logs.crashes.length} crash lines, ${unexpected.length} unexpected exits${detailOf([...logs.crashes, ...unexpected])}`,
+    );
+    this.#check(
+      "no secret value in any log line",
+      logs.secretLeaks.length === 0,
+      `${logs.lines} lines scanned${detailOf(logs.secretLeaks)}`,
+    );
+    this.#check("SIGKILLs as planned", this.#kills === this.#profile.kills, `${this.#kills} of ${this.#profile.kills}`);
+    const { from, to } = this.#steadyWindow;
+    const steady = flatness(replicas.samples.filter((sample) => sample.atMs >= from && sample.atMs <= to));
+    const steadyText = steady.map(
+      (r) => `${r.replica}: RSS ${mib(r.firstRssBytes)} → ${mib(r.lastRssBytes)}, fds ${r.firstFds} → ${r.lastFds}`,
+    );
+    this.#check(
+      "memory and open file descriptors flat",
+      steady.length > 0 && steady.every((replica) => replica.flat),
+      steadyText.join("; ") || "no samples",
+    );
+    const byKind: Record<string, number> = {};
+    for (const object of this.#healthy) byKind[object.kind] = (byKind[object.kind] ?? 0) + 1;
+    const { aloneMs, besideMs } = this.#hostileTimes;
+    const injected = Object.entries(this.#rig.double.faults.injected()).map(([status, n]) => [`http_${status}`, n]);
+    return {
+      profile: this.#profile.name,
+      seed: this.#options.seed,
+      durationMs: Date.now() - this.#started,
+      loadAverage: { start: this.#loadStart, end: loadavg().map(round2) },
+      objects: { healthy: this.#healthy.length + this.#probes.length, hostile: this.#hostile.length, byKind },
+      faults: {
+        simulator: this.#simulatorFaults,
+        kubernetes: { ...this.#kubeCounts, ...Object.fromEntries(injected) },
+      },
+      kills: { total: this.#kills, inFlight: this.#inFlight },
+      duplicates: this.#ownership.duplicates,
+      leaks: this.#ownership.leaks,
+      stuckFinalizers: this.#left.stuck,
+      ownedSecretsLeft: this.#left.ownedSecrets,
+      cloudLeftAfterDelete: this.#left.cloud,
+      convergeAfterFaultsMs: this.#convergeMs,
+      peakRssBytes: Math.max(0, ...replicas.samples.map((sample) => sample.rssBytes)),
+      peakRssByPhase: this.#peakRssByPhase(),
+      allReadyUnderFaultsMs: this.#allReadyUnderFaultsMs,
+      steady,
+      hostile: {
+        aloneMs,
+        besideMs,
+        ratio: aloneMs > 0 ? round2(besideMs / aloneMs) : 0,
+        hits: Object.fromEntries(this.#rig.hostile.map((endpoint) => [endpoint.kind, endpoint.hits()])),
+      },
+      logs: {
+        lines: logs.lines,
+        errorLines: logs.errorLines,
+        crashes: logs.crashes.length,
+        secretLeaks: logs.secretLeaks.length,
+      },
+      invariants: this.#invariants,
+      stateDir: this.#options.stateDir,
+    };
+  }
+}

@@ -1,0 +1,117 @@
+// The parts of `npm run chaos` that decide a verdict, in isolation: flags, the seeded random source, the
+// ownership check (duplicates, leaks, missing), the log scan (crashes, secrets in any spelling) and flatness.
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { checkOwnership, flatness, scanLogs } from "../../src/cli/chaos/checks.ts";
+import { PROFILES } from "../../src/cli/chaos/profiles.ts";
+import { seededRandom } from "../../src/cli/chaos/random.ts";
+import { healthyObjects, type LiveObject } from "../../src/cli/chaos/workload.ts";
+import { parseChaosArgs } from "../../src/cli/commands/chaos.ts";
+
+let dir: string | undefined;
+afterEach(async () => {
+  if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+  dir = undefined;
+});
+
+describe("chaos flags and profiles", () => {
+  it("defaults to the full profile of 500 objects and 10 kills; ci is about 60 objects and 2 kills", () => {
+    const flags = parseChaosArgs([]);
+    if (flags === "help") throw new Error("unexpected help");
+    expect(flags.profile.name).toBe("full");
+    expect(healthyObjects(PROFILES.full)).toHaveLength(500);
+    expect(PROFILES.full.kills).toBe(10);
+    expect(healthyObjects(PROFILES.ci)).toHaveLength(60);
+    expect(PROFILES.ci.kills).toBe(2);
+    expect(parseChaosArgs(["--profile", "ci", "--seed", "7", "--out", "x.json"])).toMatchObject({
+      seed: 7,
+      out: "x.json",
+      profile: { name: "ci" },
+    });
+    expect(() => parseChaosArgs(["--profile", "huge"])).toThrow(/--profile/);
+    expect(() => parseChaosArgs(["--seed", "-1"])).toThrow(/--seed/);
+    expect(parseChaosArgs(["--help"])).toBe("help");
+  });
+
+  it("the same seed draws the same numbers", () => {
+    const a = seededRandom(42);
+    const b = seededRandom(42);
+    const draws = (r: ReturnType<typeof seededRandom>) => Array.from({ length: 5 }, () => r.int(0, 1000));
+    expect(draws(a)).toEqual(draws(b));
+    expect(draws(seededRandom(43))).not.toEqual(draws(seededRandom(42)));
+  });
+});
+
+const object = (kind: LiveObject["kind"], name: string, id?: string): LiveObject => ({
+  kind,
+  metadata: { name, namespace: "chaosa" },
+  spec: {},
+  ...(id === undefined ? {} : { status: { id } }),
+});
+
+describe("checkOwnership", () => {
+  it("finds a second resource of one name, a resource no object holds, and an object without its resource", () => {
+    const report = checkOwnership(
+      [object("GpuVm", "vm-0", "a"), object("GpuDisk", "disk-0", "gone")],
+      [
+        { kind: "GpuVm", id: "a", name: "chaosa-vm-0" },
+        { kind: "GpuVm", id: "b", name: "chaosa-vm-0" },
+        { kind: "GpuNetwork", id: "default", name: "default" },
+      ],
+      new Set(["default"]),
+    );
+    expect(report).toEqual({
+      duplicates: ["GpuVm/chaosa-vm-0"],
+      leaks: ["GpuVm/chaosa-vm-0 (b)"],
+      missing: ["GpuDisk chaosa/disk-0"],
+    });
+  });
+});
+
+describe("scanLogs", () => {
+  it("finds crashes and secrets, plain, base64 and as tokens, and reports where without the value", async () => {
+    dir = await mkdtemp(path.join(tmpdir(), "chaos-logs-"));
+    const file = path.join(dir, "replica-a-1.log");
+    const key = "sim-key-0123456789abcdef";
+    await writeFile(
+      file,
+      [
+        '{"level":30,"msg":"fine","req":{"headers":{"authorization":"Bearer [Redacted]"}}}',
+        `{"level":30,"msg":"oops ${key}"}`,
+        `{"level":30,"msg":"${Buffer.from(key).toString("base64")}"}`,
+        '{"level":30,"msg":"token sim-at-abcdefghijkl"}',
+        '{"level":50,"msg":"Bearer abcdefghijklmnop"}',
+        "process: unhandledRejection at somewhere",
+      ].join("\n"),
+    );
+    const report = await scanLogs([file], new Map([["the API key", key]]));
+    expect(report.lines).toBe(6);
+    expect(report.errorLines).toBe(1);
+    expect(report.crashes).toHaveLength(1);
+    expect(report.secretLeaks).toEqual([
+      "replica-a-1.log:2: the API key",
+      "replica-a-1.log:3: the API key (base64)",
+      "replica-a-1.log:4: an access or refresh token",
+      "replica-a-1.log:5: an Authorization header",
+    ]);
+    expect(report.secretLeaks.join(" ")).not.toContain(key);
+  });
+});
+
+describe("flatness", () => {
+  const series = (replica: string, rss: number[], fds: number[]) =>
+    rss.map((rssBytes, i) => ({ replica, rssBytes: rssBytes * 1024 * 1024, fds: fds[i] ?? 0 }));
+
+  it("flat within 25 % (or 40 MiB) of RSS and 10 descriptors; growth beyond is not flat", () => {
+    const [flat, growing, leakingFds] = flatness([
+      ...series("a", [200, 205, 198, 210, 204, 206], [30, 31, 30, 32, 31, 30]),
+      ...series("b", [200, 260, 320, 380, 440, 500], [30, 30, 30, 30, 30, 30]),
+      ...series("c", [200, 200, 200, 200, 200, 200], [30, 40, 50, 60, 70, 80]),
+    ]);
+    expect(flat?.flat).toBe(true);
+    expect(growing?.flat).toBe(false);
+    expect(leakingFds?.flat).toBe(false);
+  });
+});
