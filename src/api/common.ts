@@ -401,6 +401,9 @@ export const Condition = z
   .meta({ description: "An observation of the object's state (kstatus-compatible)." });
 export type Condition = z.infer<typeof Condition>;
 
+/** At most this many status fields ride with an action (its intent, then its operation). */
+export const MAX_ACTION_FIELDS = 4;
+
 export const OperationRecord = z
   .object({
     id: text("Cloud operation id.", 128),
@@ -412,6 +415,13 @@ export const OperationRecord = z
     ),
     startedAt: text("When the operation started (cloud timestamp).", 64).optional(),
     completedAt: text("When the operation finished (cloud timestamp); empty while in progress.", 64).optional(),
+    fields: z
+      .record(z.string().max(63), z.string().max(64).meta({ description: "The value to set." }))
+      .optional()
+      .meta({
+        description: "Status fields set when the operation succeeds (e.g. lastResetRequestedAt of a RESET).",
+        maxProperties: MAX_ACTION_FIELDS,
+      }),
   })
   .meta({ description: "A cloud operation started for this object." });
 export type OperationRecord = z.infer<typeof OperationRecord>;
@@ -430,8 +440,6 @@ export const CreatePending = z
       "instead of creating a second one.",
   });
 export type CreatePending = z.infer<typeof CreatePending>;
-
-export const MAX_ACTION_FIELDS = 4;
 
 export const ActionPending = z
   .object({

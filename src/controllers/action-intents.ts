@@ -70,7 +70,10 @@ export async function sendAction<Spec extends ManagedSpecBase>(
   return { operation };
 }
 
-/** The action's operation is known: it goes into status with the fields its intent carried. */
+/**
+ * The action's operation is known: it goes into status, carrying the fields its intent had; they are set once
+ * it succeeds (a failed RESET leaves the reset asked for, so it is sent again).
+ */
 function confirm<Spec extends ManagedSpecBase>(
   pass: Pass<Spec>,
   connection: CloudConnection<Spec>,
@@ -78,26 +81,39 @@ function confirm<Spec extends ManagedSpecBase>(
 ): void {
   const fields = pass.draft.actionPending?.fields;
   delete pass.draft.actionPending;
-  if (fields !== undefined) Object.assign(pass.draft, fields);
-  recordOperation(pass, connection, operation);
+  recordOperation(pass, connection, operation, fields);
+}
+
+/**
+ * Of the operations the cloud lists for the resource since about the intent (whole seconds), the one the intent
+ * started: not one this object recorded already (an earlier attempt that failed), and not older than the intent.
+ */
+function ownOperation<Spec extends ManagedSpecBase>(pass: Pass<Spec>, listed: Operation[]): Operation | undefined {
+  const pending = pass.draft.actionPending;
+  if (pending === undefined) return undefined;
+  const known = new Set((pass.draft.operations ?? []).map((op) => op.id));
+  const since = Math.floor(Date.parse(pending.requestedAt) / 1000) * 1000 - 1000;
+  return listed.find((op) => !known.has(op.operation_id) && !(Date.parse(op.started_at) < since));
 }
 
 /**
  * An intent in status without its operation: the operation this process saw, else the one the cloud lists for
  * the resource since the intent. Neither means the action was not carried out: the intent goes, and this pass
- * decides afresh from what it observes.
+ * decides afresh from what it observes. Returns the time the observation must be fresher than.
  */
 export async function resolvePendingAction<Spec extends ManagedSpecBase>(
   pass: Pass<Spec>,
   connection: CloudConnection<Spec>,
-): Promise<void> {
+): Promise<number | undefined> {
   const pending = pass.draft.actionPending;
-  if (pending === undefined) return;
+  if (pending === undefined) return undefined;
   const sent = pass.services.sentActions.get(pass.key);
   let operation = sent?.requestedAt === pending.requestedAt ? sent.operation : undefined;
-  if (operation === undefined && connection.findOperation !== undefined) {
-    const since = Date.parse(pending.requestedAt);
-    operation = await connection.findOperation(pending.id, pending.name, since, pass.signal);
+  if (operation === undefined && connection.findOperations !== undefined) {
+    operation = ownOperation(
+      pass,
+      await connection.findOperations(pending.id, pending.name, Date.parse(pending.requestedAt), pass.signal),
+    );
   }
   pass.services.sentActions.delete(pass.key);
   if (operation !== undefined) {
@@ -106,8 +122,13 @@ export async function resolvePendingAction<Spec extends ManagedSpecBase>(
       "found the operation of a recorded action",
     );
     confirm(pass, connection, operation);
-    return;
+  } else {
+    pass.logger.info(
+      { action: pending.name, id: pending.id },
+      "a recorded action was not carried out; deciding afresh",
+    );
+    delete pass.draft.actionPending;
   }
-  pass.logger.info({ action: pending.name, id: pending.id }, "a recorded action was not carried out; deciding afresh");
-  delete pass.draft.actionPending;
+  // Either way the resource may have changed since the last list: the observation must be fresh.
+  return pass.services.now();
 }

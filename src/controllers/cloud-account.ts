@@ -203,16 +203,17 @@ export class CloudAccount {
   }
 
   /**
-   * The operation `name` the cloud lists for a resource (since `sinceMs` when given: whole seconds, so from one
-   * second before). Undefined when none is listed, or when this server cannot list the family's operations.
+   * The operations `name` the cloud lists for a resource (since `sinceMs` when given: whole seconds, so from one
+   * second before), newest first. Empty when none is listed, or when this server cannot list the family's
+   * operations.
    */
-  async findOperation(
+  async findOperations(
     family: OperationFamily,
     resourceId: string,
     name: string,
     sinceMs: number | undefined,
     signal?: AbortSignal,
-  ): Promise<Operation | undefined> {
+  ): Promise<Operation[]> {
     const bound =
       sinceMs === undefined
         ? undefined
@@ -224,10 +225,12 @@ export class CloudAccount {
         { resource_id: resourceId, ...(bound !== undefined ? { lower_time_bound: bound } : {}) },
         signal ? { signal } : {},
       );
-      return operations.find((op) => op.metadata.operation_name === name && op.metadata.id === resourceId);
+      return operations
+        .filter((op) => op.metadata.operation_name === name && op.metadata.id === resourceId)
+        .sort((a, b) => Date.parse(b.started_at) - Date.parse(a.started_at));
     } catch (error) {
       if (isCloudError(error) && (error.status === 403 || error.status === 404 || error.kind === "unsupported")) {
-        return undefined;
+        return [];
       }
       throw error;
     }

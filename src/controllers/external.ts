@@ -23,6 +23,8 @@ export interface OperationRecord {
   state: string;
   startedAt?: string;
   completedAt?: string;
+  /** Status fields set when the operation succeeds (what the action served: lastResetRequestedAt, …). */
+  fields?: Record<string, string>;
 }
 
 export interface CreatePending {

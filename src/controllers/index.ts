@@ -251,8 +251,8 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
             paymentProblem: (signal, options) => account.paymentProblem(signal, options),
             operation: (operationId, ownerKey) => account.operation(kind.family, operationId, ownerKey),
             nextFollowTurnMs: () => account.nextFollowTurnMs(kind.family),
-            findOperation: (resourceId, name, sinceMs, signal) =>
-              account.findOperation(kind.family, resourceId, name, sinceMs, signal),
+            findOperations: (resourceId, name, sinceMs, signal) =>
+              account.findOperations(kind.family, resourceId, name, sinceMs, signal),
           },
         };
       },

@@ -176,8 +176,8 @@ export async function createdAtFromOperations(
   id: string,
   signal?: AbortSignal,
 ): Promise<string | undefined> {
-  const create = await account.findOperation(family, id, "CREATE", undefined, signal);
-  return create?.started_at || undefined;
+  const creates = await account.findOperations(family, id, "CREATE", undefined, signal);
+  return creates.at(-1)?.started_at || undefined;
 }
 
 /**

@@ -55,6 +55,10 @@ export type {
 } from "./reconcile-pass.ts";
 export { formatKubeTime } from "./status-building.ts";
 
+/** A failing key is held this long after its first failure, doubling with each further one. */
+const FAILURE_HOLD_BASE_MS = 500;
+const FAILURE_HOLD_MAX_MS = 60_000;
+
 export class ManagedReconciler<Spec extends ManagedSpecBase> {
   readonly #options: ManagedReconcilerOptions<Spec>;
   readonly #timing: ReconcileTiming;
@@ -62,6 +66,8 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
   readonly #services: PassServices<Spec>;
   /** key → the versions our writes replaced and the last one they made (to recognise a cache not caught up). */
   readonly #ownWrites: GuardedWrites;
+  /** key → consecutive failed passes, and until when (at which object version) the key is held. */
+  readonly #failures = new Map<string, { count: number; version: string; until: number }>();
   /** key → the sync-period annotation value last reported as raised to the floor (one Event per value). */
   readonly #raisedSyncPeriods = new Map<string, string>();
 
@@ -87,6 +93,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     const raw = this.#options.kube.get(request.namespace, request.name);
     if (raw === undefined) {
       this.#ownWrites.forget(key);
+      this.#failures.delete(key);
       this.#raisedSyncPeriods.delete(key);
       return { type: "done" };
     }
@@ -100,7 +107,28 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
       ctx.logger.debug({ cachedVersion, waitingFor }, "cache behind our own write");
       return after(this.#timing.shortMs * 5);
     }
-    return this.#reconcileParsed(parsed, key, ctx);
+    const held = this.#failures.get(key);
+    const now = this.#now();
+    if (held !== undefined && held.version === cachedVersion && now < held.until) {
+      // The last pass failed, and nobody changed the object since: the watch event of our own status writes
+      // (an action's intent, then its removal) must not turn a failing action into a hot loop.
+      ctx.logger.debug({ heldForMs: held.until - now }, "holding a failing key");
+      return after(held.until - now);
+    }
+    const outcome = await this.#reconcileParsed(parsed, key, ctx);
+    this.#noteFailure(key, outcome, parsed.object?.metadata.resourceVersion ?? cachedVersion);
+    return outcome;
+  }
+
+  /** A pass that ended in a retry holds the key (doubling, up to a minute) until the object changes. */
+  #noteFailure(key: string, outcome: Outcome, version: string): void {
+    if (outcome.type !== "retry") {
+      this.#failures.delete(key);
+      return;
+    }
+    const count = (this.#failures.get(key)?.count ?? 0) + 1;
+    const holdMs = Math.min(FAILURE_HOLD_BASE_MS * 2 ** (count - 1), FAILURE_HOLD_MAX_MS);
+    this.#failures.set(key, { count, version, until: this.#now() + holdMs });
   }
 
   /**
@@ -220,7 +248,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     holdsFinalizer: boolean,
   ): Promise<Step> {
     const { mr } = pass;
-    await resolvePendingAction(pass, connection);
+    const resolvedAt = await resolvePendingAction(pass, connection);
     const settled = settleOperation(pass, connection);
     if (settled.verdict !== undefined) return settled.verdict;
     if (settled.failure !== undefined) return handleFailedOperation(pass, connection, settled.failure);
@@ -234,7 +262,14 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
       const waiting = await this.#resolve(pass, connection);
       if (waiting !== undefined) return waiting;
     }
-    const look = await this.#look(pass, connection, settled, periodic);
+    // A recorded action just resolved (found or dropped) changed what the lists show: observe afresh.
+    const fresh = settled.notBefore ?? resolvedAt;
+    const look = await this.#look(
+      pass,
+      connection,
+      { ...settled, ...(fresh !== undefined ? { notBefore: fresh } : {}) },
+      periodic,
+    );
     if ("waiting" in look) return look.waiting;
     const { observed } = look;
     if (observed.exists) {
@@ -257,11 +292,14 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
   /**
    * A spec change of an existing resource is compared against a fresh list (coalesced with other keys), not the
    * periodic snapshot; so is a resource last seen in transition, or it would wait for the next periodic list.
-   * A new object needs none: a create under its deterministic name cannot duplicate.
+   * A new object needs none: a create under its deterministic name cannot duplicate; one with a create intent
+   * but no id does.
    */
   #needsFreshList(pass: Pass<Spec>): boolean {
     const { mr } = pass;
-    if (pass.draft.id === undefined) return false;
+    // A create whose answer never came (a lost answer, a crash): the resource may be seconds old. Looking for it
+    // in an older list would miss it, and a deletion would leave it behind.
+    if (pass.draft.id === undefined) return pass.draft.createPending !== undefined;
     if (mr.status.observedGeneration !== mr.metadata.generation) return true;
     const lastReason = mr.status.conditions?.find((c) => c.type === "Ready")?.reason;
     return lastReason === REASON.WaitingForOperation || lastReason === REASON.Creating;
@@ -296,7 +334,8 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
 
   /** References and inputs (other objects, Secrets, ConfigMaps) must be there before the cloud is touched. */
   async #resolve(pass: Pass<Spec>, connection: CloudConnection<Spec>): Promise<Verdict | undefined> {
-    const resolution = await connection.external.resolve(pass.mr, pass.signal);
+    // The draft, not the status as read: this pass may already have settled an operation (and what it served).
+    const resolution = await connection.external.resolve(withDraft(pass.mr, pass.draft), pass.signal);
     if (resolution.type === "waiting") {
       return verdict(REASON.WaitingForDependency, resolution.message, after(this.#timing.dependencyMs), {
         progressing: true,

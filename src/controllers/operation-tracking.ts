@@ -7,21 +7,37 @@ import { REASON, type Verdict } from "./classify.ts";
 import type { ManagedSpecBase, OperationRecord } from "./external.ts";
 import { after, type CloudConnection, type Pass, verdict, wasReady } from "./reconcile-pass.ts";
 
-/** Put a just-started operation into the draft status and start tracking it. */
+/**
+ * Put a just-started operation into the draft status and start tracking it. `fields` are what the action
+ * served (status fields set once it succeeds).
+ */
 export function recordOperation<Spec extends ManagedSpecBase>(
   pass: Pass<Spec>,
   connection: CloudConnection<Spec>,
   operation: Operation,
+  fields?: Record<string, string>,
 ): void {
-  const recorded = {
+  const recorded: OperationRecord = {
     id: operation.operation_id,
     name: operation.metadata.operation_name,
     state: operation.state,
     ...(operation.started_at ? { startedAt: operation.started_at } : {}),
   };
-  pass.draft.operation = recorded;
+  pass.draft.operation = fields !== undefined ? { ...recorded, fields } : recorded;
   pass.draft.operations = [recorded, ...(pass.draft.operations ?? [])].slice(0, MAX_OPERATION_HISTORY);
   if (operation.state === "IN_PROGRESS") connection.operation(operation.operation_id, pass.key);
+  else applyOutcomeFields(pass, pass.draft.operation);
+}
+
+/**
+ * The fields an action served are set once it succeeded (or ended unseen: not knowing, it is not repeated);
+ * a FAILED one leaves them unset, so that what it was for is asked again.
+ */
+function applyOutcomeFields<Spec extends ManagedSpecBase>(pass: Pass<Spec>, operation: OperationRecord): void {
+  const { fields, ...rest } = operation;
+  if (fields === undefined) return;
+  if (operation.state === "SUCCEEDED" || operation.state === UNKNOWN_OUTCOME) Object.assign(pass.draft, fields);
+  if (operation.state !== "IN_PROGRESS") pass.draft.operation = rest;
 }
 
 /** `status.operation.state` of an operation that left the lists before anyone saw how it ended. */
@@ -45,7 +61,9 @@ export interface Settlement {
 /** Move the operation in flight to history in its final state. */
 export function closeOperation<Spec extends ManagedSpecBase>(pass: Pass<Spec>, final: OperationRecord): void {
   pass.draft.operation = final;
-  pass.draft.operations = [final, ...(pass.draft.operations ?? []).filter((o) => o.id !== final.id)].slice(
+  applyOutcomeFields(pass, final);
+  const { fields: _fields, ...history } = final;
+  pass.draft.operations = [history, ...(pass.draft.operations ?? []).filter((o) => o.id !== final.id)].slice(
     0,
     MAX_OPERATION_HISTORY,
   );

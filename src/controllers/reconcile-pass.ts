@@ -50,15 +50,10 @@ export interface CloudConnection<Spec extends ManagedSpecBase> {
    */
   nextFollowTurnMs(): number;
   /**
-   * The operation `name` the cloud lists for a resource since a moment (ms), if any: what became of an action
-   * recorded before it was sent. Undefined when none shows (or the server cannot list them).
+   * The operations `name` the cloud lists for a resource since about a moment (ms), newest first: what became
+   * of an action recorded before it was sent. Empty when none shows (or the server cannot list them).
    */
-  findOperation?(
-    resourceId: string,
-    name: string,
-    sinceMs: number,
-    signal: AbortSignal,
-  ): Promise<Operation | undefined>;
+  findOperations?(resourceId: string, name: string, sinceMs: number, signal: AbortSignal): Promise<Operation[]>;
 }
 
 /** `missing`: no usable credentials (reason CredentialsMissing unless told, e.g. ApiUrlNotAllowed); stalls. */

@@ -93,8 +93,8 @@ interface Row {
   others?: unknown[];
   /** The API server refuses status writes for which this answers a message (a 422). */
   refuseWrite?: (status: ManagedStatusBase) => string | undefined;
-  /** What the cloud lists for a recorded action. */
-  foundOperation?: Operation;
+  /** What the cloud lists for a recorded action (newest first). */
+  foundOperations?: Operation[];
   credentialsMissing?: boolean;
   /** The credentials Secret is being deleted or gone: its last credentials are in use. */
   cachedCredentials?: boolean;
@@ -209,9 +209,9 @@ function run(row: Row): Promise<{ outcome: string; afterMs: number | undefined; 
     paymentProblem: async () => row.paymentProblem,
     operation: () => row.progress ?? { state: "pending" },
     nextFollowTurnMs: () => FOLLOW_TURN_MS,
-    findOperation: async (_id, name) => {
+    findOperations: async (_id, name) => {
       harness.calls.push(`findOperation ${name}`);
-      return row.foundOperation;
+      return row.foundOperations ?? [];
     },
   };
   const claims = new ClaimIndex();
@@ -364,8 +364,11 @@ const rows: Row[] = [
       calls: ["observe", "update"],
       sequence: ["write intent RESET", "send RESET", "write"],
       firstStatus: { actionPending: { name: "RESET", id: "res-1", fields: { lastResetRequestedAt: "now" } } },
-      lastStatus: { lastResetRequestedAt: "now", operation: { id: "op-reset", name: "RESET", state: "IN_PROGRESS" } },
-      absent: ["actionPending"],
+      lastStatus: {
+        operation: { id: "op-reset", name: "RESET", state: "IN_PROGRESS", fields: { lastResetRequestedAt: "now" } },
+      },
+      // Set once the RESET succeeded, not before: a failed one is asked for again.
+      absent: ["actionPending", "lastResetRequestedAt"],
     },
   },
   {
@@ -415,7 +418,7 @@ const rows: Row[] = [
         },
       },
     }),
-    foundOperation: operation("RESET"),
+    foundOperations: [operation("RESET")],
     observe: { ...available, upToDate: false },
     update: { action: "RESET", send: async () => operation("RESET") },
     want: {
@@ -423,8 +426,69 @@ const rows: Row[] = [
       calls: ["findOperation RESET"],
       sequence: ["write"],
       conditionReason: "WaitingForOperation",
-      lastStatus: { lastResetRequestedAt: "now", operation: { id: "op-reset", name: "RESET" } },
+      lastStatus: { operation: { id: "op-reset", name: "RESET", fields: { lastResetRequestedAt: "now" } } },
       absent: ["actionPending"],
+    },
+  },
+  {
+    reason: "a RESET that succeeded sets what it served (lastResetRequestedAt)",
+    given: object({
+      finalizers: [FINALIZER],
+      status: {
+        id: "res-1",
+        operation: { id: "op-reset", name: "RESET", state: "IN_PROGRESS", fields: { lastResetRequestedAt: "now" } },
+      },
+    }),
+    progress: { state: "settled", operation: operation("RESET", "SUCCEEDED"), settledAt: NOW },
+    observe: available,
+    want: {
+      outcome: "done",
+      calls: ["observe"],
+      lastStatus: { lastResetRequestedAt: "now", operation: { name: "RESET", state: "SUCCEEDED" } },
+    },
+  },
+  {
+    reason: "a RESET that failed leaves the reset asked for (it is sent again), and retries",
+    given: object({
+      finalizers: [FINALIZER],
+      status: {
+        id: "res-1",
+        operation: { id: "op-reset", name: "RESET", state: "IN_PROGRESS", fields: { lastResetRequestedAt: "now" } },
+      },
+    }),
+    progress: {
+      state: "settled",
+      operation: operation("RESET", "FAILED", { code: "internal_error", message: "x" }),
+      settledAt: NOW,
+    },
+    want: {
+      outcome: "retry",
+      calls: [],
+      conditionReason: "OperationFailed",
+      absent: ["lastResetRequestedAt"],
+    },
+  },
+  {
+    reason: "the lookup of a recorded action skips an earlier attempt this object knows (a RESET that failed)",
+    given: object({
+      finalizers: [FINALIZER],
+      status: {
+        id: "res-1",
+        operations: [{ id: "op-reset-failed", name: "RESET", state: "FAILED" }],
+        actionPending: { name: "RESET", id: "res-1", requestedAt: "2026-11-21T12:00:00.000Z" },
+      },
+    }),
+    foundOperations: [
+      { ...operation("RESET"), operation_id: "op-reset-2" },
+      { ...operation("RESET", "FAILED"), operation_id: "op-reset-failed" },
+    ],
+    observe: { ...available, upToDate: false },
+    update: { action: "RESET", send: async () => operation("RESET") },
+    want: {
+      outcome: "requeueAfter",
+      calls: ["findOperation RESET"],
+      sequence: ["write"],
+      lastStatus: { operation: { id: "op-reset-2", name: "RESET" } },
     },
   },
   {

@@ -19,26 +19,15 @@ import { recordOperation } from "../../src/controllers/operation-tracking.ts";
 import type { CloudConnection, Pass } from "../../src/controllers/reconcile-pass.ts";
 import { buildStatus } from "../../src/controllers/status-building.ts";
 import { fitStatus, fitText } from "../../src/controllers/status-limits.ts";
+import { seededRandom } from "./seeded-random.ts";
 
 const SEED = Number(process.env.GPUVM_TEST_SEED ?? 20261122);
 const RUNS_PER_KIND = 150;
 
-/** mulberry32: small, fast, deterministic. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 class Gen {
   readonly next: () => number;
   constructor(seed: number) {
-    this.next = random(seed);
+    this.next = seededRandom(seed);
   }
   int(max: number): number {
     return Math.floor(this.next() * max);
