@@ -4,6 +4,8 @@
 FROM node:24-slim
 WORKDIR /app
 ENV NODE_ENV=production
+# The operator's V8 flags (src/cli/node-flags.ts): a young generation of at most 8 MiB per semi-space.
+ENV NODE_OPTIONS=--max-semi-space-size=8
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 COPY src ./src

@@ -16,7 +16,7 @@ import {
 import { type AccountBulkhead, DEFAULT_BULKHEAD, sharedBulkheadFor } from "./bulkhead.ts";
 import { CapabilityRegistry, capabilityOf, DEFAULT_REPROBE_AFTER_MS } from "./capabilities.ts";
 import { CloudError } from "./errors.ts";
-import { credentialKeyOf, sharedBucketFor, type TokenBucket } from "./rate-limit.ts";
+import { credentialKeyOf, sharedBucketFor, type TokenBucket, type TokenBucketOptions } from "./rate-limit.ts";
 import {
   DEFAULT_MAX_RESPONSE_BYTES,
   type EndpointCall,
@@ -96,7 +96,11 @@ export interface CloudClientOptions {
   capabilityReprobeMs?: number;
 }
 
-export const DEFAULT_RATE_LIMIT = { ratePerSec: 10, burst: 20 } as const;
+/**
+ * The documented server limit (20 requests/s, burst 40 per credential), a tenth of the burst kept as headroom,
+ * adapting to 429s and Retry-After (rate-limit.ts).
+ */
+export const DEFAULT_RATE_LIMIT: TokenBucketOptions = { ratePerSec: 20, burst: 40, reserve: 4, adaptive: {} };
 
 export interface CallOptions {
   signal?: AbortSignal;

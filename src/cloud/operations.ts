@@ -50,6 +50,11 @@ export interface OperationTrackerOptions {
   family: OperationFamily;
   /** Time between list calls while anything is tracked; default 2000 ms. */
   intervalMs?: number;
+  /**
+   * `batched` (default): one list per interval settles every tracked operation. `per-operation`: every tracked
+   * operation is read on its own once per interval (how the Terraform provider polls; kept for comparison).
+   */
+  mode?: "batched" | "per-operation";
   /** The longest interval while polling keeps failing (doubling from intervalMs); default 60 s. */
   maxBackoffMs?: number;
   timers?: TrackerTimers;
@@ -94,6 +99,7 @@ export class OperationTracker {
   readonly family: OperationFamily;
   readonly #operations: OperationsApi;
   readonly #intervalMs: number;
+  readonly #perOperation: boolean;
   readonly #maxBackoffMs: number;
   readonly #timers: TrackerTimers;
   readonly #logger: Logger;
@@ -114,6 +120,7 @@ export class OperationTracker {
     this.family = options.family;
     this.#operations = options.client.operations;
     this.#intervalMs = intervalMs;
+    this.#perOperation = options.mode === "per-operation";
     this.#maxBackoffMs = Math.max(intervalMs, options.maxBackoffMs ?? 60_000);
     this.#timers = options.timers ?? realTimers;
     this.#logger = (options.logger ?? pino({ level: "silent" })).child({
@@ -214,6 +221,10 @@ export class OperationTracker {
 
   /** Returns true when the tick failed (transient error: everything stays tracked). */
   async #tick(): Promise<boolean> {
+    if (this.#perOperation) {
+      const reads = await Promise.all([...this.#pending.keys()].map((operationId) => this.#readOnce(operationId)));
+      return reads.includes("failed");
+    }
     let inProgress: Set<string> | undefined;
     try {
       const listed = await this.#operations.list(this.projectId, this.family, { state: "IN_PROGRESS" });

@@ -1,12 +1,29 @@
-// Client-side token bucket, one per credential, kept below the server's own limit so that the operator slows
-// itself down before the cloud answers 429.
+// Client-side token bucket, one per credential (shared by every controller and client of the account), paced
+// at the server's documented rate and adapting to what the server says: a 429 pauses every caller of the account
+// until its Retry-After and lowers the rate (multiplicative decrease, at most once per second); accepted answers
+// bring the rate back gradually (additive increase) up to the configured one. The last tenth of the burst is
+// kept in hand: both sides count the same wall-clock seconds, and that headroom absorbs the jitter between when
+// a request leaves and when the server counts it, so pacing at the server's own rate does not earn 429s.
 import { createHash } from "node:crypto";
 
+export interface AdaptiveOptions {
+  /** The rate never goes below this (requests per second, default 0.5). */
+  minRatePerSec?: number;
+  /** Requests per second regained per second of accepted answers (default: a tenth of ratePerSec). */
+  recoveryPerSec?: number;
+  /** The rate is multiplied by this on a 429 (default 0.75). */
+  decreaseFactor?: number;
+}
+
 export interface TokenBucketOptions {
-  /** Sustained rate, tokens per second (> 0). */
+  /** Sustained rate, tokens per second (> 0); the ceiling when adaptive. */
   ratePerSec: number;
   /** Largest burst (>= 1); the bucket starts full. */
   burst: number;
+  /** Tokens of the burst never spent (jitter headroom below a server of the same burst); default 0. */
+  reserve?: number;
+  /** Adapt the rate to 429 answers (see above); off when absent. */
+  adaptive?: AdaptiveOptions;
   /** Injectable monotonic clock in ms (tests). */
   now?: () => number;
 }
@@ -22,12 +39,25 @@ interface Waiter {
   onAbort: () => void;
 }
 
+/** No more than one decrease per this long: the 429s of requests already in flight are one signal, not many. */
+const DECREASE_SPACING_MS = 1000;
+
 export class TokenBucket {
+  /** The configured rate: the ceiling an adaptive bucket recovers to. */
   readonly ratePerSec: number;
   readonly burst: number;
+  readonly #capacity: number;
+  readonly #adaptive: Required<AdaptiveOptions> | undefined;
+  #rate: number;
   #tokens: number;
   #lastRefill: number;
+  #blockedUntil = 0;
+  #lastDecrease = Number.NEGATIVE_INFINITY;
+  #lastIncrease: number;
+  #throttled = 0;
   #now: () => number;
+  /** Waiting callers, first come first served; `urgent` ones (reads that finish work) before the others. */
+  #urgent: Waiter[] = [];
   #waiters: Waiter[] = [];
   #timer: NodeJS.Timeout | undefined;
 
@@ -38,11 +68,26 @@ export class TokenBucket {
     if (!(options.burst >= 1) || !Number.isFinite(options.burst)) {
       throw new RangeError(`burst must be at least 1, got ${options.burst}`);
     }
+    const reserve = options.reserve ?? 0;
+    if (!(reserve >= 0) || reserve > options.burst - 1) {
+      throw new RangeError(`reserve must be between 0 and burst - 1, got ${reserve}`);
+    }
     this.ratePerSec = options.ratePerSec;
     this.burst = options.burst;
+    this.#capacity = options.burst - reserve;
+    this.#adaptive =
+      options.adaptive === undefined
+        ? undefined
+        : {
+            minRatePerSec: Math.min(options.ratePerSec, options.adaptive.minRatePerSec ?? 0.5),
+            recoveryPerSec: options.adaptive.recoveryPerSec ?? options.ratePerSec / 10,
+            decreaseFactor: options.adaptive.decreaseFactor ?? 0.75,
+          };
+    this.#rate = options.ratePerSec;
     this.#now = options.now ?? (() => performance.now());
-    this.#tokens = options.burst;
+    this.#tokens = this.#capacity;
     this.#lastRefill = this.#now();
+    this.#lastIncrease = this.#lastRefill;
   }
 
   /** Tokens available right now (fractional). */
@@ -51,11 +96,25 @@ export class TokenBucket {
     return this.#tokens;
   }
 
-  /** Resolves when a token is taken; waiters are served first come, first served. */
-  take(signal?: AbortSignal): Promise<void> {
+  /** The rate in force now (below ratePerSec after 429s, while recovering). */
+  currentRate(): number {
+    return this.#rate;
+  }
+
+  /** 429 answers seen. */
+  get throttledCount(): number {
+    return this.#throttled;
+  }
+
+  /**
+   * Resolves when a token is taken; waiters are served first come, first served, `urgent` ones first: the reads
+   * that finish work (an operation's poll, a settled resource's refresh) do not wait behind a backlog of creates.
+   */
+  take(signal?: AbortSignal, options: { urgent?: boolean } = {}): Promise<void> {
     if (signal?.aborted) return Promise.reject(abortError(signal));
     this.#refill();
-    if (this.#waiters.length === 0 && this.#tokens >= 1) {
+    const queued = this.#urgent.length + (options.urgent ? 0 : this.#waiters.length);
+    if (queued === 0 && this.#tokens >= 1 && this.#now() >= this.#blockedUntil) {
       this.#tokens -= 1;
       return Promise.resolve();
     }
@@ -65,27 +124,67 @@ export class TokenBucket {
         reject,
         signal,
         onAbort: () => {
+          this.#urgent = this.#urgent.filter((w) => w !== waiter);
           this.#waiters = this.#waiters.filter((w) => w !== waiter);
           reject(abortError(signal));
         },
       };
       signal?.addEventListener("abort", waiter.onAbort, { once: true });
-      this.#waiters.push(waiter);
+      (options.urgent ? this.#urgent : this.#waiters).push(waiter);
       this.#schedule();
     });
+  }
+
+  /**
+   * The server answered 429: nobody sends before its Retry-After has passed (when given), the tokens in hand
+   * are dropped, and an adaptive bucket lowers its rate.
+   */
+  throttled(retryAfterMs?: number): void {
+    this.#throttled++;
+    const now = this.#now();
+    this.#refill();
+    this.#tokens = 0;
+    if (retryAfterMs !== undefined && retryAfterMs > 0) {
+      this.#blockedUntil = Math.max(this.#blockedUntil, now + retryAfterMs);
+    }
+    const adaptive = this.#adaptive;
+    if (adaptive !== undefined && now - this.#lastDecrease >= DECREASE_SPACING_MS) {
+      this.#rate = Math.max(adaptive.minRatePerSec, this.#rate * adaptive.decreaseFactor);
+      this.#lastDecrease = now;
+      this.#lastIncrease = now;
+    }
+    if (this.#timer !== undefined) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+    }
+    this.#schedule();
+  }
+
+  /** The server took a request (any answer but 429): an adaptive bucket regains rate, up to ratePerSec. */
+  accepted(): void {
+    const adaptive = this.#adaptive;
+    if (adaptive === undefined) return;
+    const now = this.#now();
+    if (this.#rate < this.ratePerSec) {
+      this.#refill();
+      const regained = (adaptive.recoveryPerSec * Math.max(0, now - this.#lastIncrease)) / 1000;
+      this.#rate = Math.min(this.ratePerSec, this.#rate + regained);
+    }
+    this.#lastIncrease = now;
   }
 
   #refill(): void {
     const now = this.#now();
     const elapsedSec = Math.max(0, now - this.#lastRefill) / 1000;
-    this.#tokens = Math.min(this.burst, this.#tokens + elapsedSec * this.ratePerSec);
+    this.#tokens = Math.min(this.#capacity, this.#tokens + elapsedSec * this.#rate);
     this.#lastRefill = now;
   }
 
   #schedule(): void {
-    if (this.#timer !== undefined || this.#waiters.length === 0) return;
+    if (this.#timer !== undefined || this.#urgent.length + this.#waiters.length === 0) return;
     const missing = Math.max(0, 1 - this.#tokens);
-    const waitMs = Math.ceil((missing / this.ratePerSec) * 1000);
+    const blockedMs = Math.max(0, this.#blockedUntil - this.#now());
+    const waitMs = Math.max(blockedMs, Math.ceil((missing / this.#rate) * 1000));
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
       this.#serve();
@@ -96,12 +195,14 @@ export class TokenBucket {
 
   #serve(): void {
     this.#refill();
-    while (this.#waiters.length > 0 && this.#tokens >= 1) {
-      const waiter = this.#waiters.shift();
-      if (!waiter) break;
-      this.#tokens -= 1;
-      waiter.signal?.removeEventListener("abort", waiter.onAbort);
-      waiter.resolve();
+    if (this.#now() >= this.#blockedUntil) {
+      while (this.#urgent.length + this.#waiters.length > 0 && this.#tokens >= 1) {
+        const waiter = this.#urgent.shift() ?? this.#waiters.shift();
+        if (!waiter) break;
+        this.#tokens -= 1;
+        waiter.signal?.removeEventListener("abort", waiter.onAbort);
+        waiter.resolve();
+      }
     }
     this.#schedule();
   }

@@ -128,7 +128,7 @@ export class Transport {
       fetch: this.#instrumentedFetch(call, authorization),
       retry: this.#retryOptions(call),
       hooks: {
-        beforeRequest: [async () => this.#takeToken(signal)],
+        beforeRequest: [async () => this.#takeToken(signal, call.method)],
         beforeRetry: [async ({ retryCount }) => this.#beforeRetry(call, retryCount, signal)],
       },
     };
@@ -195,13 +195,14 @@ export class Transport {
     return false;
   }
 
-  async #takeToken(signal: AbortSignal): Promise<void> {
-    await this.#options.rateLimiter?.take(signal);
+  /** Reads go before writes in the account's bucket: they finish work (polls, refreshes) and are few. */
+  async #takeToken(signal: AbortSignal, method: HttpMethod): Promise<void> {
+    await this.#options.rateLimiter?.take(signal, { urgent: method === "GET" });
   }
 
   async #beforeRetry(call: EndpointCall<unknown>, retryCount: number, signal: AbortSignal): Promise<void> {
     this.#logger.debug({ method: call.method, route: call.route, retryCount }, "retrying cloud request");
-    await this.#takeToken(signal);
+    await this.#takeToken(signal, call.method);
   }
 
   /**
@@ -234,8 +235,17 @@ export class Transport {
         throw error;
       }
       report(response.status);
+      this.#adaptRate(response);
       return this.#limitBody(response, call, attempt);
     };
+  }
+
+  /** Every answer tells the account's bucket whether the server took the request (see rate-limit.ts). */
+  #adaptRate(response: Response): void {
+    const limiter = this.#options.rateLimiter;
+    if (limiter === undefined) return;
+    if (response.status === 429) limiter.throttled(parseRetryAfter(response.headers.get("retry-after")));
+    else if (response.status < 500) limiter.accepted();
   }
 
   /**

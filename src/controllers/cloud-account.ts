@@ -17,6 +17,8 @@ export interface CloudAccountOptions {
   credentialKey: string;
   snapshotMaxAgeMs: number;
   operationPollMs: number;
+  /** How the trackers follow operations (default batched: one list per family per interval). */
+  operationPolling?: "batched" | "per-operation";
   /**
    * Wake a key (enqueue it in the family's controller) when an operation it owns settles. `affected` names the
    * other families the operation changed as a side effect (their snapshots are already invalidated), so that
@@ -99,6 +101,7 @@ export class CloudAccount {
         for await (const vm of client.vms.listAll(projectId, { limit: VM_PAGE_LIMIT }, { signal })) items.push(vm);
         return items;
       },
+      listIds: async (ids, signal) => (await client.vms.list(projectId, { ids, limit: ids.length }, { signal })).items,
       idOf: (vm) => vm.id,
       nameOf: (vm) => vm.name,
       onRefresh: () => options.onListCall?.("vm"),
@@ -130,7 +133,7 @@ export class CloudAccount {
     });
   }
 
-  snapshotOf(family: OperationFamily): { invalidate(at?: number): void } {
+  snapshotOf(family: OperationFamily): { invalidate(at?: number): void; settled(at: number): void } {
     switch (family) {
       case "vm":
         return this.vms;
@@ -170,7 +173,9 @@ export class CloudAccount {
           const name = outcome.vanished ? "UNKNOWN" : outcome.operation.metadata.operation_name;
           const result = !outcome.vanished ? outcome.operation.state : unreadable ? "unreadable" : "vanished";
           this.#options.onOperationSettled?.(family, name, result, settledAt - tracked.startedAt);
-          this.snapshotOf(family).invalidate(settledAt);
+          // The owner asks for its resource as fresh as the settlement (notBefore); a large family that refreshes
+          // single resources by id needs no full list for it (FamilySnapshot.settled).
+          this.snapshotOf(family).settled(settledAt);
           const affected = sideEffectsOf(family, outcome.vanished ? undefined : name);
           // Coalesced: the next read of each affected snapshot lists once for every key that asks meanwhile.
           for (const other of affected) this.snapshotOf(other).invalidate(settledAt);
@@ -329,6 +334,7 @@ export class CloudAccount {
         projectId: this.projectId,
         family,
         intervalMs: this.#options.operationPollMs,
+        ...(this.#options.operationPolling ? { mode: this.#options.operationPolling } : {}),
         logger: this.#options.logger,
       });
       this.#trackers.set(family, tracker);

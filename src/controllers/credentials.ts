@@ -195,7 +195,9 @@ export class CredentialStore<A> {
 }
 
 export interface ClientFactoryOptions {
+  /** The server's rate per credential (the adaptive bucket's ceiling) and burst. */
   ratePerSec: number;
+  burst?: number;
   /** Reconciles per controller that may talk to one account at once while it is healthy (default 3). */
   accountConcurrency?: number;
   /** The request timeout: deadline of one call, retries included (default 10 s). */
@@ -206,17 +208,22 @@ export interface ClientFactoryOptions {
   logger?: Logger;
 }
 
-/** A cloud client for parsed credentials, sharing the account's bulkhead (token bucket, breaker, admission). */
+/**
+ * A cloud client for parsed credentials, sharing the account's bulkhead (token bucket, breaker, admission). The
+ * bucket is paced at the server's rate with a tenth of its burst kept as headroom, lowered on 429 and regained
+ * gradually (cloud/rate-limit.ts).
+ */
 export function clientFor(
   parsed: ParsedCredentials,
   credentialKey: string,
   options: ClientFactoryOptions,
 ): CloudClient {
   const ratePerSec = options.ratePerSec;
+  const burst = options.burst ?? Math.max(1, Math.ceil(ratePerSec * 2));
   const bulkhead = sharedBulkheadFor(credentialKey, {
     ...DEFAULT_BULKHEAD,
     laneLimit: options.accountConcurrency ?? 3,
-    rateLimit: { ratePerSec, burst: Math.max(1, Math.ceil(ratePerSec * 2)) },
+    rateLimit: { ratePerSec, burst, reserve: Math.floor(burst / 10), adaptive: {} },
   });
   return createCloudClient({
     baseUrl: parsed.apiUrl,

@@ -24,7 +24,7 @@ import { type KubeAccess, ManagedReconciler, type ReconcileTiming } from "./mana
 import { cloudOperationsSample, registerOperatorMetrics } from "./metrics.ts";
 import { ClaimIndex } from "./ownership.ts";
 import { POOL_RESOURCE, registerPoolController } from "./pool-controller.ts";
-import { CREDENTIALS_FINALIZER, SecretUsageReconciler } from "./secret-usage.ts";
+import { CREDENTIALS_FINALIZER, CredentialsUsage, SecretUsageReconciler } from "./secret-usage.ts";
 import { fitStatus } from "./status-limits.ts";
 
 export const MANAGED_KINDS: readonly KindDefinition<ManagedSpecBase>[] = [gpuVm, gpuDisk, gpuNetwork, gpuFirewallRule];
@@ -109,6 +109,7 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
       new CloudAccount({
         client: clientFor(parsed, credentialKey, {
           ratePerSec: config.apiRateLimit,
+          burst: config.apiBurst,
           accountConcurrency: config.apiAccountConcurrency,
           timeoutMs: config.apiTimeoutMs,
           maxResponseBytes: config.apiMaxResponseBytes,
@@ -129,16 +130,20 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
           const claims = kindName === undefined ? undefined : claimIndexes.get(kindName);
           if (kindName === undefined || claims === undefined) return;
           for (const id of ids) {
-            for (const key of claims.holdersOf(parsed.projectId, id)) controllers.get(kindName)?.enqueue(key);
+            for (const key of claims.holdersOf(parsed.projectId, id)) {
+              controllers.get(kindName)?.enqueue(key, "high");
+            }
           }
         },
         snapshotMaxAgeMs: config.syncPeriodMs,
         operationPollMs: config.operationPollIntervalMs,
+        operationPolling: config.operationPolling,
         logger: logger.child({ credentialKey }),
         wake: (family, ownerKey, affected) => {
           const kindName = kindOfFamily.get(family);
           if (kindName === undefined) return;
-          controllers.get(kindName)?.enqueue(ownerKey);
+          // An operation finished: the key that owns it goes first (fair progress under a backlog of creates).
+          controllers.get(kindName)?.enqueue(ownerKey, "high");
           // A side effect on another family (a VM attached or detached its disks): the owner's targets of that
           // kind, now and before, refresh their status from the invalidated snapshot instead of at the resync.
           const slash = ownerKey.indexOf("/");
@@ -184,41 +189,42 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
       publishConnectionDetails(manager, kind, owner, name, data, cachedObject(kind, owner.metadata.namespace, name)),
   };
 
+  // Who uses which credentials Secret, kept from informer events: a Secret is woken only when an object starts
+  // or stops using it, and its reconcile counts users over the distinct references, never over every object.
+  const usage = new CredentialsUsage((namespace, refName) => credentials.secretFor(namespace, refName));
   const secretUsage = new SecretUsageReconciler({
     kube: manager.kube,
     secrets: { get: readSecret },
-    usersOf: (namespace, name) =>
-      MANAGED_KINDS.flatMap((kind) =>
-        (informers.get(kind.kind)?.list() ?? []).flatMap((raw) => {
-          const object = parse(kind.kind, raw);
-          if (object === undefined || !object.metadata.finalizers.includes(FINALIZER)) return [];
-          const secret = credentials.secretFor(object.metadata.namespace, object.spec.credentialsRef?.name);
-          const uses = secret?.namespace === namespace && secret.name === name;
-          return uses ? [`${kind.kind} ${object.metadata.namespace}/${object.metadata.name}`] : [];
-        }),
-      ),
+    usersOf: (namespace, name, limit) => usage.usersOf(namespace, name, limit),
     event: (secret, type, reason, note) =>
       manager.events.record(
         { apiVersion: "v1", kind: "Secret", metadata: secret.metadata ?? {} },
         { type, reason, note, action: "Delete" },
       ),
   });
-  // Any event of a managed object (delete included) re-checks the Secret it uses.
   const usageController = manager.addController({
     name: "credentials-usage",
     resource: SECRETS,
     ...secretSelection,
     reconciler: secretUsage,
     workers: 1,
-    watches: MANAGED_KINDS.map((kind) => ({
-      resource: resourceOf(kind),
-      mapToKeys: (raw: KubernetesObject) => {
-        const object = parse(kind.kind, raw);
-        const secret = object && credentials.secretFor(object.metadata.namespace, object.spec.credentialsRef?.name);
-        return secret ? [`${secret.namespace}/${secret.name}`] : [];
-      },
-    })),
+    // A Secret of the default name appearing in (or leaving) a namespace moves that namespace's objects from
+    // (or back to) the operator's default Secret: it is looked at again.
+    watches: defaultSecret
+      ? [
+          {
+            resource: SECRETS,
+            ...secretSelection,
+            mapToKeys: () => [`${defaultSecret.namespace}/${defaultSecret.name}`],
+          },
+        ]
+      : [],
   });
+  for (const kind of MANAGED_KINDS) {
+    informers.get(kind.kind)?.on((event) => {
+      for (const key of usage.apply(kind.kind, event.type, event.object)) usageController.enqueue(key);
+    });
+  }
 
   for (const kind of MANAGED_KINDS) {
     const resource = resourceOf(kind);

@@ -113,30 +113,34 @@ export function knownId(mr: ManagedObject): string | undefined {
 }
 
 /**
- * Find an object's resource in the family snapshot. By id when known; an id missing from the snapshot is
- * confirmed with one GET before it counts as gone (404 → gone; an endpoint this server lacks → trust the list),
- * unless `trustList` says a fresh list is enough (following an operation that cannot be read: one request per
- * turn). A server without the family's list (the network list is beyond the spec) is read by id alone.
+ * Find an object's resource in the family snapshot. By id when known (a fresh view of that one resource when
+ * `notBefore` asks for it, see FamilySnapshot.readOne); an id missing from the snapshot is confirmed with one
+ * GET before it counts as gone (404 → gone; an endpoint this server lacks → trust the list), unless `trustList`
+ * says a fresh list is enough (following an operation that cannot be read: one request per turn). A server
+ * without the family's list (the network list is beyond the spec) is read by id alone.
  * Without an id, by exact cloud name only: nothing else is ever adopted.
  */
 export async function findResource<T>(
-  snapshot: { read(notBefore?: number): Promise<SnapshotView<T>>; remember(item: T): void },
+  snapshot: {
+    read(notBefore?: number): Promise<SnapshotView<T>>;
+    readOne(id: string, notBefore?: number): Promise<T | undefined>;
+    remember(item: T): void;
+  },
   mr: ManagedObject,
   options: ObserveOptions,
   get: (id: string) => Promise<T>,
 ): Promise<T | undefined> {
   const id = knownId(mr);
   const { cloudName, trustList } = options;
-  let view: SnapshotView<T>;
+  let hit: T | undefined;
   try {
-    view = await snapshot.read(options.notBefore);
+    if (id === undefined) return (await snapshot.read(options.notBefore)).byName.get(cloudName);
+    hit = await snapshot.readOne(id, options.notBefore);
   } catch (error) {
     if (!isUnsupported(error)) throw error;
     // No list on this server: only a known id can be read; a name cannot be looked up.
     return id === undefined ? undefined : getIfPresent(id, get);
   }
-  if (id === undefined) return view.byName.get(cloudName);
-  const hit = view.byId.get(id);
   if (hit !== undefined || trustList === true) return hit;
   const item = await getIfPresent(id, get);
   if (item !== undefined) snapshot.remember(item);

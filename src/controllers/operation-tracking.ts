@@ -3,7 +3,7 @@
 // waits on an operation: the trackers wake the key, and a fallback requeue covers lost wake-ups.
 import { MAX_OPERATION_HISTORY } from "../api/common.ts";
 import type { Operation } from "../cloud/wire.ts";
-import { REASON, type Verdict } from "./classify.ts";
+import { REASON, type Reason, type Verdict } from "./classify.ts";
 import type { ManagedSpecBase, OperationRecord } from "./external.ts";
 import { after, type CloudConnection, type Pass, verdict, wasReady } from "./reconcile-pass.ts";
 
@@ -79,11 +79,17 @@ export function settleOperation<Spec extends ManagedSpecBase>(
   if (current === undefined || current.state !== "IN_PROGRESS") return {};
   const progress = connection.operation(current.id, pass.key);
   if (progress.state === "pending") {
+    // The pass that started the operation already said what is going on ("creating …", Reconciling=True): a
+    // pass woken meanwhile (our own writes coming back) keeps that story, so waiting costs no status write.
+    const conditions = pass.mr.status.conditions ?? [];
+    const said = conditions.find((c) => c.type === "Ready");
+    const progressing = conditions.some((c) => c.type === "Reconciling" && c.status === "True");
+    const keep = progressing && said !== undefined && said.observedGeneration === pass.mr.metadata.generation;
     const reason = current.name === "DELETE" ? REASON.Deleting : REASON.WaitingForOperation;
     return {
       verdict: verdict(
-        reason,
-        `waiting for ${current.name} operation ${current.id}`,
+        keep ? (said.reason as Reason) : reason,
+        keep ? said.message : `waiting for ${current.name} operation ${current.id}`,
         after(pass.services.timing.operationFallbackMs),
         {
           progressing: true,

@@ -1,8 +1,11 @@
 // Per-credential list snapshots of one resource family. Observing N objects costs ~N/500 list calls per resync
 // period instead of N reads: every reconcile reads the snapshot, and a refresh is shared by all callers that
-// ask at once (coalesced). A caller that knows something changed after the last refresh (an operation settled)
-// passes `notBefore` and gets a refresh that started after that moment.
-
+// ask at once (coalesced). A caller that knows something changed after the last refresh (an operation settled,
+// its spec changed) passes `notBefore` and gets a refresh that started after that moment.
+// A family whose list can be filtered by ids (VMs) and is larger than one page refreshes one resource without
+// listing the family:
+// `readOne` collects the ids asked for and lists them together (at most 150 per call, one such list in flight,
+// at most one a second), so a VM whose operation settled costs a share of one call, not ceil(N/500) calls.
 export interface SnapshotView<T> {
   byId: ReadonlyMap<string, T>;
   byName: ReadonlyMap<string, T>;
@@ -24,9 +27,30 @@ export interface SnapshotOptions<T> {
   onVanished?(ids: string[]): void;
   /**
    * Minimum spacing of lists (default 500 ms): a refresh asked for sooner waits, and every caller arriving
-   * meanwhile shares it. Operations settling one by one thus cost one list per window, not one each.
+   * meanwhile shares it. Operations settling one by one thus cost one list per window, not one each. Lists by
+   * ids are spaced the same way, apart from full lists.
    */
   minIntervalMs?: number;
+  /**
+   * Minimum spacing of lists by ids (default 1 s): every id asked for meanwhile rides along, so a burst of
+   * settled operations costs about one call per second, not one each.
+   */
+  idsIntervalMs?: number;
+  /** List the resources with these ids (one call); a family without it refreshes whole for `readOne`. */
+  listIds?(ids: string[], signal: AbortSignal): Promise<T[]>;
+  /** Ids per list by ids (default 150: the query stays well below the 8 KiB many servers allow a URL). */
+  maxIdsPerList?: number;
+  /**
+   * Lists by ids only for a family larger than this (default 500, one page): below it a full list costs one
+   * call too, and it also shows what vanished meanwhile.
+   */
+  fullListUpTo?: number;
+}
+
+interface IdWaiter<T> {
+  notBefore: number;
+  resolve: (item: T | undefined) => void;
+  reject: (error: unknown) => void;
 }
 
 export class FamilySnapshot<T> {
@@ -36,20 +60,48 @@ export class FamilySnapshot<T> {
   #inFlight: { startedAt: number; promise: Promise<SnapshotView<T>> } | undefined;
   #invalidatedAt = 0;
   #lastStartedAt = Number.NEGATIVE_INFINITY;
+  /** When each resource was last read on its own (list by ids, GET), if after the view was listed. */
+  readonly #itemFetchedAt = new Map<string, number>();
+  /** Ids waiting for the next list by ids, with their callers. */
+  readonly #wantedIds = new Map<string, IdWaiter<T>[]>();
+  #idsTimer: ReturnType<typeof setTimeout> | undefined;
+  #idsRunning = false;
+  #lastIdsStartedAt = Number.NEGATIVE_INFINITY;
 
   constructor(options: SnapshotOptions<T>) {
     this.#options = options;
     this.#now = options.now ?? Date.now;
   }
 
+  /**
+   * One resource as fresh as `notBefore`: from the view when it is fresh enough, else from a list by ids shared
+   * with every caller asking meanwhile. Undefined when the cloud did not list it. Without `notBefore` (or
+   * without `listIds`), the whole snapshot is read as `read` does.
+   */
+  async readOne(id: string, notBefore = 0): Promise<T | undefined> {
+    // Without a reason to look at this one resource (a periodic look), the periodic full list serves it: lists
+    // by ids for every object would cost more calls per period than the full list.
+    if (this.#options.listIds === undefined || notBefore <= 0 || this.#small()) {
+      return (await this.read(notBefore)).byId.get(id);
+    }
+    const wanted = Math.max(notBefore + 1, this.#invalidatedAt);
+    const view = this.#view;
+    const fetchedAt = Math.max(view?.fetchedAt ?? Number.NEGATIVE_INFINITY, this.#itemFetchedAt.get(id) ?? 0);
+    if (view !== undefined && fetchedAt >= wanted) return view.byId.get(id);
+    if (this.#inFlight !== undefined && this.#inFlight.startedAt >= wanted) {
+      return (await this.#inFlight.promise).byId.get(id);
+    }
+    return new Promise<T | undefined>((resolve, reject) => {
+      const waiters = this.#wantedIds.get(id) ?? [];
+      waiters.push({ notBefore: wanted, resolve, reject });
+      this.#wantedIds.set(id, waiters);
+      this.#scheduleIds();
+    });
+  }
+
   /** A view at least as fresh as `notBefore` (and not older than maxAgeMs, nor than the last invalidation). */
   async read(notBefore = 0): Promise<SnapshotView<T>> {
-    // Strictly after notBefore/invalidation: a list started in the same millisecond may predate the change.
-    const wanted = Math.max(
-      notBefore > 0 ? notBefore + 1 : 0,
-      this.#invalidatedAt,
-      this.#now() - this.#options.maxAgeMs,
-    );
+    const wanted = this.#wanted(notBefore);
     if (this.#view !== undefined && this.#view.fetchedAt >= wanted) return this.#view;
     if (this.#inFlight !== undefined && this.#inFlight.startedAt >= wanted) return this.#inFlight.promise;
     if (this.#inFlight !== undefined) {
@@ -61,6 +113,26 @@ export class FamilySnapshot<T> {
     return this.#refresh();
   }
 
+  /** The oldest start a list may have to serve a caller asking with `notBefore`. */
+  #wanted(notBefore: number): number {
+    // Strictly after notBefore/invalidation: a list started in the same millisecond may predate the change.
+    return Math.max(notBefore > 0 ? notBefore + 1 : 0, this.#invalidatedAt, this.#now() - this.#options.maxAgeMs);
+  }
+
+  /**
+   * An operation on one resource of the family settled at `at`. A small family (or one without lists by id)
+   * lists again on its next read, whoever reads; a large one leaves it to the owner, whose next pass asks for
+   * that resource as fresh as the settlement (readOne), which refreshes it in the shared view: the other
+   * objects' reads keep the snapshot instead of paying a full list of the family for every settled operation.
+   */
+  settled(at: number): void {
+    if (this.#options.listIds === undefined || this.#small()) this.invalidate(at);
+  }
+
+  #small(): boolean {
+    return (this.#view?.byId.size ?? 0) <= (this.#options.fullListUpTo ?? 500);
+  }
+
   /** The next read refreshes (an operation of this family settled). */
   invalidate(at: number = this.#now()): void {
     this.#invalidatedAt = Math.max(this.#invalidatedAt, at + 1);
@@ -69,11 +141,62 @@ export class FamilySnapshot<T> {
   /** Put one freshly read item into the current view (a direct GET is newer than the list). */
   remember(item: T): void {
     if (this.#view === undefined) return;
-    const byId = new Map(this.#view.byId);
-    const byName = new Map(this.#view.byName);
-    byId.set(this.#options.idOf(item), item);
+    this.#put(this.#options.idOf(item), item, this.#view);
+  }
+
+  /** Replace (or, with no item, drop) one resource of the view, in place: O(1), whatever the family's size. */
+  #put(id: string, item: T | undefined, view: SnapshotView<T>): void {
+    const byId = view.byId as Map<string, T>;
+    const byName = view.byName as Map<string, T>;
+    const old = byId.get(id);
+    if (old !== undefined && byName.get(this.#options.nameOf(old)) === old) byName.delete(this.#options.nameOf(old));
+    if (item === undefined) {
+      byId.delete(id);
+      return;
+    }
+    byId.set(id, item);
     byName.set(this.#options.nameOf(item), item);
-    this.#view = { byId, byName, fetchedAt: this.#view.fetchedAt };
+  }
+
+  #scheduleIds(): void {
+    if (this.#idsRunning || this.#idsTimer !== undefined || this.#wantedIds.size === 0) return;
+    const delayMs = Math.max(0, this.#lastIdsStartedAt + (this.#options.idsIntervalMs ?? 1000) - this.#now());
+    this.#idsTimer = setTimeout(() => {
+      this.#idsTimer = undefined;
+      void this.#listIds();
+    }, delayMs);
+  }
+
+  /** One list by ids for the ids asked for first; the others wait for the next one. */
+  async #listIds(): Promise<void> {
+    const listIds = this.#options.listIds;
+    if (listIds === undefined) return;
+    const max = this.#options.maxIdsPerList ?? 150;
+    const batch = new Map<string, IdWaiter<T>[]>();
+    for (const [id, waiters] of this.#wantedIds) {
+      if (batch.size >= max) break;
+      batch.set(id, waiters);
+    }
+    for (const id of batch.keys()) this.#wantedIds.delete(id);
+    this.#idsRunning = true;
+    const startedAt = this.#now();
+    this.#lastIdsStartedAt = startedAt;
+    try {
+      const items = await listIds([...batch.keys()], new AbortController().signal);
+      const found = new Map(items.map((item) => [this.#options.idOf(item), item]));
+      this.#view ??= { byId: new Map(), byName: new Map(), fetchedAt: Number.NEGATIVE_INFINITY };
+      for (const [id, waiters] of batch) {
+        const item = found.get(id);
+        this.#put(id, item, this.#view);
+        this.#itemFetchedAt.set(id, startedAt);
+        for (const waiter of waiters) waiter.resolve(item);
+      }
+    } catch (error) {
+      for (const waiters of batch.values()) for (const waiter of waiters) waiter.reject(error);
+    } finally {
+      this.#idsRunning = false;
+      this.#scheduleIds();
+    }
   }
 
   #refresh(): Promise<SnapshotView<T>> {
@@ -104,7 +227,17 @@ export class FamilySnapshot<T> {
     const previous = this.#view;
     if (previous === undefined || previous.fetchedAt <= startedAt) {
       this.#view = view;
-      const vanished = previous === undefined ? [] : [...previous.byId.keys()].filter((id) => !byId.has(id));
+      const vanished =
+        previous === undefined || previous.fetchedAt === Number.NEGATIVE_INFINITY
+          ? []
+          : [...previous.byId.keys()].filter(
+              (id) => !byId.has(id) && !((this.#itemFetchedAt.get(id) ?? 0) > startedAt),
+            );
+      // Resources read on their own after this list started are newer than what it shows.
+      for (const [id, at] of this.#itemFetchedAt) {
+        if (at <= startedAt) this.#itemFetchedAt.delete(id);
+        else this.#put(id, previous?.byId.get(id), view);
+      }
       if (vanished.length > 0) this.#options.onVanished?.(vanished);
     }
     this.#options.onRefresh?.(items.length, this.#now() - startedAt);

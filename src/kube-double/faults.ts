@@ -7,6 +7,11 @@ export interface FailNextOptions {
 export interface KubeDoubleFaults {
   /** End every open watch abruptly (the connection is destroyed, no final event). */
   dropWatches(): void;
+  /**
+   * End every open watch cleanly, as the server's timeout does: clients watch again from their last
+   * resourceVersion (after compact(), that is a 410 Gone).
+   */
+  endWatches(): void;
   /** Forget the event history: watches from an older resourceVersion get 410 Gone. */
   compact(): void;
   /** Answer the next `count` matching requests with `status` (429 carries Retry-After: 1). */
@@ -15,6 +20,8 @@ export interface KubeDoubleFaults {
   setLatency(ms: number): void;
   /** How many answers failNext injected, by status. */
   injected(): Record<number, number>;
+  /** How many watches were answered 410 Gone (after compact(), or from a resourceVersion too old). */
+  watchesGone(): number;
 }
 
 interface PendingFailure {

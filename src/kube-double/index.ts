@@ -170,6 +170,7 @@ export async function startKubeDouble(options: KubeDoubleOptions = {}): Promise<
   const faultState = new FaultState();
   const faults: KubeDoubleFaults = {
     dropWatches: () => watches.dropAll(),
+    endWatches: () => watches.endAll(),
     compact: () => store.compact(),
     failNext: (count: number, status: number, failOptions?: FailNextOptions) =>
       faultState.addFailure(count, status, failOptions),
@@ -177,6 +178,7 @@ export async function startKubeDouble(options: KubeDoubleOptions = {}): Promise<
       faultState.latencyMs = ms;
     },
     injected: () => faultState.injected(),
+    watchesGone: () => watches.goneCount,
   };
   const server: Server = createServer(
     createRequestHandler({ api, watches, faults: faultState, adminActions: faults, logger }),

@@ -19,7 +19,7 @@ export interface ServerDeps {
   api: KubeApi;
   watches: WatchHub;
   faults: FaultState;
-  adminActions: { dropWatches(): void; compact(): void };
+  adminActions: { dropWatches(): void; endWatches(): void; compact(): void };
   logger: Logger;
 }
 
@@ -409,6 +409,7 @@ export function createRequestHandler(deps: ServerDeps): (request: IncomingMessag
 
   const adminActions: Record<string, (input: Record<string, unknown>) => void> = {
     "drop-watches": () => deps.adminActions.dropWatches(),
+    "end-watches": () => deps.adminActions.endWatches(),
     compact: () => deps.adminActions.compact(),
     "fail-next": (input) =>
       deps.faults.addFailure(

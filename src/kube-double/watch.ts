@@ -25,6 +25,7 @@ export class WatchHub {
   #api: KubeApi;
   #bookmarkIntervalMs: number;
   #logger: Logger;
+  #gone = 0;
 
   constructor(api: KubeApi, bookmarkIntervalMs: number, logger: Logger) {
     this.#api = api;
@@ -34,6 +35,11 @@ export class WatchHub {
 
   get openCount(): number {
     return this.#open.size;
+  }
+
+  /** Watches answered 410 Gone (their resourceVersion was older than the history kept). */
+  get goneCount(): number {
+    return this.#gone;
   }
 
   /** End every open watch abruptly, as a dropped connection would. */
@@ -112,6 +118,7 @@ export class WatchHub {
           : `invalid resourceVersion "${rv}"`;
         write("ERROR", gone(message).toStatus());
         response.end();
+        this.#gone++;
         return;
       }
       for (const event of history) deliver(event);

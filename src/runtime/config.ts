@@ -10,6 +10,8 @@ const LOG_LEVELS: readonly LogLevel[] = ["trace", "debug", "info", "warn", "erro
 /** `json`: one JSON object per line (pino); `text`: `time LEVEL message key=value …` for people. */
 export type LogFormat = "json" | "text";
 const LOG_FORMATS: readonly LogFormat[] = ["json", "text"];
+export type OperationPolling = "batched" | "per-operation";
+const OPERATION_POLLINGS: readonly OperationPolling[] = ["batched", "per-operation"];
 /** `epoch`: milliseconds since 1970 (pino's default); `iso8601`: `2025-01-31T12:00:00.000Z`. */
 export type LogTimeFormat = "epoch" | "iso8601";
 const LOG_TIME_FORMATS: readonly LogTimeFormat[] = ["epoch", "iso8601"];
@@ -43,14 +45,22 @@ export interface OperatorConfig {
    * --api-url. Empty: a Secret's apiUrl is never used.
    */
   allowedApiUrls: string[];
-  /** Requests per second per credential. */
-  apiRateLimit: number;
   /** The request timeout: the deadline of one cloud call, its retries and waits included. */
   apiTimeoutMs: number;
   /** Cloud answers longer than this are cut off while they stream in. */
   apiMaxResponseBytes: number;
   /** Reconciles per controller that may talk to one cloud account at once while it is healthy. */
   apiAccountConcurrency: number;
+  /** Requests per second per credential: the ceiling of the adaptive rate. */
+  apiRateLimit: number;
+  /** Requests per credential sent at once before pacing. */
+  apiBurst: number;
+  /** Reconciles per second over all managed controllers; 0: no limit. */
+  maxReconcileRate: number;
+  /** `batched`: one list per family per interval; `per-operation`: one read per operation per interval. */
+  operationPolling: OperationPolling;
+  /** This replica reconciles the objects whose hash of namespace/name falls in its shard. */
+  shard: { index: number; count: number };
   /** Default credentials Secret for objects that name none. */
   credentialsSecret: { namespace: string; name: string } | undefined;
   logLevel: LogLevel;
@@ -129,7 +139,12 @@ const FLAGS: readonly FlagSpec[] = [
     default: ":8081",
     help: "Address of /healthz and /readyz ('0' disables)",
   },
-  { name: "max-concurrent-reconciles", type: "int", default: "4", help: "Workers per controller" },
+  {
+    name: "max-concurrent-reconciles",
+    type: "int",
+    default: "16",
+    help: "Workers per controller (reconciles wait on the cloud's rate limit and on I/O, not on CPU)",
+  },
   {
     name: "sync-period",
     type: "duration",
@@ -155,7 +170,6 @@ const FLAGS: readonly FlagSpec[] = [
     default: "",
     help: "API URLs a credentials Secret's apiUrl may name (and paths below them); repeatable or comma-separated; --api-url is always allowed, nothing else by default",
   },
-  { name: "api-rate-limit", type: "number", default: "10", help: "Cloud API requests per second per credential" },
   {
     name: "api-timeout",
     type: "duration",
@@ -173,6 +187,42 @@ const FLAGS: readonly FlagSpec[] = [
     type: "int",
     default: "0",
     help: "Reconciles per controller that may talk to one cloud account at once while it answers well (0: --max-concurrent-reconciles minus one, at least 1); a new, slow or failing account gets one",
+  },
+  {
+    name: "api-rate-limit",
+    type: "number",
+    default: "20",
+    help: "Cloud API requests per second per credential (the server's documented limit); lowered on 429 and regained gradually",
+  },
+  {
+    name: "api-burst",
+    type: "int",
+    default: "40",
+    help: "Cloud API requests per credential sent at once before pacing",
+  },
+  {
+    name: "max-reconcile-rate",
+    type: "number",
+    default: "0",
+    help: "Reconciles per second over all managed controllers together; 0: no limit (Crossplane's --max-reconcile-rate)",
+  },
+  {
+    name: "operation-polling",
+    type: "string",
+    default: "batched",
+    help: "How cloud operations are followed: batched (one list per family per interval) or per-operation (one read of each per interval, as the Terraform provider does; for comparison)",
+  },
+  {
+    name: "shard-count",
+    type: "int",
+    default: "1",
+    help: "Operator replicas sharing the objects: each object belongs to one shard by a stable hash of namespace/name",
+  },
+  {
+    name: "shard-index",
+    type: "string",
+    default: "0",
+    help: "This replica's shard, 0 to shard-count - 1 (with --leader-elect: one Lease per shard)",
   },
   { name: "credentials-secret", type: "string", default: "", help: "Default credentials Secret as <namespace>/<name>" },
   { name: "log-level", type: "string", default: "info", help: `Log level: ${LOG_LEVELS.join(", ")}` },
@@ -290,6 +340,12 @@ function buildConfig(value: (name: string) => string): OperatorConfig {
   if (!Number.isFinite(apiRateLimit) || apiRateLimit <= 0) {
     throw new ConfigError(`--api-rate-limit: expected a positive number, got "${value("api-rate-limit")}"`);
   }
+  const maxReconcileRate = Number(value("max-reconcile-rate"));
+  if (!Number.isFinite(maxReconcileRate) || maxReconcileRate < 0) {
+    throw new ConfigError(
+      `--max-reconcile-rate: expected 0 or a positive number, got "${value("max-reconcile-rate")}"`,
+    );
+  }
   return {
     kubeconfig: value("kubeconfig") || undefined,
     watchNamespaces: namespaces(value("watch-namespace")),
@@ -307,6 +363,10 @@ function buildConfig(value: (name: string) => string): OperatorConfig {
     apiUrl: apiUrl || undefined,
     allowedApiUrls: [...new Set(allowedApiUrls)],
     apiRateLimit,
+    apiBurst: positiveInt("api-burst", value),
+    maxReconcileRate,
+    operationPolling: oneOf("operation-polling", value("operation-polling"), OPERATION_POLLINGS),
+    shard: shardOf(value),
     apiTimeoutMs: duration("api-timeout", value),
     apiMaxResponseBytes: byteSize("api-max-response-size", value("api-max-response-size")),
     apiAccountConcurrency: accountConcurrency === 0 ? Math.max(1, maxConcurrentReconciles - 1) : accountConcurrency,
@@ -317,6 +377,18 @@ function buildConfig(value: (name: string) => string): OperatorConfig {
     operationPollIntervalMs: duration("operation-poll-interval", value),
     cacheSyncTimeoutMs: value("cache-sync-timeout").trim() === "0" ? 0 : duration("cache-sync-timeout", value),
   };
+}
+
+function shardOf(value: (name: string) => string): { index: number; count: number } {
+  const count = positiveInt("shard-count", value);
+  const text = value("shard-index");
+  const index = Number(text);
+  if (!Number.isInteger(index) || index < 0 || index >= count) {
+    throw new ConfigError(
+      `--shard-index: expected a whole number from 0 to ${count - 1} (--shard-count ${count}), got "${text}"`,
+    );
+  }
+  return { index, count };
 }
 
 function oneOf<T extends string>(name: string, text: string, allowed: readonly T[]): T {

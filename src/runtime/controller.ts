@@ -4,8 +4,9 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { Metrics, ReconcileResult } from "./metrics.ts";
+import { ownsKey, type Shard } from "./sharding.ts";
 import { type Clock, jitter, systemClock } from "./time.ts";
-import { WorkQueue, type WorkQueueOptions } from "./workqueue.ts";
+import { type Priority, WorkQueue, type WorkQueueOptions } from "./workqueue.ts";
 
 export interface ReconcileRequest {
   namespace: string;
@@ -83,6 +84,45 @@ export interface ControllerOptions {
   /** Relative jitter of resync delays (default 0.1: ±10 %), so objects never poll in one wave. */
   resyncJitter?: number;
   random?: () => number;
+  /** Shared by controllers to bound how many reconciles start per second over all of them (default none). */
+  pacer?: ReconcilePacer;
+  /** This replica's shard: keys of other shards are never queued (default: every key). */
+  shard?: Shard;
+}
+
+/**
+ * At most `perSecond` reconciles start per second over every controller that shares it: Crossplane's global
+ * reconcile rate limiter (`--max-reconcile-rate`). Starts are spaced evenly; a waiting start can be aborted.
+ */
+export class ReconcilePacer {
+  readonly perSecond: number;
+  readonly #clock: Clock;
+  #nextAt = Number.NEGATIVE_INFINITY;
+
+  constructor(perSecond: number, clock: Clock = systemClock) {
+    if (!(perSecond > 0)) throw new RangeError(`reconciles per second must be positive, got ${perSecond}`);
+    this.perSecond = perSecond;
+    this.#clock = clock;
+  }
+
+  /** Resolves at this start's turn: true, or false when the signal aborted first. */
+  wait(signal: AbortSignal): Promise<boolean> {
+    const now = this.#clock.now();
+    const at = Math.max(now, this.#nextAt);
+    this.#nextAt = at + 1000 / this.perSecond;
+    if (at <= now) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const onAbort = (): void => {
+        this.#clock.clearTimeout(timer);
+        resolve(false);
+      };
+      const timer = this.#clock.setTimeout(() => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(true);
+      }, at - now);
+      signal.addEventListener("abort", onAbort, { once: true });
+    });
+  }
 }
 
 export class Controller {
@@ -125,20 +165,31 @@ export class Controller {
     return this.#running.length > 0;
   }
 
-  /** Queues a key (`namespace/name`) for reconciliation. Malformed keys are logged and dropped. */
-  enqueue(key: string): void {
+  /**
+   * Queues a key (`namespace/name`) for reconciliation, in a lane (default `normal`; `high` for work that
+   * finishes something, see workqueue.ts). Malformed keys are logged and dropped.
+   */
+  enqueue(key: string, priority: Priority = "normal"): void {
     try {
       parseKey(key);
     } catch (error) {
       this.#logger.warn({ key, err: error }, "dropping malformed key");
       return;
     }
-    this.#queue.add(key);
+    if (!this.owns(key)) return;
+    this.#queue.add(key, priority);
   }
 
   /** Queues a key after a delay (earliest pending deadline wins). */
-  enqueueAfter(key: string, delayMs: number): void {
-    this.#queue.addAfter(key, delayMs);
+  enqueueAfter(key: string, delayMs: number, priority: Priority = "normal"): void {
+    if (!this.owns(key)) return;
+    this.#queue.addAfter(key, delayMs, priority);
+  }
+
+  /** Whether this replica reconciles the key (its shard), see sharding.ts. */
+  owns(key: string): boolean {
+    const shard = this.#options.shard;
+    return shard === undefined || ownsKey(shard, key);
   }
 
   /** Replaces a shut-down queue with a fresh one so keys can be queued before `start`. */
@@ -217,10 +268,16 @@ export class Controller {
 
   async #reconcileKey(queue: WorkQueue, key: string): Promise<void> {
     const request = parseKey(key);
-    const reconcileId = randomUUID();
-    const logger = this.#logger.child({ namespace: request.namespace, name: request.name, reconcileID: reconcileId });
     const abort = new AbortController();
     this.#inFlight.add(abort);
+    const pacer = this.#options.pacer;
+    if (pacer !== undefined && !(await pacer.wait(abort.signal))) {
+      // Stopping while waiting for a turn: nothing ran; the key is looked at again after a restart.
+      this.#inFlight.delete(abort);
+      return;
+    }
+    const reconcileId = randomUUID();
+    const logger = this.#logger.child({ namespace: request.namespace, name: request.name, reconcileID: reconcileId });
     const metrics = this.#options.metrics;
     const labels = { controller: this.name };
     this.#activeWorkers++;
@@ -289,7 +346,8 @@ export class Controller {
   #scheduleResync(queue: WorkQueue, key: string, request: ReconcileRequest): void {
     const period = this.#options.resyncPeriodFor?.(request);
     if (period === undefined || period <= 0) return;
-    queue.addAfter(key, jitter(period, this.#options.resyncJitter ?? 0.1, this.#random));
+    // The lowest lane: a periodic look never delays work that changes or finishes something.
+    queue.addAfter(key, jitter(period, this.#options.resyncJitter ?? 0.1, this.#random), "low");
   }
 }
 

@@ -1,16 +1,9 @@
 // An EventRecorder writing events.k8s.io/v1 Events for transitions. Repeats of the same
 // (regarding, type, reason, note) within a window update `series` on the existing Event instead of creating a new
 // one, and a per-object token bucket caps the writes, so a failing object cannot flood the API server.
-import {
-  EventsV1Api,
-  type EventsV1Event,
-  type KubeConfig,
-  type KubernetesObject,
-  PatchStrategy,
-  setHeaderOptions,
-  V1MicroTime,
-} from "@kubernetes/client-node";
+import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
 import type { Logger } from "pino";
+import { kubeRequest } from "./kube-http.ts";
 import { type Clock, formatMicroTime, systemClock } from "./time.ts";
 
 export const REPORTING_CONTROLLER = "gpucloud.dev/gpuvm-operator";
@@ -56,10 +49,12 @@ interface Bucket {
 
 const MAX_NOTE_BYTES = 1024;
 const MAX_TRACKED = 4096;
-const MERGE_PATCH = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+const MERGE_PATCH = "application/merge-patch+json";
+const eventsPath = (namespace: string): string =>
+  `/apis/events.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/events`;
 
 export class EventRecorder {
-  readonly #api: EventsV1Api;
+  readonly #kubeConfig: KubeConfig;
   readonly #options: EventRecorderOptions;
   readonly #clock: Clock;
   readonly #series = new Map<string, SeriesState>();
@@ -70,7 +65,7 @@ export class EventRecorder {
 
   constructor(options: EventRecorderOptions) {
     this.#options = options;
-    this.#api = options.kubeConfig.makeApiClient(EventsV1Api);
+    this.#kubeConfig = options.kubeConfig;
     this.#clock = options.clock ?? systemClock;
   }
 
@@ -119,22 +114,23 @@ export class EventRecorder {
       return;
     }
     if (isRepeat) {
-      await this.#api.patchNamespacedEvent(
+      await kubeRequest(
+        this.#kubeConfig,
+        "PATCH",
+        `${eventsPath(existing.namespace)}/${encodeURIComponent(existing.eventName)}`,
         {
-          name: existing.eventName,
-          namespace: existing.namespace,
           body: { series: { count: existing.count, lastObservedTime: formatMicroTime(new Date(now)) } },
+          contentType: MERGE_PATCH,
         },
-        MERGE_PATCH,
       );
       return;
     }
     const eventName = `${metadata.name}.${(BigInt(now) * 1_000_000n + BigInt(this.#sequence++ % 1_000_000)).toString(16)}`;
-    const body: EventsV1Event = {
+    const body = {
       apiVersion: "events.k8s.io/v1",
       kind: "Event",
       metadata: { name: eventName, namespace },
-      eventTime: new V1MicroTime(now),
+      eventTime: formatMicroTime(new Date(now)),
       reportingController: REPORTING_CONTROLLER,
       reportingInstance: this.#options.reportingInstance,
       action: event.action,
@@ -151,7 +147,7 @@ export class EventRecorder {
       },
     };
     this.#remember(seriesKey, { eventName, namespace, count: 1, firstAt: now, lastAt: now }, now);
-    await this.#api.createNamespacedEvent({ namespace, body });
+    await kubeRequest(this.#kubeConfig, "POST", eventsPath(namespace), { body });
   }
 
   #takeToken(objectId: string, now: number): boolean {

@@ -8,6 +8,7 @@ export {
   type LogFormat,
   type LogLevel,
   type LogTimeFormat,
+  type OperationPolling,
   type OperatorConfig,
   parseBindAddress,
   parseConfig,
@@ -21,6 +22,7 @@ export {
   outcome,
   parseKey,
   type ReconcileContext,
+  ReconcilePacer,
   type ReconcileRequest,
   type Reconciler,
 } from "./controller.ts";
@@ -58,6 +60,7 @@ export {
   resourceId,
   SECRETS,
 } from "./resource.ts";
+export { hashKey, ownsKey, type Shard, shardLeaseName, shardOfKey } from "./sharding.ts";
 export {
   createMergePatch,
   type JsonValue,
@@ -78,4 +81,4 @@ export {
   syncPeriodOf,
   systemClock,
 } from "./time.ts";
-export { WorkQueue, type WorkQueueObserver, type WorkQueueOptions } from "./workqueue.ts";
+export { type Priority, WorkQueue, type WorkQueueObserver, type WorkQueueOptions } from "./workqueue.ts";

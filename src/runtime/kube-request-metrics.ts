@@ -55,15 +55,36 @@ export function countingInterceptor(counter: Counter<RestClientLabels>): Dispatc
   };
 }
 
+/** The part of client-node's KubeConfig that builds dispatchers (private in its typings). */
+interface DispatcherFactory {
+  createDispatcher(cluster: unknown, agentOptions: unknown): Dispatcher | undefined;
+}
+
 /**
  * A KubeConfig that behaves like `source` (it inherits from it, so later changes to `source` show through)
  * and counts every request made with it. `source` itself is left as it was.
  */
 export function instrumentKubeConfig(source: KubeConfig, counter: Counter<RestClientLabels>): KubeConfig {
   const interceptor = countingInterceptor(counter);
-  // client-node builds a new dispatcher per request when TLS options apply: compose each once.
   const composed = new WeakMap<Dispatcher, Dispatcher>();
   const instrumented = Object.create(source) as KubeConfig;
+  // client-node 2.0.1 builds a new undici Agent for every request whenever TLS options apply (a CA, a client
+  // certificate, or insecure-skip-tls-verify: every real cluster): no connection is ever reused, each request
+  // pays a connect and a TLS handshake, and the old sockets linger. One dispatcher per distinct TLS/proxy
+  // configuration is built once and kept, so connections stay alive as client-go's do.
+  const dispatchers = new Map<string, Dispatcher | undefined>();
+  // `createDispatcher` is private in client-node's typings; it is what applySecurityAuthentication calls.
+  const factory = instrumented as unknown as DispatcherFactory;
+  const createDispatcher = factory.createDispatcher.bind(instrumented);
+  factory.createDispatcher = (cluster, agentOptions) => {
+    const options = instrumented.createDispatcherOptions(
+      cluster as Parameters<KubeConfig["createDispatcherOptions"]>[0],
+      agentOptions as Parameters<KubeConfig["createDispatcherOptions"]>[1],
+    );
+    const key = JSON.stringify(options);
+    if (!dispatchers.has(key)) dispatchers.set(key, createDispatcher(cluster, agentOptions));
+    return dispatchers.get(key);
+  };
   instrumented.applySecurityAuthentication = async (context: RequestContext): Promise<void> => {
     await source.applySecurityAuthentication.call(instrumented, context);
     const base = context.getDispatcher() ?? getGlobalDispatcher();

@@ -1,17 +1,9 @@
 // Typed helpers for the writes and reads reconcilers need beyond the informer cache: guarded status and
 // finalizer patches on custom resources, and get/create/patch of Secrets and ConfigMaps.
-import {
-  CoreV1Api,
-  CustomObjectsApi,
-  type KubeConfig,
-  type KubernetesObject,
-  PatchStrategy,
-  setHeaderOptions,
-  type V1ConfigMap,
-  type V1Secret,
-} from "@kubernetes/client-node";
+import type { KubeConfig, KubernetesObject, V1ConfigMap, V1Secret } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import { apiVersionOf, type KubeResource, resourceId } from "./resource.ts";
+import { type KubeMethod, type KubeRequestOptions, kubeRequest } from "./kube-http.ts";
+import { apiVersionOf, CONFIG_MAPS, collectionPath, type KubeResource, resourceId, SECRETS } from "./resource.ts";
 import { createMergePatch, statusOf, toKubeApiError, type WriteResult } from "./status.ts";
 
 /** A custom object as the runtime sees it: metadata plus an opaque status. */
@@ -26,18 +18,27 @@ export interface WriteCounters {
   conflicts: number;
 }
 
-const MERGE_PATCH = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+const MERGE_PATCH = "application/merge-patch+json";
+
+/** The path of one object (and of its subresource), e.g. /apis/g/v/namespaces/ns/plural/name/status. */
+function objectPath(resource: KubeResource, namespace: string, name: string, subresource?: string): string {
+  const base = `${collectionPath(resource, namespace)}/${encodeURIComponent(name)}`;
+  return subresource === undefined ? base : `${base}/${subresource}`;
+}
 
 export class KubeClient {
-  readonly #custom: CustomObjectsApi;
-  readonly #core: CoreV1Api;
+  readonly #kubeConfig: KubeConfig;
   readonly #logger: Logger | undefined;
   readonly writes: WriteCounters = { statusPatches: 0, finalizerPatches: 0, conflicts: 0 };
 
   constructor(kubeConfig: KubeConfig, logger?: Logger) {
-    this.#custom = kubeConfig.makeApiClient(CustomObjectsApi);
-    this.#core = kubeConfig.makeApiClient(CoreV1Api);
+    this.#kubeConfig = kubeConfig;
     this.#logger = logger;
+  }
+
+  /** Every call goes through kube-http.ts: the KubeConfig's auth and connection, without the generated client. */
+  #send<T>(method: KubeMethod, path: string, options?: KubeRequestOptions): Promise<T> {
+    return kubeRequest(this.#kubeConfig, method, path, options) as Promise<T>;
   }
 
   /**
@@ -55,16 +56,9 @@ export class KubeClient {
     const { namespace, name, resourceVersion } = identify(resource, object);
     const body = { metadata: { resourceVersion }, status: statusPatch };
     this.writes.statusPatches++;
-    return this.#guarded(`patch status of ${resourceId(resource)} ${namespace}/${name}`, async () => {
-      const { group, version, plural } = resource;
-      const answer: unknown = resource.namespaced
-        ? await this.#custom.patchNamespacedCustomObjectStatus(
-            { group, version, plural, namespace, name, body },
-            MERGE_PATCH,
-          )
-        : await this.#custom.patchClusterCustomObjectStatus({ group, version, plural, name, body }, MERGE_PATCH);
-      return answer as T;
-    });
+    return this.#guarded(`patch status of ${resourceId(resource)} ${namespace}/${name}`, () =>
+      this.#send<T>("PATCH", objectPath(resource, namespace, name, "status"), { body, contentType: MERGE_PATCH }),
+    );
   }
 
   /** Adds a finalizer (no-op if present), guarded by resourceVersion. */
@@ -100,14 +94,9 @@ export class KubeClient {
     name: string,
     patch: Record<string, unknown>,
   ): Promise<WriteResult<T>> {
-    return this.#guarded(`patch ${resourceId(resource)} ${namespace}/${name}`, async () => {
-      const { group, version, plural } = resource;
-      const body = patch;
-      const answer: unknown = resource.namespaced
-        ? await this.#custom.patchNamespacedCustomObject({ group, version, plural, namespace, name, body }, MERGE_PATCH)
-        : await this.#custom.patchClusterCustomObject({ group, version, plural, name, body }, MERGE_PATCH);
-      return answer as T;
-    });
+    return this.#guarded(`patch ${resourceId(resource)} ${namespace}/${name}`, () =>
+      this.#send<T>("PATCH", objectPath(resource, namespace, name), { body: patch, contentType: MERGE_PATCH }),
+    );
   }
 
   /** Creates a custom object; `exists` when an object of that name is there already (409 AlreadyExists). */
@@ -116,12 +105,15 @@ export class KubeClient {
     namespace: string,
     body: T,
   ): Promise<{ type: "created"; object: T } | { type: "exists" }> {
-    const { group, version, plural } = resource;
     try {
-      const answer: unknown = resource.namespaced
-        ? await this.#custom.createNamespacedCustomObject({ group, version, plural, namespace, body })
-        : await this.#custom.createClusterCustomObject({ group, version, plural, body });
-      return { type: "created", object: answer as T };
+      const answer = await this.#send<T>(
+        "POST",
+        collectionPath(resource, resource.namespaced ? namespace : undefined),
+        {
+          body,
+        },
+      );
+      return { type: "created", object: answer };
     } catch (error) {
       if (statusOf(error) === 409) return { type: "exists" };
       throw toKubeApiError(error, `create ${resourceId(resource)} ${namespace}/${body.metadata?.name ?? "?"}`);
@@ -138,12 +130,14 @@ export class KubeClient {
     name: string,
     uid?: string,
   ): Promise<"deleted" | "gone" | "conflict"> {
-    const { group, version, plural } = resource;
-    const body = { propagationPolicy: "Background", ...(uid !== undefined ? { preconditions: { uid } } : {}) };
+    const body = {
+      apiVersion: "v1",
+      kind: "DeleteOptions",
+      propagationPolicy: "Background",
+      ...(uid !== undefined ? { preconditions: { uid } } : {}),
+    };
     try {
-      if (resource.namespaced)
-        await this.#custom.deleteNamespacedCustomObject({ group, version, plural, namespace, name, body });
-      else await this.#custom.deleteClusterCustomObject({ group, version, plural, name, body });
+      await this.#send<unknown>("DELETE", objectPath(resource, resource.namespaced ? namespace : "", name), { body });
       return "deleted";
     } catch (error) {
       const status = statusOf(error);
@@ -155,11 +149,8 @@ export class KubeClient {
 
   /** Reads a custom object straight from the API (bypassing the cache); undefined when it does not exist. */
   async getObject(resource: KubeResource, namespace: string, name: string): Promise<unknown> {
-    const { group, version, plural } = resource;
     try {
-      return resource.namespaced
-        ? await this.#custom.getNamespacedCustomObject({ group, version, plural, namespace, name })
-        : await this.#custom.getClusterCustomObject({ group, version, plural, name });
+      return await this.#send<unknown>("GET", objectPath(resource, namespace, name));
     } catch (error) {
       if (statusOf(error) === 404) return undefined;
       throw toKubeApiError(error, `get ${resourceId(resource)} ${namespace}/${name}`);
@@ -168,7 +159,7 @@ export class KubeClient {
 
   async getSecret(namespace: string, name: string): Promise<V1Secret | undefined> {
     try {
-      return await this.#core.readNamespacedSecret({ namespace, name });
+      return await this.#send<V1Secret>("GET", objectPath(SECRETS, namespace, name));
     } catch (error) {
       if (statusOf(error) === 404) return undefined;
       throw toKubeApiError(error, `get secret ${namespace}/${name}`);
@@ -177,8 +168,7 @@ export class KubeClient {
 
   async createSecret(namespace: string, secret: V1Secret): Promise<V1Secret> {
     try {
-      return await this.#core.createNamespacedSecret({
-        namespace,
+      return await this.#send<V1Secret>("POST", collectionPath(SECRETS, namespace), {
         body: { apiVersion: "v1", kind: "Secret", ...secret },
       });
     } catch (error) {
@@ -188,13 +178,13 @@ export class KubeClient {
 
   async patchSecret(namespace: string, name: string, patch: Record<string, unknown>): Promise<WriteResult<V1Secret>> {
     return this.#guarded(`patch secret ${namespace}/${name}`, () =>
-      this.#core.patchNamespacedSecret({ namespace, name, body: patch }, MERGE_PATCH),
+      this.#send<V1Secret>("PATCH", objectPath(SECRETS, namespace, name), { body: patch, contentType: MERGE_PATCH }),
     );
   }
 
   async getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined> {
     try {
-      return await this.#core.readNamespacedConfigMap({ namespace, name });
+      return await this.#send<V1ConfigMap>("GET", objectPath(CONFIG_MAPS, namespace, name));
     } catch (error) {
       if (statusOf(error) === 404) return undefined;
       throw toKubeApiError(error, `get configmap ${namespace}/${name}`);
@@ -203,8 +193,7 @@ export class KubeClient {
 
   async createConfigMap(namespace: string, configMap: V1ConfigMap): Promise<V1ConfigMap> {
     try {
-      return await this.#core.createNamespacedConfigMap({
-        namespace,
+      return await this.#send<V1ConfigMap>("POST", collectionPath(CONFIG_MAPS, namespace), {
         body: { apiVersion: "v1", kind: "ConfigMap", ...configMap },
       });
     } catch (error) {
@@ -218,7 +207,10 @@ export class KubeClient {
     patch: Record<string, unknown>,
   ): Promise<WriteResult<V1ConfigMap>> {
     return this.#guarded(`patch configmap ${namespace}/${name}`, () =>
-      this.#core.patchNamespacedConfigMap({ namespace, name, body: patch }, MERGE_PATCH),
+      this.#send<V1ConfigMap>("PATCH", objectPath(CONFIG_MAPS, namespace, name), {
+        body: patch,
+        contentType: MERGE_PATCH,
+      }),
     );
   }
 
@@ -232,11 +224,10 @@ export class KubeClient {
     name: string,
     uid: string,
   ): Promise<WriteResult<unknown>> {
-    const body = { preconditions: { uid } };
+    const body = { apiVersion: "v1", kind: "DeleteOptions", preconditions: { uid } };
+    const resource = kind === "Secret" ? SECRETS : CONFIG_MAPS;
     return this.#guarded(`delete ${kind.toLowerCase()} ${namespace}/${name}`, () =>
-      kind === "Secret"
-        ? this.#core.deleteNamespacedSecret({ namespace, name, body })
-        : this.#core.deleteNamespacedConfigMap({ namespace, name, body }),
+      this.#send<unknown>("DELETE", objectPath(resource, namespace, name), { body }),
     );
   }
 

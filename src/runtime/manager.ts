@@ -7,16 +7,24 @@ import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { MIN_SYNC_PERIOD_MS, SYNC_PERIOD_ANNOTATION } from "../api/common.ts";
 import { type OperatorConfig, parseConfig } from "./config.ts";
-import { Controller, keyOf, type ReconcileRequest, type Reconciler } from "./controller.ts";
+import { Controller, keyOf, ReconcilePacer, type ReconcileRequest, type Reconciler } from "./controller.ts";
 import { EventRecorder } from "./events.ts";
-import { type InformerOptions, MultiNamespaceInformer, type ObjectInformer, ResilientInformer } from "./informer.ts";
+import {
+  type InformerEvent,
+  type InformerOptions,
+  MultiNamespaceInformer,
+  type ObjectInformer,
+  ResilientInformer,
+} from "./informer.ts";
 import { KubeClient } from "./kube.ts";
 import { instrumentKubeConfig } from "./kube-request-metrics.ts";
 import { LeaderElector } from "./leader-election.ts";
 import { Metrics } from "./metrics.ts";
 import { type KubeResource, resourceId } from "./resource.ts";
 import { healthRoute, metricsRoute, type RunningServer, startHttpServer } from "./server.ts";
+import { shardLeaseName } from "./sharding.ts";
 import { formatDuration, syncPeriodOf } from "./time.ts";
+import type { Priority } from "./workqueue.ts";
 
 /** `Manager.start()` rejects with this when the caches did not sync within --cache-sync-timeout. */
 export class CacheSyncTimeoutError extends Error {
@@ -93,6 +101,8 @@ export class Manager {
   readonly #kubeConfig: KubeConfig;
   readonly #informers = new Map<string, ObjectInformer>();
   readonly #controllers: Array<{ controller: Controller; informer: ObjectInformer }> = [];
+  /** --max-reconcile-rate: one pacer for every controller. */
+  readonly #pacer: ReconcilePacer | undefined;
   readonly #servers: RunningServer[] = [];
   #elector: LeaderElector | undefined;
   #started = false;
@@ -109,6 +119,7 @@ export class Manager {
     this.logger = options.logger;
     this.identity = options.identity ?? `${process.env.POD_NAME || hostname()}_${randomUUID().slice(0, 8)}`;
     this.metrics = new Metrics();
+    this.#pacer = options.config.maxReconcileRate > 0 ? new ReconcilePacer(options.config.maxReconcileRate) : undefined;
     this.metrics.observeReadiness(() => this.hasSynced());
     this.#kubeConfig = instrumentKubeConfig(options.kubeConfig, this.metrics.restClientRequestsTotal);
     this.kube = new KubeClient(this.#kubeConfig, options.logger.child({ component: "kube" }));
@@ -197,10 +208,12 @@ export class Manager {
       metrics: this.metrics,
       resyncPeriodFor: (request) =>
         this.#syncPeriodOf(informer, request, registration.syncPeriodMs ?? this.config.syncPeriodMs),
+      ...(this.#pacer ? { pacer: this.#pacer } : {}),
+      ...(this.config.shard.count > 1 ? { shard: this.config.shard } : {}),
     });
-    informer.on(({ object }) => {
-      const name = object.metadata?.name;
-      if (name) controller.enqueue(keyOf(object.metadata?.namespace, name));
+    informer.on((event) => {
+      const name = event.object.metadata?.name;
+      if (name) controller.enqueue(keyOf(event.object.metadata?.namespace, name), priorityOf(event));
     });
     for (const watch of registration.watches ?? []) {
       const selection = watch.labelSelector === undefined ? {} : { labelSelector: watch.labelSelector };
@@ -266,7 +279,7 @@ export class Manager {
     this.#elector = new LeaderElector({
       kubeConfig: this.#kubeConfig,
       namespace: this.config.leaderElectionNamespace,
-      name: this.config.leaderElectionId,
+      name: shardLeaseName(this.config.leaderElectionId, this.config.shard),
       identity: this.identity,
       logger: this.logger,
       leaseDurationMs: this.config.leaseDurationMs,
@@ -426,4 +439,27 @@ export class Manager {
     process.off("SIGINT", this.#signalHandler);
     this.#signalHandler = undefined;
   }
+}
+
+/**
+ * The lane an event of a controller's own object goes to: a change somebody asked for (spec, deletion,
+ * annotations, labels) is `high`, so it never waits behind a backlog of new objects or resyncs; anything else
+ * (a new object, our own status writes coming back) is `normal`.
+ */
+export function priorityOf(event: InformerEvent<KubernetesObject>): Priority {
+  const { object, previous } = event;
+  if (event.type !== "update" || previous === undefined) return "normal";
+  const now = object.metadata;
+  const before = previous.metadata;
+  if (now?.generation !== before?.generation) return "high";
+  if (now?.deletionTimestamp !== before?.deletionTimestamp) return "high";
+  if (!sameStrings(now?.annotations, before?.annotations) || !sameStrings(now?.labels, before?.labels)) return "high";
+  return "normal";
+}
+
+function sameStrings(a: Record<string, string> | undefined, b: Record<string, string> | undefined): boolean {
+  const left = a ?? {};
+  const right = b ?? {};
+  const keys = Object.keys(left);
+  return keys.length === Object.keys(right).length && keys.every((key) => left[key] === right[key]);
 }

@@ -1,15 +1,7 @@
 // A generic description of a Kubernetes resource, and the list calls the informers need for it.
-import {
-  type ConfigurationOptions,
-  CoreV1Api,
-  CustomObjectsApi,
-  type KubeConfig,
-  type KubernetesListObject,
-  type KubernetesObject,
-  Observable,
-  type RequestContext,
-} from "@kubernetes/client-node";
+import type { KubeConfig, KubernetesListObject, KubernetesObject } from "@kubernetes/client-node";
 import { z } from "zod";
+import { kubeRequest } from "./kube-http.ts";
 
 /** Enough to address any resource over the REST API. `group: ""` is the core group (/api/v1). */
 export interface KubeResource {
@@ -52,77 +44,72 @@ export class MalformedResponseError extends Error {
 }
 
 const ListSchema = z.looseObject({
-  metadata: z.looseObject({ resourceVersion: z.string().optional() }).optional(),
-  items: z.array(
-    z.looseObject({
-      metadata: z.looseObject({ name: z.string(), namespace: z.string().optional() }),
-    }),
-  ),
+  metadata: z.looseObject({ resourceVersion: z.string().optional(), continue: z.string().optional() }).optional(),
+  items: z.array(z.unknown()),
 });
+
+/** Every item needs metadata.name (a string); checked in one loop, the items kept as they came. */
+function malformedItem(items: readonly unknown[]): string | undefined {
+  for (let index = 0; index < items.length; index++) {
+    const item = items[index];
+    const metadata = typeof item === "object" && item !== null && "metadata" in item ? item.metadata : undefined;
+    const name = typeof metadata === "object" && metadata !== null && "name" in metadata ? metadata.name : undefined;
+    if (typeof name !== "string") return `items[${index}].metadata.name: expected a string`;
+  }
+  return undefined;
+}
+
+/** Items per list page, as client-go's reflector asks for (a page is parsed and applied between yields). */
+export const LIST_PAGE_SIZE = 500;
 
 /** A list call; aborting `signal` abandons the request (the informer does so when a list hangs). */
 export type ListFunction = (signal?: AbortSignal) => Promise<KubernetesListObject<KubernetesObject>>;
 
-/** Request options that tie the request to `signal` (client-node's generated calls take no signal otherwise). */
-function abortOptions(signal: AbortSignal | undefined): ConfigurationOptions | undefined {
-  if (signal === undefined) return undefined;
-  return {
-    middleware: [
-      {
-        pre: (context: RequestContext) => {
-          context.setSignal(signal);
-          return new Observable(Promise.resolve(context));
-        },
-        post: (context) => new Observable(Promise.resolve(context)),
-      },
-    ],
-    middlewareMergeStrategy: "append",
-  };
-}
-
 /**
- * A list call for the resource over all namespaces (namespace undefined) or one. Custom resources go through
- * CustomObjectsApi; of the core group the operator reads only Secrets and ConfigMaps.
+ * A list call for the resource over all namespaces (namespace undefined) or one, as plain JSON over the
+ * KubeConfig's connection (kube-http.ts); of the core group the operator reads only Secrets and ConfigMaps.
  */
 export function makeListFunction(
   kubeConfig: KubeConfig,
   resource: KubeResource,
   namespace?: string,
   selectors: { fieldSelector?: string; labelSelector?: string } = {},
+  pageSize = LIST_PAGE_SIZE,
 ): ListFunction {
-  const scoped = resource.namespaced ? namespace : undefined;
-  const selector = selectors;
-  let call: (options: ConfigurationOptions | undefined) => Promise<unknown>;
-  if (resource.group !== "") {
-    const api = kubeConfig.makeApiClient(CustomObjectsApi);
-    const { group, version, plural } = resource;
-    call =
-      scoped === undefined
-        ? (options) => api.listClusterCustomObject({ group, version, plural, ...selector }, options)
-        : (options) =>
-            api.listNamespacedCustomObject({ group, version, plural, namespace: scoped, ...selector }, options);
-  } else {
-    const core = kubeConfig.makeApiClient(CoreV1Api);
-    if (resource.plural === "secrets") {
-      call =
-        scoped === undefined
-          ? (options) => core.listSecretForAllNamespaces({ ...selector }, options)
-          : (options) => core.listNamespacedSecret({ namespace: scoped, ...selector }, options);
-    } else if (resource.plural === "configmaps") {
-      call =
-        scoped === undefined
-          ? (options) => core.listConfigMapForAllNamespaces({ ...selector }, options)
-          : (options) => core.listNamespacedConfigMap({ namespace: scoped, ...selector }, options);
-    } else {
-      throw new RangeError(`core resource "${resource.plural}" is not supported by the runtime informers`);
-    }
+  if (resource.group === "" && resource.plural !== "secrets" && resource.plural !== "configmaps") {
+    throw new RangeError(`core resource "${resource.plural}" is not supported by the runtime informers`);
   }
+  const path = collectionPath(resource, resource.namespaced ? namespace : undefined);
+  // Paged (limit + continue, one consistent snapshot) so that no single answer is parsed in one go and the event
+  // loop breathes between pages; the pages are returned as one list at the first page's resourceVersion.
   return async (signal) => {
-    const answer = await call(abortOptions(signal));
-    const parsed = ListSchema.safeParse(answer);
-    if (!parsed.success) {
-      throw new MalformedResponseError(`list of ${resourceId(resource)} is malformed: ${parsed.error.message}`);
-    }
-    return answer as KubernetesListObject<KubernetesObject>;
+    const items: unknown[] = [];
+    let first: z.infer<typeof ListSchema> | undefined;
+    let token: string | undefined;
+    do {
+      const query = new URLSearchParams({
+        ...(selectors.fieldSelector ? { fieldSelector: selectors.fieldSelector } : {}),
+        ...(selectors.labelSelector ? { labelSelector: selectors.labelSelector } : {}),
+        limit: String(pageSize),
+        ...(token ? { continue: token } : {}),
+      });
+      const answer = await kubeRequest(kubeConfig, "GET", `${path}?${query}`, signal ? { signal } : {});
+      const parsed = ListSchema.safeParse(answer);
+      const problem = parsed.success ? malformedItem(parsed.data.items) : parsed.error.message;
+      if (!parsed.success || problem !== undefined) {
+        throw new MalformedResponseError(`list of ${resourceId(resource)} is malformed: ${problem}`);
+      }
+      first ??= parsed.data;
+      for (const item of parsed.data.items) items.push(item);
+      token = parsed.data.metadata?.continue || undefined;
+      if (token !== undefined) await yieldToEventLoop();
+    } while (token !== undefined);
+    const { continue: _continue, ...metadata } = first?.metadata ?? {};
+    return { ...first, metadata, items } as KubernetesListObject<KubernetesObject>;
   };
+}
+
+/** Lets timers and I/O run between chunks of a long synchronous job. */
+export function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }

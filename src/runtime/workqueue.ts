@@ -3,8 +3,16 @@
 //   a key added while it is being processed is queued again when the worker calls `done`;
 // - per-key exponential backoff with jitter for failures (`addRateLimited`), reset by `forget`;
 // - delayed adds (`addAfter`) where the earliest pending deadline for a key wins;
-// - shutdown that stops intake and can wait for running work to drain.
+// - shutdown that stops intake and can wait for running work to drain;
+// - three priority lanes, served in order: `high` (work that finishes something: an operation settled, a spec
+//   change), `normal` (new objects, retries, requeues), `low` (periodic resyncs). A key lives in one lane at a
+//   time; adding it again with a higher priority moves it up, never down. See docs/adr/0001-work-queue.md.
 import { type Clock, systemClock, type TimerHandle } from "./time.ts";
+
+/** The lane a key waits in: `high` before `normal` before `low`. */
+export type Priority = "high" | "normal" | "low";
+const LANES: readonly Priority[] = ["high", "normal", "low"];
+const RANK: Record<Priority, number> = { high: 0, normal: 1, low: 2 };
 
 /** Hooks the metrics layer attaches to; every hook is optional so tests can run without metrics. */
 export interface WorkQueueObserver {
@@ -34,6 +42,7 @@ export interface WorkQueueOptions {
 interface DelayedEntry {
   key: string;
   readyAt: number;
+  priority: Priority;
 }
 
 type Waiter = (key: string | undefined) => void;
@@ -47,10 +56,10 @@ export class WorkQueue {
   readonly #random: () => number;
   readonly #observer: WorkQueueObserver;
 
-  /** Keys waiting for a worker, in FIFO order (a Set keeps insertion order and dedupes). */
-  readonly #queue = new Set<string>();
-  /** Keys that need processing: queued ones plus those re-added while being processed. */
-  readonly #dirty = new Set<string>();
+  /** Keys waiting for a worker, one FIFO per lane (a Set keeps insertion order and dedupes). */
+  readonly #lanes: Record<Priority, Set<string>> = { high: new Set(), normal: new Set(), low: new Set() };
+  /** Keys that need processing (queued ones plus those re-added while being processed), with their lane. */
+  readonly #dirty = new Map<string, Priority>();
   /** Keys held by a worker, with the time the worker took them. */
   readonly #processing = new Map<string, number>();
   /** When each dirty key was added, for the queue-latency metric. */
@@ -81,28 +90,42 @@ export class WorkQueue {
     }
   }
 
-  /** Queues a key now. No-op if it is already queued or after shutdown. */
-  add(key: string): void {
-    if (this.#shuttingDown || this.#dirty.has(key)) return;
+  /**
+   * Queues a key now in a lane (default `normal`). Already queued: it moves up to a higher lane, never down.
+   * No-op after shutdown.
+   */
+  add(key: string, priority: Priority = "normal"): void {
+    if (this.#shuttingDown) return;
+    const queuedIn = this.#dirty.get(key);
+    if (queuedIn !== undefined) {
+      if (RANK[priority] >= RANK[queuedIn]) return;
+      this.#dirty.set(key, priority);
+      // Waiting in a lower lane: move it (a key being processed is queued in its new lane by done()).
+      if (this.#lanes[queuedIn].delete(key)) this.#lanes[priority].add(key);
+      return;
+    }
     this.#observer.onAdd?.();
-    this.#dirty.add(key);
+    this.#dirty.set(key, priority);
     this.#addedAt.set(key, this.#clock.now());
     if (this.#processing.has(key)) return; // queued again by done()
-    this.#enqueue(key);
+    this.#enqueue(key, priority);
   }
 
-  /** Queues a key after `delayMs`; if the key already has an earlier pending deadline, that one wins. */
-  addAfter(key: string, delayMs: number): void {
+  /**
+   * Queues a key after `delayMs` in a lane (default `normal`); if the key already has an earlier pending deadline,
+   * that one wins.
+   */
+  addAfter(key: string, delayMs: number, priority: Priority = "normal"): void {
     if (this.#shuttingDown) return;
     if (delayMs <= 0) {
-      this.add(key);
+      this.add(key, priority);
       return;
     }
     const readyAt = this.#clock.now() + delayMs;
     const existing = this.#deadlines.get(key);
     if (existing !== undefined && existing <= readyAt) return;
     this.#deadlines.set(key, readyAt);
-    this.#heapPush({ key, readyAt });
+    this.#heapPush({ key, readyAt, priority });
     this.#armDelayTimer();
   }
 
@@ -149,13 +172,19 @@ export class WorkQueue {
     if (startedAt === undefined) return;
     this.#processing.delete(key);
     this.#observer.onWorkDuration?.((this.#clock.now() - startedAt) / 1000);
-    if (this.#dirty.has(key) && !this.#shuttingDown) this.#enqueue(key);
+    const priority = this.#dirty.get(key);
+    if (priority !== undefined && !this.#shuttingDown) this.#enqueue(key, priority);
     if (this.#processing.size === 0) this.#resolveDrain();
   }
 
   /** Keys waiting for a worker (the workqueue_depth metric). */
   len(): number {
-    return this.#queue.size;
+    return this.#lanes.high.size + this.#lanes.normal.size + this.#lanes.low.size;
+  }
+
+  /** Keys waiting in one lane. */
+  laneLen(priority: Priority): number {
+    return this.#lanes[priority].size;
   }
 
   /** Keys with a pending delayed add. */
@@ -204,7 +233,7 @@ export class WorkQueue {
     this.#delayTimer = undefined;
     this.#delayed.length = 0;
     this.#deadlines.clear();
-    this.#queue.clear();
+    for (const lane of LANES) this.#lanes[lane].clear();
     for (const waiter of this.#waiters.splice(0)) waiter(undefined);
     if (this.#processing.size === 0) this.#resolveDrain();
   }
@@ -223,21 +252,22 @@ export class WorkQueue {
     for (const resolve of this.#drainWaiters.splice(0)) resolve();
   }
 
-  #enqueue(key: string): void {
+  #enqueue(key: string, priority: Priority): void {
+    this.#lanes[priority].add(key);
     const waiter = this.#waiters.shift();
-    if (waiter === undefined) {
-      this.#queue.add(key);
-      return;
-    }
-    this.#queue.add(key);
-    waiter(this.#take());
+    if (waiter !== undefined) waiter(this.#take());
   }
 
   #take(): string | undefined {
-    const next = this.#queue.values().next();
-    if (next.done === true) return undefined;
-    const key = next.value;
-    this.#queue.delete(key);
+    let key: string | undefined;
+    for (const lane of LANES) {
+      const next = this.#lanes[lane].values().next();
+      if (next.done === true) continue;
+      key = next.value;
+      this.#lanes[lane].delete(key);
+      break;
+    }
+    if (key === undefined) return undefined;
     this.#dirty.delete(key);
     const now = this.#clock.now();
     const addedAt = this.#addedAt.get(key);
@@ -264,7 +294,7 @@ export class WorkQueue {
       // Skip entries superseded by an earlier deadline for the same key.
       if (this.#deadlines.get(top.key) !== top.readyAt) continue;
       this.#deadlines.delete(top.key);
-      this.add(top.key);
+      this.add(top.key, top.priority);
     }
     this.#armDelayTimer();
   }

@@ -168,6 +168,28 @@ describe("OperationTracker", () => {
     await expect(promises[2]).rejects.toBeInstanceOf(TrackerStoppedError);
   });
 
+  it("per-operation mode (the Terraform provider's way, for comparison) reads each operation every round", async () => {
+    const timers = new ManualTimers();
+    const tracker = new OperationTracker({
+      client: cloud(),
+      projectId: PROJECT_ID,
+      family: "vm",
+      timers,
+      mode: "per-operation",
+    });
+    store.add("p", "q", "r");
+    const outcomes = ["p", "q", "r"].map((id) => tracker.track(id));
+    await tracker.poll();
+    expect(store.readCalls).toBe(3);
+    expect(store.listCalls).toBe(0);
+    store.states.set("q", "SUCCEEDED");
+    await tracker.poll();
+    expect(store.readCalls).toBe(6);
+    await expect(outcomes[1]).resolves.toMatchObject({ vanished: false, operation: { state: "SUCCEEDED" } });
+    expect(tracker.inFlight()).toBe(2);
+    tracker.stop();
+  });
+
   it("reports an operation that vanished (403 on read) so the caller reads the resource", async () => {
     const timers = new ManualTimers();
     const tracker = new OperationTracker({ client: cloud(), projectId: PROJECT_ID, family: "vm", timers });

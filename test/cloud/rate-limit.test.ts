@@ -50,6 +50,79 @@ describe("TokenBucket", () => {
   });
 });
 
+describe("TokenBucket adapting to the server", () => {
+  it("keeps the reserve of its burst in hand", () => {
+    const bucket = new TokenBucket({ ratePerSec: 20, burst: 40, reserve: 4, now: () => 0 });
+    expect(bucket.available()).toBe(36);
+    expect(() => new TokenBucket({ ratePerSec: 1, burst: 4, reserve: 4 })).toThrow(RangeError);
+  });
+
+  it("a 429 lowers the rate once per second, drops the tokens in hand; accepted answers bring it back gradually", () => {
+    let now = 0;
+    const bucket = new TokenBucket({
+      ratePerSec: 20,
+      burst: 40,
+      adaptive: { recoveryPerSec: 2, decreaseFactor: 0.5 },
+      now: () => now,
+    });
+    bucket.throttled();
+    expect(bucket.currentRate()).toBe(10);
+    expect(bucket.available()).toBe(0);
+    bucket.throttled(); // the 429s of requests already in flight: the same signal
+    expect(bucket.currentRate()).toBe(10);
+    now = 1000;
+    expect(bucket.available()).toBeCloseTo(10); // refilled at the lowered rate
+    bucket.throttled();
+    expect(bucket.currentRate()).toBe(5);
+    now = 3000;
+    bucket.accepted();
+    expect(bucket.currentRate()).toBeCloseTo(9); // +2/s for 2 s
+    now = 30_000;
+    bucket.accepted();
+    expect(bucket.currentRate()).toBe(20); // never above the configured rate
+    expect(bucket.throttledCount).toBe(3);
+  });
+
+  it("never goes below its minimum rate", () => {
+    let now = 0;
+    const bucket = new TokenBucket({ ratePerSec: 4, burst: 4, adaptive: { minRatePerSec: 1 }, now: () => now });
+    for (let i = 0; i < 20; i++) {
+      now += 1000;
+      bucket.throttled();
+    }
+    expect(bucket.currentRate()).toBe(1);
+  });
+
+  it("a fixed bucket keeps its rate but still honours Retry-After", () => {
+    const bucket = new TokenBucket({ ratePerSec: 20, burst: 40, now: () => 0 });
+    bucket.throttled(1000);
+    expect(bucket.currentRate()).toBe(20);
+  });
+
+  it("serves urgent waiters (reads that finish work) before a backlog of others, each lane in order", async () => {
+    const bucket = new TokenBucket({ ratePerSec: 50, burst: 1 });
+    await bucket.take();
+    const order: string[] = [];
+    const all = [
+      bucket.take().then(() => order.push("create-1")),
+      bucket.take().then(() => order.push("create-2")),
+      bucket.take(undefined, { urgent: true }).then(() => order.push("poll-1")),
+      bucket.take(undefined, { urgent: true }).then(() => order.push("poll-2")),
+    ];
+    await Promise.all(all);
+    expect(order).toEqual(["poll-1", "poll-2", "create-1", "create-2"]);
+  });
+
+  it("Retry-After holds every caller of the account until it has passed", async () => {
+    const bucket = new TokenBucket({ ratePerSec: 100, burst: 10, adaptive: {} });
+    await bucket.take();
+    bucket.throttled(300);
+    const started = performance.now();
+    await Promise.all([bucket.take(), bucket.take()]);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(280);
+  });
+});
+
 describe("sharedBucketFor", () => {
   it("returns one bucket per credential key", () => {
     const keyA = credentialKeyOf({ apiKey: "secret-a" }, "http://x/v0.1");

@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AccountBulkhead, DEFAULT_BULKHEAD } from "../../src/cloud/bulkhead.ts";
 import { type CloudClientOptions, createCloudClient } from "../../src/cloud/client.ts";
 import { CloudError, isNotFound, isOperationGone, isUnsupported } from "../../src/cloud/errors.ts";
+import { TokenBucket } from "../../src/cloud/rate-limit.ts";
 import type { RequestEvent } from "../../src/cloud/transport.ts";
 import { operationFixture, PROJECT_ID, VM_ID, vmFixture } from "./fixtures.ts";
 import { type StubServer, sendJson, sleep, startStub } from "./stub-server.ts";
@@ -54,6 +55,26 @@ describe("retries", () => {
     expect(calls).toBe(2);
     expect(elapsed).toBeGreaterThanOrEqual(950);
     expect(elapsed).toBeLessThan(2500);
+  });
+
+  it("a 429 tells the account's bucket: its Retry-After holds the other callers too, and the rate adapts", async () => {
+    const bucket = new TokenBucket({ ratePerSec: 50, burst: 50, adaptive: {} });
+    let calls = 0;
+    stub.handle((_, res) => {
+      calls++;
+      if (calls === 1) sendJson(res, 429, { code: "too_many_requests" }, { "retry-after": "1" });
+      else sendJson(res, 200, vmFixture());
+    });
+    const shared = client({ rateLimiter: bucket });
+    await shared.vms.get(PROJECT_ID, VM_ID);
+    expect(bucket.throttledCount).toBe(1);
+    expect(bucket.currentRate()).toBeLessThan(50);
+    // Another caller of the same account right after: held until the Retry-After has passed (already, here),
+    // and its accepted answer starts the recovery.
+    const before = bucket.currentRate();
+    await sleep(50);
+    await client({ rateLimiter: bucket }).vms.get(PROJECT_ID, VM_ID);
+    expect(bucket.currentRate()).toBeGreaterThan(before);
   });
 
   it("retries a GET after 503 and stops after retryLimit", async () => {

@@ -122,6 +122,95 @@ describe("FamilySnapshot", () => {
     await snapshot.read(1001);
     expect(calls()).toBe(2);
   });
+
+  describe("readOne: one resource refreshed by id in a large family", () => {
+    function large(count: number) {
+      const items = new Map(
+        Array.from({ length: count }, (_, i) => [`id-${i}`, { id: `id-${i}`, name: `vm-${i}`, v: 1 }]),
+      );
+      let clock = 1000;
+      const calls = { full: 0, byIds: [] as string[][] };
+      const snapshot = new FamilySnapshot({
+        list: async () => {
+          calls.full++;
+          return [...items.values()];
+        },
+        listIds: async (ids) => {
+          calls.byIds.push(ids);
+          return ids.flatMap((id) => items.get(id) ?? []);
+        },
+        idOf: (item) => item.id,
+        nameOf: (item) => item.name,
+        maxAgeMs: 10_000,
+        minIntervalMs: 0,
+        idsIntervalMs: 0,
+        fullListUpTo: 10,
+        maxIdsPerList: 3,
+        now: () => clock,
+      });
+      return { snapshot, items, calls, advance: (ms: number) => (clock += ms) };
+    }
+
+    it("many settled resources at once share lists by ids, not full lists", async () => {
+      const { snapshot, items, calls, advance } = large(50);
+      await snapshot.read();
+      advance(10);
+      for (const id of ["id-1", "id-2", "id-3", "id-4"]) items.set(id, { id, name: id.replace("id", "vm"), v: 2 });
+      items.delete("id-5");
+      const found = await Promise.all(["id-1", "id-2", "id-3", "id-4", "id-5"].map((id) => snapshot.readOne(id, 1005)));
+      expect(found.map((item) => item?.v)).toEqual([2, 2, 2, 2, undefined]);
+      expect(calls.full).toBe(1);
+      // At most 3 per call; everyone asking meanwhile rides along.
+      expect(calls.byIds.map((ids) => ids.length)).toEqual([3, 2]);
+      // The view holds the fresh versions; a gone one is dropped (by id and by name).
+      const view = await snapshot.read();
+      expect(view.byId.get("id-1")?.v).toBe(2);
+      expect(view.byId.has("id-5")).toBe(false);
+      expect(view.byName.has("vm-5")).toBe(false);
+      // Already fresh enough: no call.
+      await snapshot.readOne("id-1", 1005);
+      expect(calls.byIds).toHaveLength(2);
+    });
+
+    it("a settled operation makes a small family list again for everyone; a large one only refreshes by id", async () => {
+      const small = large(5);
+      await small.snapshot.read();
+      small.advance(10);
+      small.snapshot.settled(1005);
+      await small.snapshot.read(); // any reader, no notBefore: the view predates the settlement
+      expect(small.calls.full).toBe(2);
+      const big = large(50);
+      await big.snapshot.read();
+      big.advance(10);
+      big.items.set("id-3", { id: "id-3", name: "vm-3", v: 2 });
+      big.snapshot.settled(1005);
+      await big.snapshot.read();
+      expect(big.calls.full).toBe(1);
+      // The owner's pass asks for its resource as fresh as the settlement; everyone sees it afterwards.
+      expect((await big.snapshot.readOne("id-3", 1005))?.v).toBe(2);
+      expect((await big.snapshot.read()).byId.get("id-3")?.v).toBe(2);
+    });
+
+    it("a periodic look (no notBefore) and a small family use the full list", async () => {
+      const big = large(50);
+      await big.snapshot.readOne("id-1");
+      expect(big.calls).toMatchObject({ full: 1, byIds: [] });
+      const small = large(5);
+      await small.snapshot.read();
+      small.advance(10);
+      await small.snapshot.readOne("id-1", 1005);
+      expect(small.calls).toMatchObject({ full: 2, byIds: [] });
+    });
+
+    it("a full list started before a resource was read by id keeps the newer version", async () => {
+      const { snapshot, items, advance } = large(50);
+      await snapshot.read();
+      advance(10);
+      items.set("id-7", { id: "id-7", name: "vm-7", v: 3 });
+      await snapshot.readOne("id-7", 1005);
+      expect((await snapshot.read()).byId.get("id-7")?.v).toBe(3);
+    });
+  });
 });
 
 describe("parseCredentialsSecret", () => {

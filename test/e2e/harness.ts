@@ -25,10 +25,11 @@ export class RunningProcess {
   #output = "";
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 
-  constructor(args: string[]) {
+  constructor(args: string[], env: Record<string, string> = {}) {
     this.child = spawn(process.execPath, [MAIN_SCRIPT, ...args], {
       cwd: REPO_ROOT,
       stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, ...env },
     });
     this.child.stdout?.on("data", (chunk: Buffer) => this.#append(chunk));
     this.child.stderr?.on("data", (chunk: Buffer) => this.#append(chunk));
@@ -105,8 +106,8 @@ export interface Playground {
   kubectl(...args: string[]): Promise<string>;
   customObjects: CustomObjectsApi;
   cloudGet(route: string): Promise<unknown>;
-  /** The operator command, as the playground would run it, with free ports. */
-  operatorArgs(): string[];
+  /** The operator command, as the playground would run it, with free ports (of one shard when given). */
+  operatorArgs(shard?: { index: number; count: number }): string[];
   /** Stops the playground (SIGTERM unless told) and removes its state directory unless kept. */
   close(options?: { signal?: NodeJS.Signals; keepState?: boolean }): Promise<{ code: number | null }>;
 }
@@ -116,6 +117,8 @@ export async function startPlayground(options: {
   withoutOperator?: boolean;
   /** Reuse the state of an earlier playground; a fresh temporary directory otherwise. */
   stateDir?: string;
+  /** `--shards`: operators sharing the objects by hash, one Lease each. */
+  shards?: number;
   /** The simulator's profile (`--profile`); the playground's default (contract) otherwise. */
   profile?: "contract" | "seed-only";
 }): Promise<Playground> {
@@ -123,6 +126,7 @@ export async function startPlayground(options: {
   const args = ["playground", "--port", "0", "--cloud-port", "0", "--metrics-port", "0", "--health-port", "0"];
   args.push("--state-dir", stateDir, "--latency-ms", String(options.latencyMs));
   if (options.withoutOperator === true) args.push("--without-operator");
+  if (options.shards !== undefined) args.push("--shards", String(options.shards));
   if (options.profile !== undefined) args.push("--profile", options.profile);
   const playground = new RunningProcess(args);
   try {
@@ -163,13 +167,14 @@ export async function startPlayground(options: {
       if (!response.ok) throw new Error(`GET ${route}: HTTP ${response.status} ${await response.text()}`);
       return response.json();
     },
-    operatorArgs(): string[] {
+    operatorArgs(shard?: { index: number; count: number }): string[] {
       return operatorArgs({
         kubeconfigPath,
         apiUrl: cloud.url,
         metricsPort: 0,
         healthPort: 0,
         latencyMs: options.latencyMs,
+        ...(shard ? { shard } : {}),
       });
     },
     async close(closeOptions = {}): Promise<{ code: number | null }> {

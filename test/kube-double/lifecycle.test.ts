@@ -67,6 +67,7 @@ describe("faults", () => {
       expect((await fetch(configmaps)).status).toBe(500);
       expect((await fetch(configmaps)).status).toBe(200);
       expect(double.faults.injected()).toEqual({ 429: 1, 500: 2 });
+      expect(double.faults.watchesGone()).toBe(0);
 
       expect(
         (

@@ -102,6 +102,15 @@ describe("watch", () => {
     const watch = collect({ resourceVersion: created.metadata.resourceVersion });
     await waitFor(() => watch.ended() !== "open");
     expect(watch.events).toEqual([expect.objectContaining({ type: "ERROR", code: 410 })]);
+    expect(double.faults.watchesGone()).toBeGreaterThanOrEqual(1);
+  });
+
+  it("ends open watches cleanly on endWatches: the client sees an end, not an error", async () => {
+    const watch = collect({});
+    await waitFor(() => watch.events.length > 0);
+    double.faults.endWatches();
+    await waitFor(() => watch.ended() !== "open");
+    expect(watch.ended()).toBeNull();
   });
 
   it("ends open watches abruptly on dropWatches", async () => {

@@ -22,17 +22,48 @@ describe("parseConfig", () => {
       leaderElectionNamespace: "default",
       metricsBindAddress: { host: "0.0.0.0", port: 8080 },
       healthProbeBindAddress: { host: "0.0.0.0", port: 8081 },
-      maxConcurrentReconciles: 4,
+      maxConcurrentReconciles: 16,
       syncPeriodMs: 600_000,
       leaseDurationMs: 15_000,
       renewDeadlineMs: 10_000,
       retryPeriodMs: 2000,
       gracefulShutdownTimeoutMs: 30_000,
-      apiRateLimit: 10,
+      apiRateLimit: 20,
+      apiBurst: 40,
+      maxReconcileRate: 0,
+      operationPolling: "batched",
+      shard: { index: 0, count: 1 },
       logLevel: "info",
       operationPollIntervalMs: 2000,
       cacheSyncTimeoutMs: 120_000,
     });
+  });
+
+  it("reads the scale flags: rate and burst, reconcile rate, operation polling, shards", () => {
+    const config = configOf(
+      parseConfig(
+        [
+          "--api-rate-limit=5",
+          "--api-burst=10",
+          "--max-reconcile-rate=1",
+          "--operation-polling=per-operation",
+          "--shard-count=3",
+          "--shard-index=2",
+        ],
+        {},
+      ),
+    );
+    expect(config).toMatchObject({
+      apiRateLimit: 5,
+      apiBurst: 10,
+      maxReconcileRate: 1,
+      operationPolling: "per-operation",
+      shard: { index: 2, count: 3 },
+    });
+    expect(errorOf(parseConfig(["--shard-count=2", "--shard-index=2"], {}))).toMatch(/--shard-index.*0 to 1/);
+    expect(errorOf(parseConfig(["--shard-index=-1"], {}))).toContain("--shard-index");
+    expect(errorOf(parseConfig(["--operation-polling=sometimes"], {}))).toContain("--operation-polling");
+    expect(errorOf(parseConfig(["--max-reconcile-rate=-1"], {}))).toContain("--max-reconcile-rate");
   });
 
   it("allows only --api-url and --allowed-api-urls as API URLs, normalised; nothing by default", () => {
@@ -62,7 +93,7 @@ describe("parseConfig", () => {
   it("reads the request timeout, the answer size limit and the per-account concurrency", () => {
     const defaults = configOf(parseConfig([], {}));
     expect(defaults).toMatchObject({ apiTimeoutMs: 10_000, apiMaxResponseBytes: 4 * 1024 * 1024 });
-    expect(defaults.apiAccountConcurrency).toBe(3); // 4 workers minus one
+    expect(defaults.apiAccountConcurrency).toBe(15); // 16 workers minus one
     expect(configOf(parseConfig(["--max-concurrent-reconciles=1"], {})).apiAccountConcurrency).toBe(1);
     const set = configOf(
       parseConfig(["--api-timeout=3s", "--api-max-response-size=512Ki", "--api-account-concurrency=2"], {}),

@@ -6,6 +6,7 @@ import {
   outcome,
   parseKey,
   type ReconcileContext,
+  ReconcilePacer,
   type ReconcileRequest,
 } from "../../src/runtime/controller.ts";
 import { Metrics } from "../../src/runtime/metrics.ts";
@@ -272,5 +273,78 @@ describe("Controller", () => {
     await vi.advanceTimersByTimeAsync(0);
     expect(calls.map((call) => call.request.name)).toEqual(["b"]);
     await controller.stop(1000);
+  });
+});
+
+describe("Controller lanes and pacing", () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("schedules the periodic resync in the low lane", async () => {
+    let release: () => void = () => undefined;
+    const reconciler = {
+      async reconcile(request: ReconcileRequest): Promise<Outcome> {
+        if (request.name === "busy") await new Promise<void>((resolve) => (release = resolve));
+        return outcome.done();
+      },
+    };
+    const controller = new Controller({
+      name: "resync",
+      reconciler,
+      logger,
+      resyncPeriodFor: () => 1000,
+      resyncJitter: 0,
+    });
+    controller.start();
+    controller.enqueue("ns/a");
+    await vi.advanceTimersByTimeAsync(0);
+    controller.enqueue("ns/busy"); // holds the one worker while a's resync comes due
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(controller.queue.laneLen("low")).toBe(1);
+    controller.enqueue("ns/changed", "high");
+    release();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(controller.queue.laneLen("low")).toBe(0);
+    const stopped = controller.stop(100);
+    await vi.advanceTimersByTimeAsync(100);
+    await stopped;
+  });
+
+  it("a shared ReconcilePacer spaces reconcile starts over every controller", async () => {
+    const pacer = new ReconcilePacer(2);
+    const starts: number[] = [];
+    const reconciler = {
+      async reconcile(): Promise<Outcome> {
+        starts.push(Date.now());
+        return outcome.done();
+      },
+    };
+    const a = new Controller({ name: "a", reconciler, logger, workers: 4, pacer });
+    const b = new Controller({ name: "b", reconciler, logger, workers: 4, pacer });
+    a.start();
+    b.start();
+    for (let i = 0; i < 3; i++) {
+      a.enqueue(`ns/a-${i}`);
+      b.enqueue(`ns/b-${i}`);
+    }
+    await vi.advanceTimersByTimeAsync(0);
+    expect(starts).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(2500);
+    expect(starts).toHaveLength(6);
+    const gaps = starts.slice(1).map((at, i) => at - (starts[i] ?? 0));
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(500);
+    // Stopping while starts wait for their turn ends them without reconciling.
+    for (let i = 3; i < 7; i++) a.enqueue(`ns/a-${i}`);
+    await vi.advanceTimersByTimeAsync(0);
+    const before = starts.length;
+    const stopped = Promise.all([a.stop(10), b.stop(10)]);
+    await vi.advanceTimersByTimeAsync(10);
+    expect((await stopped)[0]).toBe(false);
+    await vi.advanceTimersByTimeAsync(5000);
+    expect(starts.length).toBeLessThanOrEqual(before + 1);
   });
 });

@@ -3,6 +3,8 @@ import { type InformerEvent, ResilientInformer } from "../../src/runtime/informe
 import { makeListFunction } from "../../src/runtime/resource.ts";
 import { eventually, silentLogger, startTestCluster, type TestCluster, WIDGETS } from "./helpers.ts";
 
+const WIDGET_PATH = { group: WIDGETS.group, version: WIDGETS.version, plural: WIDGETS.plural, namespace: "default" };
+
 describe("ResilientInformer against the Kubernetes API test double", () => {
   let cluster: TestCluster;
   let informer: ResilientInformer | undefined;
@@ -51,6 +53,55 @@ describe("ResilientInformer against the Kubernetes API test double", () => {
     await eventually(() => expect(cache.get("default", "before")).toBeUndefined());
     expect(cache.list("default").map((object) => object.metadata?.name)).toEqual(["after"]);
     expect(events).toEqual(["add:before", "add:after", "delete:before"]);
+  });
+
+  it("caches objects without managedFields and kubectl's last-applied-configuration (memory per object)", async () => {
+    await cluster.createWidget(
+      "default",
+      "listed",
+      { size: 1 },
+      {
+        "kubectl.kubernetes.io/last-applied-configuration": '{"spec":{"size":1}}',
+        kept: "yes",
+      },
+    );
+    const cache = startInformer();
+    await cache.waitForSync();
+    await cluster.createWidget("default", "watched", { size: 2 });
+    await eventually(() => expect(cache.get("default", "watched")).toBeDefined());
+    expect((await cluster.getWidget("default", "listed")).metadata).toHaveProperty("managedFields");
+    for (const name of ["listed", "watched"]) {
+      const metadata = cache.get("default", name)?.metadata;
+      expect(metadata).not.toHaveProperty("managedFields");
+      expect(metadata?.resourceVersion).toBeDefined();
+    }
+    expect(cache.get("default", "listed")?.metadata?.annotations).toEqual({ kept: "yes" });
+  });
+
+  it("lists in pages (limit and continue) and returns them as one list at the first page's version", async () => {
+    for (let i = 0; i < 7; i++) await cluster.createWidget("default", `paged-${i}`);
+    const list = makeListFunction(cluster.kubeConfig, WIDGETS, undefined, {}, 3);
+    const firstPage = (await cluster.custom.listNamespacedCustomObject({ ...WIDGET_PATH, limit: 3 })) as {
+      items: unknown[];
+      metadata: { continue?: string };
+    };
+    expect(firstPage.items).toHaveLength(3);
+    expect(firstPage.metadata.continue).toBeTruthy();
+    const cache = startInformer({ listFunction: list });
+    await cache.waitForSync();
+    expect(
+      cache
+        .list()
+        .map((o) => o.metadata?.name)
+        .sort(),
+    ).toEqual(Array.from({ length: 7 }, (_, i) => `paged-${i}`));
+    const whole = await list();
+    expect(whole.items).toHaveLength(7);
+    expect(whole.metadata?.resourceVersion).toBeDefined();
+    expect(whole.metadata).not.toHaveProperty("continue");
+    // The watch starts from the list's version: a change after it arrives.
+    await cluster.createWidget("default", "after-pages");
+    await eventually(() => expect(cache.get("default", "after-pages")).toBeDefined());
   });
 
   it("restarts after a failed list (which would stop a bare ListWatch for good)", async () => {

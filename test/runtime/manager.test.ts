@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import type { OperatorConfig } from "../../src/runtime/config.ts";
 import { outcome, type ReconcileRequest } from "../../src/runtime/controller.ts";
-import { defaultConfig, Manager } from "../../src/runtime/manager.ts";
+import { defaultConfig, Manager, priorityOf } from "../../src/runtime/manager.ts";
 import {
   type CountingProxy,
   eventually,
@@ -393,5 +393,31 @@ describe("Manager against the Kubernetes API test double", () => {
     expect((await fetch(`${probes}/healthz`)).status).toBe(200);
     await starting;
     expect((await fetch(`${probes}/readyz`)).status).toBe(200);
+  });
+});
+
+describe("priorityOf (the lane of an event of a controller's own object)", () => {
+  const object = (metadata: Record<string, unknown>) => ({ metadata: { name: "a", namespace: "ns", ...metadata } });
+
+  it("a change somebody asked for goes to the high lane; new objects and status echoes to normal", () => {
+    const before = object({ generation: 1, annotations: { x: "1" } });
+    expect(priorityOf({ type: "add", object: before })).toBe("normal");
+    expect(
+      priorityOf({ type: "update", object: object({ generation: 1, annotations: { x: "1" } }), previous: before }),
+    ).toBe("normal");
+    expect(
+      priorityOf({ type: "update", object: object({ generation: 2, annotations: { x: "1" } }), previous: before }),
+    ).toBe("high");
+    expect(
+      priorityOf({ type: "update", object: object({ generation: 1, annotations: { x: "2" } }), previous: before }),
+    ).toBe("high");
+    expect(
+      priorityOf({
+        type: "update",
+        object: object({ generation: 1, annotations: { x: "1" }, deletionTimestamp: "2026-11-22T00:00:00Z" }),
+        previous: before,
+      }),
+    ).toBe("high");
+    expect(priorityOf({ type: "delete", object: before })).toBe("normal");
   });
 });

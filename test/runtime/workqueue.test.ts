@@ -190,3 +190,59 @@ describe("WorkQueue", () => {
     expect(() => new WorkQueue({ name: "bad", baseDelayMs: 10, maxDelayMs: 5 })).toThrow(RangeError);
   });
 });
+
+describe("WorkQueue priority lanes", () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("serves high before normal before low, FIFO within a lane", async () => {
+    const queue = new WorkQueue({ name: "lanes" });
+    for (let i = 0; i < 3; i++) queue.add(`ns/create-${i}`);
+    queue.add("ns/resync", "low");
+    queue.add("ns/settled-a", "high");
+    queue.add("ns/settled-b", "high");
+    expect(queue.laneLen("normal")).toBe(3);
+    const order: (string | undefined)[] = [];
+    for (let i = 0; i < 6; i++) order.push(await queue.get());
+    expect(order).toEqual(["ns/settled-a", "ns/settled-b", "ns/create-0", "ns/create-1", "ns/create-2", "ns/resync"]);
+  });
+
+  it("a queued key moves up to a higher lane, never down, and is still queued once", async () => {
+    const queue = new WorkQueue({ name: "lanes" });
+    queue.add("ns/a");
+    queue.add("ns/b");
+    queue.add("ns/b", "high");
+    queue.add("ns/b", "low");
+    expect(queue.len()).toBe(2);
+    expect(queue.laneLen("high")).toBe(1);
+    expect(await queue.get()).toBe("ns/b");
+    expect(await queue.get()).toBe("ns/a");
+  });
+
+  it("a key raised while it is processed comes back in its new lane after done, never twice at once", async () => {
+    const queue = new WorkQueue({ name: "lanes" });
+    queue.add("ns/busy");
+    expect(await queue.get()).toBe("ns/busy");
+    queue.add("ns/other");
+    queue.add("ns/busy", "high"); // while processing: not handed out again
+    expect(queue.len()).toBe(1);
+    queue.done("ns/busy");
+    expect(queue.laneLen("high")).toBe(1);
+    expect(await queue.get()).toBe("ns/busy");
+  });
+
+  it("a delayed add lands in the lane it was asked for; the earliest deadline wins", async () => {
+    const queue = new WorkQueue({ name: "lanes" });
+    queue.addAfter("ns/resync", 1000, "low");
+    queue.addAfter("ns/poll", 1000, "normal");
+    queue.addAfter("ns/resync", 500, "high");
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(queue.laneLen("high")).toBe(1);
+    expect(queue.laneLen("normal")).toBe(1);
+    expect(queue.laneLen("low")).toBe(0);
+  });
+});

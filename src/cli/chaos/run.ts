@@ -21,6 +21,7 @@ import {
   listObjects,
   type ObjectSpec,
   PLURALS,
+  poolMembers,
   vmSpecOf,
 } from "./workload.ts";
 
@@ -43,7 +44,8 @@ export interface ChaosReport {
   seed: number;
   durationMs: number;
   loadAverage: { start: number[]; end: number[] };
-  objects: { healthy: number; hostile: number; byKind: Record<string, number> };
+  /** Applied healthy objects (with the probes), the GpuVms and GpuDisks the pools made, hostile objects. */
+  objects: { healthy: number; poolReplicas: number; hostile: number; byKind: Record<string, number> };
   faults: { simulator: Record<string, number>; kubernetes: Record<string, number> };
   kills: { total: number; inFlight: { change: string; operationInFlight: boolean }[] };
   duplicates: number;
@@ -183,6 +185,11 @@ class ChaosRun {
     return this.#report();
   }
 
+  /** Healthy objects there should be: applied, probes, and the pools' replicas with their disks. */
+  #wanted(): number {
+    return this.#healthy.length + this.#probes.length + poolMembers(this.#profile);
+  }
+
   #phase(name: string): void {
     this.#phases.push([name, this.#rig.replicas.elapsedMs()]);
   }
@@ -229,17 +236,18 @@ class ChaosRun {
         this.#kubeCounts.watch_drops++;
       }, 10_000),
       setInterval(() => {
-        // Forget the history, then drop the watches: every re-watch from an old resourceVersion gets 410 Gone.
+        // Forget the history, then end the watches cleanly: every re-watch from its last resourceVersion gets
+        // 410 Gone.
         double.faults.compact();
-        double.faults.dropWatches();
+        double.faults.endWatches();
         this.#kubeCounts.compactions++;
-      }, 30_000),
+      }, 15_000),
       setInterval(() => double.faults.failNext(2, 409, { path: "/status" }), 3000),
     ];
     const chaosStart = Date.now();
     let watching = true;
     const allReady = (async () => {
-      const wanted = this.#healthy.length + this.#probes.length;
+      const wanted = this.#wanted();
       while (watching) {
         const live = await listObjects(this.#rig.custom, HEALTHY_NAMESPACES).catch(() => []);
         if (live.length === wanted && live.every(readyNow)) {
@@ -318,7 +326,7 @@ class ChaosRun {
     const { custom, cloud, sim } = this.#rig;
     const stopped = performance.now();
     this.#options.say("faults stopped; waiting for every healthy object to be Ready");
-    const wanted = this.#healthy.length + this.#probes.length;
+    const wanted = this.#wanted();
     let live: LiveObject[] = [];
     try {
       live = await until("every healthy object Ready", this.#profile.convergeTimeoutMs, async () => {
@@ -338,7 +346,9 @@ class ChaosRun {
       const detail = `${notReady.length + absent} not Ready after ${this.#profile.convergeTimeoutMs} ms`;
       this.#check("every healthy object Ready", false, `${detail}${detailOf(notReady)}`);
     }
-    const ownership = checkOwnership(live, await cloudInventory(cloud, sim.projectId), this.#before);
+    // A pool is no cloud resource; its replicas are (they are GpuVms and GpuDisks like the others).
+    const resourceObjects = live.filter((object) => object.kind !== "GpuVmPool");
+    const ownership = checkOwnership(resourceObjects, await cloudInventory(cloud, sim.projectId), this.#before);
     this.#ownership = { duplicates: ownership.duplicates.length, leaks: ownership.leaks.length };
     const problems = [...ownership.duplicates, ...ownership.leaks, ...ownership.missing];
     this.#check(
@@ -428,12 +438,18 @@ class ChaosRun {
     for (const object of this.#healthy) byKind[object.kind] = (byKind[object.kind] ?? 0) + 1;
     const { aloneMs, besideMs } = this.#hostileTimes;
     const injected = Object.entries(this.#rig.double.faults.injected()).map(([status, n]) => [`http_${status}`, n]);
+    injected.push(["watches_410_gone", this.#rig.double.faults.watchesGone()]);
     return {
       profile: this.#profile.name,
       seed: this.#options.seed,
       durationMs: Date.now() - this.#started,
       loadAverage: { start: this.#loadStart, end: loadavg().map(round2) },
-      objects: { healthy: this.#healthy.length + this.#probes.length, hostile: this.#hostile.length, byKind },
+      objects: {
+        healthy: this.#healthy.length + this.#probes.length,
+        poolReplicas: poolMembers(this.#profile),
+        hostile: this.#hostile.length,
+        byKind,
+      },
       faults: {
         simulator: this.#simulatorFaults,
         kubernetes: { ...this.#kubeCounts, ...Object.fromEntries(injected) },

@@ -4,7 +4,7 @@
 // (deletionPolicy Orphan: their clouds never answer sensibly, so deleting them must not wait for the cloud).
 import type { CustomObjectsApi } from "@kubernetes/client-node";
 import { GROUP, VERSION } from "../../api/common.ts";
-import type { ChaosProfile } from "./profiles.ts";
+import { type ChaosProfile, POOL_REPLICAS } from "./profiles.ts";
 
 export const HEALTHY_NAMESPACES = ["chaosa", "chaosb"] as const;
 export const HOSTILE_NAMESPACES = { dead: "hostiledead", huge: "hostilehuge", malformed: "hostilebad" } as const;
@@ -18,10 +18,11 @@ export const PLURALS = {
   GpuDisk: "gpudisks",
   GpuVm: "gpuvms",
   GpuFirewallRule: "gpufirewallrules",
+  GpuVmPool: "gpuvmpools",
 } as const;
 export type KindName = keyof typeof PLURALS;
-/** Deleted in this order (dependents first), created all at once. */
-export const KIND_ORDER: readonly KindName[] = ["GpuFirewallRule", "GpuVm", "GpuDisk", "GpuNetwork"];
+/** Deleted in this order (dependents first: a pool before its replicas), created all at once. */
+export const KIND_ORDER: readonly KindName[] = ["GpuVmPool", "GpuFirewallRule", "GpuVm", "GpuDisk", "GpuNetwork"];
 
 export interface ObjectSpec {
   kind: KindName;
@@ -70,8 +71,24 @@ export function healthyObjects(profile: ChaosProfile): ObjectSpec[] {
       };
       objects.push({ kind: "GpuFirewallRule", namespace, name: `rule-${i}`, spec });
     }
+    for (let i = 0; i < count(profile.pools); i++) {
+      const { location: _location, ...template } = vmSpecOf("a40.1x");
+      const spec = {
+        replicas: POOL_REPLICAS,
+        template: { spec: template },
+        diskTemplates: [{ name: "scratch", size: "50GiB" }],
+        persistentDiskPolicy: "Delete",
+        placement: { locations: [LOCATION] },
+      };
+      objects.push({ kind: "GpuVmPool", namespace, name: `pool-${i}`, spec });
+    }
   });
   return objects;
+}
+
+/** The GpuVms and GpuDisks the operator makes for the pools (one disk per replica). */
+export function poolMembers(profile: ChaosProfile): number {
+  return profile.pools * POOL_REPLICAS * 2;
 }
 
 export function hostileObjects(profile: ChaosProfile): ObjectSpec[] {
@@ -108,7 +125,13 @@ export async function inParallel<T>(items: readonly T[], limit: number, work: (i
 
 export interface LiveObject {
   kind: KindName;
-  metadata: { name: string; namespace: string; finalizers?: string[]; deletionTimestamp?: string };
+  metadata: {
+    name: string;
+    namespace: string;
+    finalizers?: string[];
+    deletionTimestamp?: string;
+    ownerReferences?: { kind: string }[];
+  };
   spec: Record<string, unknown>;
   status?: {
     id?: string;

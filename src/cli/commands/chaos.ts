@@ -124,8 +124,8 @@ export function figuresTable(report: ChaosReport): string {
       `${report.loadAverage.start.join(" ")} / ${report.loadAverage.end.join(" ")}`,
     ],
     [
-      "objects (healthy / hostile)",
-      `${report.objects.healthy} / ${report.objects.hostile} (${counts(report.objects.byKind)})`,
+      "objects (healthy applied + pool replicas / hostile)",
+      `${report.objects.healthy} + ${report.objects.poolReplicas} / ${report.objects.hostile} (${counts(report.objects.byKind)})`,
     ],
     ["cloud faults injected", counts(report.faults.simulator)],
     ["Kubernetes faults injected", counts(report.faults.kubernetes)],
@@ -157,7 +157,7 @@ export function figuresTable(report: ChaosReport): string {
     [
       "  by phase",
       Object.entries(report.peakRssByPhase)
-        .map(([phase, bytes]) => `${phase} ${mib(bytes)}`)
+        .map(([phase, bytes]) => `${phase} ${bytes === 0 ? "(no sample)" : mib(bytes)}`)
         .join(", "),
     ],
     ...report.steady.map((r): [string, string] => [

@@ -9,6 +9,7 @@ import { parseArgs } from "node:util";
 import { SECRET_WATCH_LABEL } from "../../api/common.ts";
 import { formatLogLine } from "../../runtime/logging.ts";
 import { isSimulatorProfile, SIMULATOR_PROFILES, type SimulatorProfile } from "../../simulator/profiles.ts";
+import { OPERATOR_NODE_FLAGS } from "../node-flags.ts";
 
 const REPO_ROOT = path.resolve(import.meta.dirname, "../../..");
 const MAIN_SCRIPT = path.join(REPO_ROOT, "src/cli/main.ts");
@@ -37,6 +38,8 @@ export interface PlaygroundOptions {
   latencyMs: number;
   profile: SimulatorProfile;
   withoutOperator: boolean;
+  /** Operator replicas sharing the objects by hash (--shard-count), each with its own Lease. */
+  shards: number;
 }
 
 export class PlaygroundUsageError extends Error {
@@ -59,6 +62,8 @@ Flags:
   --profile <name>       the simulated cloud's API: contract (default; the spec and contract-decisions.md) or
                          seed-only (only the spec's endpoints, see docs/simulator.md)
   --without-operator     start only the two servers and print the command that runs the operator against them
+  --shards <n>           run n operators, each reconciling its shard of the objects (--shard-count n, one Lease
+                         per shard; shard i serves /metrics and probes on the ports above + 2i) (default 1)
   -h, --help             show this help
 `;
 
@@ -85,6 +90,11 @@ export function parsePlaygroundArgs(argv: string[]): PlaygroundOptions | "help" 
   if (latencyText !== undefined && !/^\d+$/.test(latencyText)) {
     throw new PlaygroundUsageError(`--latency-ms: expected a whole number of milliseconds, got "${latencyText}"`);
   }
+  const shardsText = values.shards;
+  const shards = shardsText === undefined ? 1 : Number(shardsText);
+  if (shardsText !== undefined && (!/^\d+$/.test(shardsText) || shards < 1 || shards > 16)) {
+    throw new PlaygroundUsageError(`--shards: expected a whole number from 1 to 16, got "${shardsText}"`);
+  }
   const profile = values.profile ?? "contract";
   if (!isSimulatorProfile(profile)) {
     throw new PlaygroundUsageError(`--profile: expected one of ${SIMULATOR_PROFILES.join(", ")}, got "${profile}"`);
@@ -98,6 +108,7 @@ export function parsePlaygroundArgs(argv: string[]): PlaygroundOptions | "help" 
     latencyMs,
     profile,
     withoutOperator: values["without-operator"] === true,
+    shards,
   };
 }
 
@@ -115,6 +126,7 @@ function parseFlags(argv: string[]) {
       "latency-ms": { type: "string" },
       profile: { type: "string" },
       "without-operator": { type: "boolean" },
+      shards: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -126,6 +138,8 @@ export interface OperatorArgsInput {
   metricsPort: number;
   healthPort: number;
   latencyMs: number;
+  /** One of several shards: --shard-count/--shard-index and leader election on the shard's own Lease. */
+  shard?: { index: number; count: number };
 }
 
 /** Arguments after `node src/cli/main.ts` that run the operator against a playground. */
@@ -146,7 +160,23 @@ export function operatorArgs(input: OperatorArgsInput): string[] {
     `127.0.0.1:${input.healthPort}`,
     "--operation-poll-interval",
     `${pollMs}ms`,
+    ...(input.shard === undefined || input.shard.count <= 1
+      ? []
+      : [
+          "--shard-count",
+          String(input.shard.count),
+          "--shard-index",
+          String(input.shard.index),
+          "--leader-elect",
+          "--leader-election-namespace",
+          CREDENTIALS_NAMESPACE,
+        ]),
   ];
+}
+
+/** The ports of shard `index`: the base ports + 2·index (0 stays 0: a free port). */
+export function shardPort(base: number, index: number): number {
+  return base === 0 ? 0 : base + 2 * index;
 }
 
 function shellQuote(argument: string): string {
@@ -223,11 +253,12 @@ function forwardLines(stream: NodeJS.ReadableStream, write: (line: string) => vo
   createInterface({ input: stream, crlfDelay: Number.POSITIVE_INFINITY }).on("line", write);
 }
 
-function startOperator(args: string[]): ChildProcess {
-  const child = spawn(process.execPath, [MAIN_SCRIPT, ...args], {
+function startOperator(args: string[], label: string): ChildProcess {
+  const child = spawn(process.execPath, [...OPERATOR_NODE_FLAGS, MAIN_SCRIPT, ...args], {
     cwd: REPO_ROOT,
     stdio: ["ignore", "pipe", "pipe"],
-    env: process.env,
+    // POD_NAME names the replica in its Lease and in the Events it writes (reportingInstance).
+    env: { ...process.env, POD_NAME: `playground-${label}` },
     // Its own process group: Ctrl-C reaches only the playground, which then stops the operator first.
     detached: true,
   });
@@ -237,10 +268,10 @@ function startOperator(args: string[]): ChildProcess {
   process.once("exit", killOnExit);
   child.once("exit", () => process.off("exit", killOnExit));
   if (child.stdout !== null) {
-    forwardLines(child.stdout, (line) => process.stdout.write(`[operator] ${formatOperatorLogLine(line)}\n`));
+    forwardLines(child.stdout, (line) => process.stdout.write(`[${label}] ${formatOperatorLogLine(line)}\n`));
   }
   if (child.stderr !== null) {
-    forwardLines(child.stderr, (line) => process.stderr.write(`[operator] ${formatOperatorLogLine(line)}\n`));
+    forwardLines(child.stderr, (line) => process.stderr.write(`[${label}] ${formatOperatorLogLine(line)}\n`));
   }
   return child;
 }
@@ -364,7 +395,7 @@ async function runPlayground(options: PlaygroundOptions): Promise<number> {
   const closeAll = async (): Promise<void> => {
     for (const close of closers.reverse()) await close();
   };
-  let operator: ChildProcess | undefined;
+  const operators: ChildProcess[] = [];
   let stopping = false;
   const stopRequested = waitForStop();
   try {
@@ -387,22 +418,31 @@ async function runPlayground(options: PlaygroundOptions): Promise<number> {
     const cloudFile = path.join(options.stateDir, "cloud.json");
     await writeFile(cloudFile, `${JSON.stringify(cloud, null, 2)}\n`, { mode: 0o600 });
     await chmod(cloudFile, 0o600); // the file may predate this run with looser permissions
-    const args = operatorArgs({
-      kubeconfigPath,
-      apiUrl: simulator.url,
-      metricsPort: options.metricsPort,
-      healthPort: options.healthPort,
-      latencyMs: options.latencyMs,
-    });
-    const commandLine = ["node", displayPath(MAIN_SCRIPT), ...args].map(shellQuote).join(" ");
-    if (!options.withoutOperator) {
-      operator = startOperator(args);
-      operator.on("exit", (code, exitSignal) => {
-        if (stopping) return;
-        process.stderr.write(
-          `[playground] the operator exited (${exitSignal ?? `code ${code}`}); the servers keep running. Run it again with:\n  ${commandLine}\n`,
-        );
+    const shardCount = options.shards;
+    const argsOf = (index: number): string[] =>
+      operatorArgs({
+        kubeconfigPath,
+        apiUrl: simulator.url,
+        metricsPort: shardPort(options.metricsPort, index),
+        healthPort: shardPort(options.healthPort, index),
+        latencyMs: options.latencyMs,
+        ...(shardCount > 1 ? { shard: { index, count: shardCount } } : {}),
       });
+    const commandOf = (index: number): string =>
+      ["node", displayPath(MAIN_SCRIPT), ...argsOf(index)].map(shellQuote).join(" ");
+    const commandLine = Array.from({ length: shardCount }, (_, index) => commandOf(index)).join("\n  ");
+    if (!options.withoutOperator) {
+      for (let index = 0; index < shardCount; index++) {
+        const label = shardCount > 1 ? `shard-${index}` : "operator";
+        const operator = startOperator(argsOf(index), label);
+        operators.push(operator);
+        operator.on("exit", (code, exitSignal) => {
+          if (stopping) return;
+          process.stderr.write(
+            `[playground] ${label} exited (${exitSignal ?? `code ${code}`}); the servers keep running. Run it again with:\n  ${commandOf(index)}\n`,
+          );
+        });
+      }
     }
     process.stdout.write(
       nextSteps({
@@ -421,7 +461,7 @@ async function runPlayground(options: PlaygroundOptions): Promise<number> {
   const received = await stopRequested;
   stopping = true;
   process.stdout.write(`\n[playground] ${received}: stopping the operator, then the servers…\n`);
-  if (operator !== undefined) await stopOperator(operator);
+  await Promise.all(operators.map((operator) => stopOperator(operator)));
   await closeAll();
   process.stdout.write("[playground] stopped.\n");
   return 0;

@@ -1,0 +1,603 @@
+// The scenarios of `npm run bench`, each in fresh processes: a burst of N mixed objects, the adoption of N
+// existing VMs, and (after a burst) the steady state and the latency of one spec change. Every figure is read
+// from outside the operator: the simulator's request counts, a watch on the objects, /proc for CPU and memory,
+// and the operator's own /metrics for the event-loop lag and its Kubernetes requests.
+import { mkdirSync, readdirSync } from "node:fs";
+import path from "node:path";
+import {
+  KubeHttp,
+  type Manifest,
+  mixedManifests,
+  type ObjectTrack,
+  ObjectWatch,
+  pluralOf,
+  SSH_KEY,
+  vmManifest,
+} from "./cluster.ts";
+import {
+  callsMatching,
+  difference,
+  kubeWrites,
+  percentile,
+  type RequestCounts,
+  resetSimulatorCounts,
+  type Samples,
+  scrape,
+  simulatorCounts,
+  sumOf,
+  totalCalls,
+} from "./metrics.ts";
+import {
+  type KubeProcess,
+  loadAverage,
+  type OperatorProcess,
+  type ProcessSample,
+  type SimulatorProcess,
+  sampleProcess,
+  sleep,
+  startKubeProcess,
+  startOperatorProcess,
+  startSimulatorProcess,
+} from "./processes.ts";
+
+export const NAMESPACE = "bench";
+export const SECRET = "gpucloud-credentials";
+
+export interface EnvironmentOptions {
+  workDir: string;
+  latencyMs: number;
+  rate: { ratePerSec: number; burst: number };
+  vmCapacity: number;
+}
+
+export interface Environment {
+  sim: SimulatorProcess;
+  kube: KubeProcess;
+  http: KubeHttp;
+  stop(): Promise<void>;
+}
+
+export async function startEnvironment(options: EnvironmentOptions): Promise<Environment> {
+  mkdirSync(options.workDir, { recursive: true });
+  const [sim, kube] = await Promise.all([
+    startSimulatorProcess({
+      workDir: options.workDir,
+      latencyMs: options.latencyMs,
+      rateLimit: options.rate,
+      vmCapacity: options.vmCapacity,
+    }),
+    startKubeProcess({ workDir: options.workDir }),
+  ]);
+  const http = new KubeHttp(kube.url);
+  await http.ensureNamespace(NAMESPACE);
+  await http.createCredentials(NAMESPACE, SECRET, { apiKey: sim.apiKey, projectId: sim.projectId, url: sim.url });
+  return {
+    sim,
+    kube,
+    http,
+    stop: async () => {
+      await Promise.all([sim.stop(), kube.stop()]);
+    },
+  };
+}
+
+export interface OperatorRunOptions {
+  name: string;
+  flags: string[];
+  cpuProfileDir?: string;
+}
+
+/** Samples the operator's CPU, memory and event-loop lag while a phase runs. */
+export class OperatorSampler {
+  readonly samples: ProcessSample[] = [];
+  readonly lagP99: number[] = [];
+  readonly lagMax: number[] = [];
+  readonly #operator: OperatorProcess;
+  readonly #intervalMs: number;
+  #timer: NodeJS.Timeout | undefined;
+  #last: Samples | undefined;
+
+  constructor(operator: OperatorProcess, intervalMs: number) {
+    this.#operator = operator;
+    this.#intervalMs = intervalMs;
+  }
+
+  start(): void {
+    this.samples.push(sampleProcess(this.#operator.pid));
+    this.#timer = setInterval(() => void this.#tick(), this.#intervalMs);
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+    await this.#tick();
+  }
+
+  /** The last /metrics scrape. */
+  get lastMetrics(): Samples | undefined {
+    return this.#last;
+  }
+
+  async #tick(): Promise<void> {
+    try {
+      this.samples.push(sampleProcess(this.#operator.pid));
+      const metrics = await scrape(this.#operator.metricsUrl);
+      this.#last = metrics;
+      // prom-client resets its event-loop histogram at each scrape: every value covers one interval.
+      this.lagP99.push(sumOf(metrics, "nodejs_eventloop_lag_p99_seconds"));
+      this.lagMax.push(sumOf(metrics, "nodejs_eventloop_lag_max_seconds"));
+    } catch {
+      // the operator is stopping
+    }
+  }
+
+  cpuSeconds(): number {
+    const first = this.samples[0];
+    const last = this.samples.at(-1);
+    return first === undefined || last === undefined ? 0 : last.cpuSeconds - first.cpuSeconds;
+  }
+
+  peakRssBytes(): number {
+    return Math.max(0, ...this.samples.map((s) => s.rssBytes));
+  }
+}
+
+export interface BurstResult {
+  scenario: string;
+  variant: string;
+  n: number;
+  kinds: Record<string, number>;
+  load: { before: number; after: number };
+  latencyMs: number;
+  rate: { ratePerSec: number; burst: number };
+  /** L + N/R: operation latency plus the time the server's rate limit needs for one call per object. */
+  physicalLimitSeconds: number;
+  timedOut: boolean;
+  ready: number;
+  timeToAllReadySeconds: number;
+  ratioToLimit: number;
+  firstReadySeconds: number;
+  readyP50Seconds: number;
+  readyP99Seconds: number;
+  /** Per VM: from its create operation's completion in the cloud to Ready (fair progress). */
+  settleToReadyP50Seconds: number;
+  settleToReadyP99Seconds: number;
+  settleToReadyMaxSeconds: number;
+  cloudCalls: number;
+  cloudCallsPerObject: number;
+  calls429: number;
+  callsByRoute: RequestCounts;
+  /** Writes to the managed objects (watch events after the create) per object until Ready, and over the run. */
+  objectWritesToReadyPerObject: number;
+  objectWritesToReadyMax: number;
+  /** Per kind: average and largest number of writes to an object until it was Ready. */
+  writesToReadyByKind: Record<string, { average: number; max: number }>;
+  kubeWriteRequests: number;
+  kubeWritesPerObject: number;
+  operatorCpuSeconds: number;
+  cpuMsPerObject: number;
+  idleRssMiB: number;
+  peakRssMiB: number;
+  endRssMiB: number;
+  eventLoopLagP99MaxMs: number;
+  eventLoopLagMaxMs: number;
+  /** Every 5 s: seconds since the start, cloud calls so far, objects Ready so far. */
+  timeline: [number, number, number][];
+}
+
+const MiB = 1024 * 1024;
+
+interface SimStateOperation {
+  operation_id?: string;
+  resourceId?: string;
+  name?: string;
+  family?: string;
+  settleAtMs?: number;
+}
+
+/** When each VM's CREATE operation completed in the cloud, by VM id (from the simulator's state). */
+async function createCompletions(adminUrl: string): Promise<Map<string, number>> {
+  const state = (await (await fetch(`${adminUrl}/state`)).json()) as { operations?: SimStateOperation[] };
+  const completions = new Map<string, number>();
+  for (const op of state.operations ?? []) {
+    if (op.family !== "vm" || op.name !== "CREATE" || op.resourceId === undefined) continue;
+    if (op.settleAtMs !== undefined) completions.set(op.resourceId, op.settleAtMs);
+  }
+  return completions;
+}
+
+export interface BurstOptions {
+  workDir: string;
+  n: number;
+  variant: string;
+  operatorFlags: string[];
+  latencyMs: number;
+  rate: { ratePerSec: number; burst: number };
+  timeoutMs: number;
+  cpuProfileDir?: string;
+  /** More flags for the operator's node (heap snapshots, heap profiles). */
+  operatorNodeArgs?: string[];
+  /** Only VMs (adoption, CI) instead of the mixed set. */
+  manifests?: (n: number) => Manifest[];
+  /** Keep the environment and operator running after the burst (steady state, change latency follow). */
+  keep?: boolean;
+  /** Runs once the simulator and the Kubernetes API are up, before the operator starts (seeding). */
+  onEnvironment?: (env: Environment) => Promise<void>;
+  log?: (line: string) => void;
+}
+
+export interface KeptRun {
+  env: Environment;
+  operator: OperatorProcess;
+  watch: ObjectWatch;
+  stop(): Promise<void>;
+}
+
+export async function runBurst(options: BurstOptions): Promise<{ result: BurstResult; kept?: KeptRun }> {
+  const log = options.log ?? (() => undefined);
+  const env = await startEnvironment({
+    workDir: options.workDir,
+    latencyMs: options.latencyMs,
+    rate: options.rate,
+    vmCapacity: options.n + 100,
+  });
+  await options.onEnvironment?.(env);
+  const operator = await startOperatorProcess({
+    workDir: options.workDir,
+    name: options.variant,
+    kubeconfig: env.kube.kubeconfig,
+    apiUrl: env.sim.url,
+    credentialsSecret: `${NAMESPACE}/${SECRET}`,
+    flags: options.operatorFlags,
+    ...(options.cpuProfileDir ? { cpuProfileDir: options.cpuProfileDir } : {}),
+    ...(options.operatorNodeArgs ? { nodeArgs: options.operatorNodeArgs } : {}),
+  });
+  const stopAll = async (): Promise<void> => {
+    await operator.stop();
+    await env.stop();
+  };
+  try {
+    await sleep(2000); // caches synced, the operator idle
+    const idle = sampleProcess(operator.pid);
+    const manifests = (options.manifests ?? ((n) => mixedManifests(n, NAMESPACE, SECRET)))(options.n);
+    const kinds: Record<string, number> = {};
+    for (const m of manifests) kinds[m.kind] = (kinds[m.kind] ?? 0) + 1;
+    const watch = new ObjectWatch(env.http, NAMESPACE);
+    await watch.start();
+    await resetSimulatorCounts(env.sim.adminUrl);
+    const metricsBefore = await scrape(operator.metricsUrl);
+    const sampler = new OperatorSampler(operator, 2000);
+    const loadBefore = loadAverage();
+    sampler.start();
+    const started = Date.now();
+    log(`  ${options.variant}: applying ${manifests.length} objects (load ${loadBefore.toFixed(1)})`);
+    const progress = setInterval(() => log(`    ${watch.readyCount}/${manifests.length} Ready`), 30_000);
+    const timeline: [number, number, number][] = [];
+    const timelineTimer = setInterval(() => {
+      void simulatorCounts(env.sim.adminUrl)
+        .then((counts) =>
+          timeline.push([Math.round((Date.now() - started) / 1000), totalCalls(counts), watch.readyCount]),
+        )
+        .catch(() => undefined);
+    }, 5000);
+    await env.http.createAll(manifests, 16);
+    const allReady = await watch.waitForReady(manifests.length, options.timeoutMs - (Date.now() - started));
+    const finished = Date.now();
+    clearInterval(progress);
+    clearInterval(timelineTimer);
+    await sampler.stop();
+    const counts = await simulatorCounts(env.sim.adminUrl);
+    const metricsAfter = sampler.lastMetrics ?? (await scrape(operator.metricsUrl));
+    const completions = await createCompletions(env.sim.adminUrl);
+    const names = new Set(manifests.map((m) => `${m.kind}/${m.metadata.name}`));
+    const tracks = [...watch.objects.values()].filter((t) => names.has(`${t.kind}/${t.name}`));
+    const result = summarize({
+      options,
+      kinds,
+      tracks,
+      started,
+      finished,
+      allReady,
+      counts,
+      completions,
+      sampler,
+      idle,
+      kubeWrites: kubeWrites(metricsAfter) - kubeWrites(metricsBefore),
+      calls429: throttled(metricsAfter) - throttled(metricsBefore),
+      loadBefore,
+      timeline,
+    });
+    log(
+      `    ${result.ready}/${result.n} Ready in ${result.timeToAllReadySeconds.toFixed(1)} s ` +
+        `(limit ${result.physicalLimitSeconds.toFixed(1)} s, ×${result.ratioToLimit.toFixed(2)}), ` +
+        `CPU ${result.operatorCpuSeconds.toFixed(1)} s, peak RSS ${result.peakRssMiB.toFixed(0)} MiB`,
+    );
+    if (options.keep) return { result, kept: { env, operator, watch, stop: stopAll } };
+    watch.stop();
+    await stopAll();
+    return { result };
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+}
+
+function summarize(input: {
+  options: BurstOptions;
+  kinds: Record<string, number>;
+  tracks: ObjectTrack[];
+  started: number;
+  finished: number;
+  allReady: boolean;
+  counts: RequestCounts;
+  completions: Map<string, number>;
+  sampler: OperatorSampler;
+  idle: ProcessSample;
+  kubeWrites: number;
+  calls429: number;
+  loadBefore: number;
+  timeline: [number, number, number][];
+}): BurstResult {
+  const { options, tracks, started, sampler } = input;
+  const n = options.n;
+  const readyTimes = tracks.flatMap((t) => (t.readyAt === undefined ? [] : [(t.readyAt - started) / 1000]));
+  const settleToReady = tracks.flatMap((t) => {
+    const completed = t.kind === "GpuVm" && t.id !== undefined ? input.completions.get(t.id) : undefined;
+    // Operations of this run only (an adoption's VMs were created before it).
+    if (completed === undefined || completed < started || t.readyAt === undefined) return [];
+    return [Math.max(0, (t.readyAt - completed) / 1000)];
+  });
+  const writes = tracks.map((t) => t.writesToReady);
+  const limit = options.latencyMs / 1000 + n / options.rate.ratePerSec;
+  const elapsed = (input.finished - started) / 1000;
+  const calls = totalCalls(input.counts);
+  const cpu = sampler.cpuSeconds();
+  const last = sampler.samples.at(-1);
+  return {
+    scenario: "burst",
+    variant: options.variant,
+    n,
+    kinds: input.kinds,
+    load: { before: input.loadBefore, after: loadAverage() },
+    latencyMs: options.latencyMs,
+    rate: options.rate,
+    physicalLimitSeconds: limit,
+    timedOut: !input.allReady,
+    ready: readyTimes.length,
+    timeToAllReadySeconds: elapsed,
+    ratioToLimit: elapsed / limit,
+    firstReadySeconds: readyTimes.length === 0 ? Number.NaN : Math.min(...readyTimes),
+    readyP50Seconds: percentile(readyTimes, 50),
+    readyP99Seconds: percentile(readyTimes, 99),
+    settleToReadyP50Seconds: percentile(settleToReady, 50),
+    settleToReadyP99Seconds: percentile(settleToReady, 99),
+    settleToReadyMaxSeconds: settleToReady.length === 0 ? Number.NaN : Math.max(...settleToReady),
+    cloudCalls: calls,
+    cloudCallsPerObject: calls / n,
+    calls429: input.calls429,
+    callsByRoute: input.counts,
+    objectWritesToReadyPerObject: writes.reduce((a, b) => a + b, 0) / Math.max(1, writes.length),
+    objectWritesToReadyMax: Math.max(0, ...writes),
+    writesToReadyByKind: writesByKind(tracks),
+    kubeWriteRequests: input.kubeWrites,
+    kubeWritesPerObject: input.kubeWrites / n,
+    operatorCpuSeconds: cpu,
+    cpuMsPerObject: (cpu * 1000) / n,
+    idleRssMiB: input.idle.rssBytes / MiB,
+    peakRssMiB: sampler.peakRssBytes() / MiB,
+    endRssMiB: (last?.rssBytes ?? 0) / MiB,
+    eventLoopLagP99MaxMs: Math.max(0, ...sampler.lagP99) * 1000,
+    eventLoopLagMaxMs: Math.max(0, ...sampler.lagMax) * 1000,
+    timeline: input.timeline,
+  };
+}
+
+function writesByKind(tracks: readonly ObjectTrack[]): Record<string, { average: number; max: number }> {
+  const byKind: Record<string, { average: number; max: number }> = {};
+  for (const kind of new Set(tracks.map((t) => t.kind))) {
+    const writes = tracks.filter((t) => t.kind === kind).map((t) => t.writesToReady);
+    byKind[kind] = { average: writes.reduce((a, b) => a + b, 0) / writes.length, max: Math.max(...writes) };
+  }
+  return byKind;
+}
+
+/** Cloud answers 429 the operator got (the simulator counts requests by route, not by answer). */
+function throttled(metrics: Samples): number {
+  return sumOf(metrics, "gpucloud_api_requests_total", { code: /^429$/ });
+}
+
+export interface SteadyResult {
+  scenario: "steady";
+  n: number;
+  periods: number;
+  syncPeriodSeconds: number;
+  load: { before: number; after: number };
+  vmListCallsPerPeriod: number;
+  listCallsBound: number;
+  cloudCallsPerPeriod: number;
+  callsByRoute: RequestCounts;
+  kubeWrites: number;
+  cpuSecondsPerPeriod: number;
+  rssMiBPerPeriod: number[];
+  rssGrowthMiB: number;
+  eventLoopLagP99MaxMs: number;
+  eventLoopLagMaxMs: number;
+}
+
+/** After a burst: `periods` whole resync periods with nothing to do. */
+export async function runSteady(
+  kept: KeptRun,
+  options: { n: number; syncPeriodMs: number; periods: number; log?: (line: string) => void },
+): Promise<SteadyResult> {
+  const log = options.log ?? (() => undefined);
+  // One period first so that every object's resync is spread as in steady operation.
+  log(`  steady state: settling for one period, then ${options.periods} periods`);
+  await sleep(options.syncPeriodMs);
+  const sampler = new OperatorSampler(kept.operator, 2000);
+  const loadBefore = loadAverage();
+  await resetSimulatorCounts(kept.env.sim.adminUrl);
+  const before = await scrape(kept.operator.metricsUrl);
+  sampler.start();
+  const rss: number[] = [];
+  for (let period = 0; period < options.periods; period++) {
+    await sleep(options.syncPeriodMs);
+    rss.push(sampleProcess(kept.operator.pid).rssBytes / MiB);
+  }
+  await sampler.stop();
+  const after = sampler.lastMetrics ?? (await scrape(kept.operator.metricsUrl));
+  const counts = await simulatorCounts(kept.env.sim.adminUrl);
+  const vmLists = callsMatching(counts, /^GET \S*\/projects\/:projectId\/vms$/);
+  const result: SteadyResult = {
+    scenario: "steady",
+    n: options.n,
+    periods: options.periods,
+    syncPeriodSeconds: options.syncPeriodMs / 1000,
+    load: { before: loadBefore, after: loadAverage() },
+    vmListCallsPerPeriod: vmLists / options.periods,
+    listCallsBound: Math.ceil(options.n / 500),
+    cloudCallsPerPeriod: totalCalls(counts) / options.periods,
+    callsByRoute: counts,
+    kubeWrites: kubeWrites(after) - kubeWrites(before),
+    cpuSecondsPerPeriod: sampler.cpuSeconds() / options.periods,
+    rssMiBPerPeriod: rss,
+    rssGrowthMiB: (rss.at(-1) ?? 0) - (rss[0] ?? 0),
+    eventLoopLagP99MaxMs: Math.max(0, ...sampler.lagP99) * 1000,
+    eventLoopLagMaxMs: Math.max(0, ...sampler.lagMax) * 1000,
+  };
+  log(
+    `    VM lists per period ${result.vmListCallsPerPeriod.toFixed(2)} (bound ${result.listCallsBound}), ` +
+      `Kubernetes writes ${result.kubeWrites}, RSS ${rss.map((r) => r.toFixed(0)).join(" ")} MiB`,
+  );
+  return result;
+}
+
+export interface ChangeResult {
+  scenario: "change";
+  n: number;
+  changes: number;
+  load: { before: number; after: number };
+  /** Spec change (PATCH answered) → the first cloud call about that VM. */
+  firstCallP50Ms: number;
+  firstCallP99Ms: number;
+  /** Spec change → the action it asks for (the STOP). */
+  actionP50Ms: number;
+  actionP99Ms: number;
+  missed: number;
+}
+
+/**
+ * One spec change at a time (powerState Running → Stopped on a VM nobody touched): the time from the change to
+ * the first cloud call about it, read from the simulator's request counts (polled every 2 ms; nothing else
+ * calls VM routes in steady state).
+ */
+export async function runChanges(
+  kept: KeptRun,
+  options: { n: number; changes: number; log?: (line: string) => void },
+): Promise<ChangeResult> {
+  const log = options.log ?? (() => undefined);
+  const vms = [...kept.watch.objects.values()].filter((t) => t.kind === "GpuVm" && t.readyAt !== undefined);
+  const loadBefore = loadAverage();
+  const firstCalls: number[] = [];
+  const actions: number[] = [];
+  let missed = 0;
+  log(`  change latency: ${options.changes} changes, one at a time`);
+  const perVm = /\/vms\/:vmId/;
+  const action = /^(POST|PATCH|PUT|DELETE) \S*\/vms\/:vmId/;
+  for (let i = 0; i < options.changes; i++) {
+    const target = vms[Math.floor((i * vms.length) / options.changes)];
+    if (target === undefined) break;
+    const before = await simulatorCounts(kept.env.sim.adminUrl);
+    const changedAt = performance.now();
+    await kept.env.http.mergePatch(pluralOf("GpuVm"), NAMESPACE, target.name, { spec: { powerState: "Stopped" } });
+    let first: number | undefined;
+    let acted: number | undefined;
+    while (acted === undefined && performance.now() - changedAt < 10_000) {
+      await sleep(2);
+      const delta = difference(await simulatorCounts(kept.env.sim.adminUrl), before);
+      if (first === undefined && callsMatching(delta, perVm) + callsMatching(delta, /\/vms$/) > 0) {
+        first = performance.now() - changedAt;
+      }
+      if (callsMatching(delta, action) > 0) acted = performance.now() - changedAt;
+    }
+    if (acted === undefined) missed++;
+    else {
+      actions.push(acted);
+      firstCalls.push(first ?? acted);
+    }
+    await sleep(300); // the next change must not overlap this one's settling
+  }
+  const result: ChangeResult = {
+    scenario: "change",
+    n: options.n,
+    changes: options.changes,
+    load: { before: loadBefore, after: loadAverage() },
+    firstCallP50Ms: percentile(firstCalls, 50),
+    firstCallP99Ms: percentile(firstCalls, 99),
+    actionP50Ms: percentile(actions, 50),
+    actionP99Ms: percentile(actions, 99),
+    missed,
+  };
+  log(
+    `    first call p50 ${result.firstCallP50Ms.toFixed(0)} ms p99 ${result.firstCallP99Ms.toFixed(0)} ms; ` +
+      `action p50 ${result.actionP50Ms.toFixed(0)} ms p99 ${result.actionP99Ms.toFixed(0)} ms; missed ${missed}`,
+  );
+  return result;
+}
+
+/** Create `n` VMs in the simulator directly (rate limit lifted meanwhile); their ids by name. */
+export async function seedVms(
+  sim: SimulatorProcess,
+  n: number,
+  rate: { ratePerSec: number; burst: number },
+): Promise<Map<string, string>> {
+  const settings = async (body: unknown): Promise<void> => {
+    const response = await fetch(`${sim.adminUrl}/settings`, {
+      method: "PUT",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    if (!response.ok) throw new Error(`simulator settings: HTTP ${response.status} ${await response.text()}`);
+  };
+  await settings({ rate_limit: false });
+  const ids = new Map<string, string>();
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    for (let index = next++; index < n; index = next++) {
+      const name = `existing-${String(index).padStart(5, "0")}`;
+      const response = await fetch(`${sim.url}/projects/${sim.projectId}/vms`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${sim.apiKey}`, "content-type": "application/json" },
+        body: JSON.stringify({ name, type: "a40.1x", location: "us-east1-a", ssh_public_key: SSH_KEY }),
+      });
+      const body = (await response.json()) as { operation?: { metadata?: { id?: string } } };
+      const id = body.operation?.metadata?.id;
+      if (!response.ok || id === undefined) throw new Error(`seeding ${name}: HTTP ${response.status}`);
+      ids.set(name, id);
+    }
+  };
+  await Promise.all(Array.from({ length: 32 }, () => worker()));
+  await settings({ rate_limit: { rate_per_sec: rate.ratePerSec, burst: rate.burst } });
+  return ids;
+}
+
+/** Adopting `n` existing VMs: seeded in the cloud, then one GpuVm with spec.id each. */
+export async function runAdoption(options: Omit<BurstOptions, "manifests" | "keep">): Promise<BurstResult> {
+  let ids: Map<string, string> | undefined;
+  const { result } = await runBurst({
+    ...options,
+    manifests: () => {
+      if (ids === undefined) throw new Error("not seeded");
+      return [...ids].map(([name, id]) => vmManifest(name, NAMESPACE, SECRET, id));
+    },
+    onEnvironment: async (env) => {
+      ids = await seedVms(env.sim, options.n, options.rate);
+      await sleep(options.latencyMs + 1000); // every seeded VM running
+    },
+  });
+  return { ...result, scenario: "adoption" };
+}
+
+/** The newest .cpuprofile in a directory (the operator writes one when it exits). */
+export function newestProfile(dir: string): string | undefined {
+  const files = readdirSync(dir).filter((f) => f.endsWith(".cpuprofile"));
+  return files.length === 0 ? undefined : path.join(dir, files.sort().at(-1) as string);
+}

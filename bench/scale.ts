@@ -1,0 +1,263 @@
+// `npm run bench`: the operator at scale, against the physical limit and against the anchors' defaults.
+// Each run starts its own simulator (200 ms operations, the server's rate limit 20/s burst 40), Kubernetes API
+// test double and operator (`gpuvm-operator run`, its defaults and --sync-period 30s), in separate processes.
+//
+//   npm run bench                                  # everything (about an hour on 2 cores)
+//   npm run bench -- --only burst --n 100,1000     # some of it
+//   npm run bench -- --only burst --n 1000 --cpu-prof   # plus the operator's CPU profile (top entries printed)
+//
+// Scenarios: burst (N mixed objects at once), adoption (N existing VMs taken over by spec.id), steady (after
+// the largest burst: whole resync periods with nothing to do), change (one spec change at a time among them),
+// anchors (the same burst with the defaults of ACK: one worker; Crossplane: 1 reconcile/s overall; the Terraform
+// provider: every operation polled on its own every 2 s). Raw results go to bench/results/runs/ (git-ignored).
+import { mkdirSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { topEntries } from "./lib/cpu-profile.ts";
+import { REPO_ROOT } from "./lib/processes.ts";
+import {
+  type BurstResult,
+  type ChangeResult,
+  newestProfile,
+  runAdoption,
+  runBurst,
+  runChanges,
+  runSteady,
+  type SteadyResult,
+} from "./lib/scenarios.ts";
+
+const { values } = parseArgs({
+  options: {
+    only: { type: "string", default: "burst,steady,change,adoption,anchors" },
+    n: { type: "string", default: "100,1000,3000,10000" },
+    "anchor-n": { type: "string", default: "1000" },
+    "adopt-n": { type: "string", default: "10000" },
+    "sync-period-s": { type: "string", default: "30" },
+    periods: { type: "string", default: "10" },
+    changes: { type: "string", default: "100" },
+    "latency-ms": { type: "string", default: "200" },
+    "timeout-s": { type: "string", default: "" },
+    "anchor-timeout-s": { type: "string", default: "900" },
+    "cpu-prof": { type: "boolean", default: false },
+    /** More operator flags, space-separated (to try a setting against the defaults). */
+    "operator-flags": { type: "string", default: "" },
+    out: { type: "string", default: path.join(REPO_ROOT, "bench/results/runs") },
+  },
+});
+
+const only = new Set((values.only ?? "").split(","));
+const sizes = (values.n ?? "")
+  .split(",")
+  .map(Number)
+  .filter((n) => n > 0);
+const syncPeriodMs = Number(values["sync-period-s"]) * 1000;
+const latencyMs = Number(values["latency-ms"]);
+const rate = { ratePerSec: 20, burst: 40 };
+const baseFlags = [
+  "--sync-period",
+  `${values["sync-period-s"]}s`,
+  ...(values["operator-flags"] ?? "").split(" ").filter((flag) => flag !== ""),
+];
+const runId = new Date()
+  .toISOString()
+  .replaceAll(":", "-")
+  .replace(/\.\d+Z$/, "Z");
+const workRoot = path.join(tmpdir(), `gpuvm-bench-${runId}`);
+const log = (line: string): void => {
+  process.stdout.write(`${line}\n`);
+};
+
+/** Long enough to finish at twice the physical limit, and never less than two minutes. */
+function timeoutFor(n: number): number {
+  if (values["timeout-s"]) return Number(values["timeout-s"]) * 1000;
+  return Math.max(120_000, 3 * (latencyMs + (n / rate.ratePerSec) * 1000));
+}
+
+interface Report {
+  runId: string;
+  bursts: BurstResult[];
+  adoption?: BurstResult;
+  steady?: SteadyResult;
+  change?: ChangeResult;
+  anchors: BurstResult[];
+  profiles: Record<string, { selfPercent: number; totalPercent: number; name: string }[]>;
+}
+
+const report: Report = { runId, bursts: [], anchors: [], profiles: {} };
+
+function profileDir(name: string): string | undefined {
+  if (!values["cpu-prof"]) return undefined;
+  const dir = path.join(workRoot, `profile-${name}`);
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
+function recordProfile(name: string, dir: string | undefined): void {
+  if (dir === undefined) return;
+  const file = newestProfile(dir);
+  if (file === undefined) return;
+  const top = topEntries(file, 15);
+  report.profiles[name] = top;
+  log(`  CPU profile ${file}:`);
+  for (const entry of top) {
+    log(
+      `    ${entry.selfPercent.toFixed(1).padStart(5)} % self ${entry.totalPercent.toFixed(1).padStart(5)} % total  ${entry.name}`,
+    );
+  }
+}
+
+function save(): void {
+  mkdirSync(values.out ?? ".", { recursive: true });
+  const file = path.join(values.out ?? ".", `${runId}.json`);
+  writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
+}
+
+const largest = Math.max(...sizes);
+if (only.has("burst") || only.has("steady") || only.has("change")) {
+  log(
+    `burst (mixed kinds), operation latency ${latencyMs} ms, server rate limit ${rate.ratePerSec}/s burst ${rate.burst}`,
+  );
+  for (const n of sizes) {
+    const name = `burst-${n}`;
+    const dir = profileDir(name);
+    const keep = n === largest && (only.has("steady") || only.has("change"));
+    const { result, kept } = await runBurst({
+      workDir: path.join(workRoot, name),
+      n,
+      variant: "ours",
+      operatorFlags: baseFlags,
+      latencyMs,
+      rate,
+      timeoutMs: timeoutFor(n),
+      keep,
+      log,
+      ...(dir ? { cpuProfileDir: dir } : {}),
+    });
+    report.bursts.push(result);
+    save();
+    if (kept !== undefined) {
+      if (only.has("steady")) {
+        report.steady = await runSteady(kept, { n, syncPeriodMs, periods: Number(values.periods), log });
+        save();
+      }
+      if (only.has("change")) {
+        report.change = await runChanges(kept, { n, changes: Number(values.changes), log });
+        save();
+      }
+      kept.watch.stop();
+      await kept.stop();
+    }
+    recordProfile(name, dir);
+    save();
+  }
+}
+
+if (only.has("adoption")) {
+  const n = Number(values["adopt-n"]);
+  log(`adoption of ${n} existing VMs (spec.id)`);
+  const dir = profileDir("adoption");
+  report.adoption = await runAdoption({
+    workDir: path.join(workRoot, "adoption"),
+    n,
+    variant: "ours",
+    operatorFlags: baseFlags,
+    latencyMs,
+    rate,
+    timeoutMs: timeoutFor(n),
+    log,
+    ...(dir ? { cpuProfileDir: dir } : {}),
+  });
+  recordProfile("adoption", dir);
+  save();
+}
+
+const ANCHORS: { variant: string; flags: string[] }[] = [
+  { variant: "ours", flags: [] },
+  { variant: "ack-one-worker", flags: ["--max-concurrent-reconciles", "1"] },
+  { variant: "crossplane-1-per-s", flags: ["--max-reconcile-rate", "1"] },
+  { variant: "terraform-poll-each-2s", flags: ["--operation-polling", "per-operation"] },
+];
+
+if (only.has("anchors")) {
+  const n = Number(values["anchor-n"]);
+  log(`anchors: the same burst of ${n} with each anchor's defaults (stopped after ${values["anchor-timeout-s"]} s)`);
+  for (const anchor of ANCHORS) {
+    const { result } = await runBurst({
+      workDir: path.join(workRoot, `anchor-${anchor.variant}`),
+      n,
+      variant: anchor.variant,
+      operatorFlags: [...baseFlags, ...anchor.flags],
+      latencyMs,
+      rate,
+      timeoutMs: Number(values["anchor-timeout-s"]) * 1000,
+      log,
+    });
+    report.anchors.push(result);
+    save();
+  }
+}
+
+log("");
+log(printSummary(report));
+save();
+log(`results: ${path.join(values.out ?? ".", `${runId}.json`)}`);
+
+function fixed(value: number, digits = 1): string {
+  return Number.isFinite(value) ? value.toFixed(digits) : "—";
+}
+
+/** The issue's table, the goals beside it, and the anchors' ratios. */
+export function printSummary(all: Report): string {
+  const lines: string[] = [];
+  lines.push(
+    "| objects at once | time to all Ready | limit L+N/R | ratio | first Ready | settle→Ready p99 | calls/object | CPU s | CPU ms/object | idle RSS | peak RSS | lag p99 / max ms | writes/object | load |",
+  );
+  lines.push("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+  for (const r of [...all.bursts, ...(all.adoption ? [all.adoption] : [])]) {
+    const label = r.scenario === "adoption" ? `${r.n} (adopting existing VMs)` : String(r.n);
+    const ready = r.timedOut
+      ? `${r.ready} of ${r.n} after ${fixed(r.timeToAllReadySeconds)} s`
+      : `${fixed(r.timeToAllReadySeconds)} s`;
+    lines.push(
+      `| ${label} | ${ready} | ${fixed(r.physicalLimitSeconds)} s | ${fixed(r.ratioToLimit, 2)} | ${fixed(r.firstReadySeconds)} s | ${fixed(r.settleToReadyP99Seconds)} s | ${fixed(r.cloudCallsPerObject, 2)} | ${fixed(r.operatorCpuSeconds)} | ${fixed(r.cpuMsPerObject, 2)} | ${fixed(r.idleRssMiB, 0)} MiB | ${fixed(r.peakRssMiB, 0)} MiB | ${fixed(r.eventLoopLagP99MaxMs, 0)} / ${fixed(r.eventLoopLagMaxMs, 0)} | ${fixed(r.objectWritesToReadyPerObject, 2)} | ${fixed(r.load.before)} |`,
+    );
+  }
+  if (all.steady) {
+    const s = all.steady;
+    lines.push("");
+    lines.push(
+      `steady state, ${s.n} objects, ${s.periods} periods of ${s.syncPeriodSeconds} s: VM list calls per period ${fixed(s.vmListCallsPerPeriod, 2)} (goal ≤ ${s.listCallsBound}), all calls per period ${fixed(s.cloudCallsPerPeriod, 1)}, Kubernetes writes ${s.kubeWrites} (goal 0), CPU ${fixed(s.cpuSecondsPerPeriod, 2)} s per period, RSS per period ${s.rssMiBPerPeriod.map((v) => v.toFixed(0)).join(", ")} MiB (growth ${fixed(s.rssGrowthMiB)} MiB), lag p99 ≤ ${fixed(s.eventLoopLagP99MaxMs, 0)} ms, max ${fixed(s.eventLoopLagMaxMs, 0)} ms, load ${fixed(s.load.before)}`,
+    );
+  }
+  if (all.change) {
+    const c = all.change;
+    lines.push(
+      `spec change among ${c.n}: first cloud call p50 ${fixed(c.firstCallP50Ms, 0)} ms, p99 ${fixed(c.firstCallP99Ms, 0)} ms (goal ≤ 100 ms); the action p50 ${fixed(c.actionP50Ms, 0)} ms, p99 ${fixed(c.actionP99Ms, 0)} ms; ${c.missed} missed; load ${fixed(c.load.before)}`,
+    );
+  }
+  if (all.anchors.length > 0) lines.push("", ...anchorTable(all.anchors));
+  return lines.join("\n");
+}
+
+/** Each anchor's time to all Ready on the same harness, against the limit and against ours. */
+function anchorTable(anchors: readonly BurstResult[]): string[] {
+  const lines: string[] = [];
+  const ours = anchors.find((a) => a.variant === "ours");
+  lines.push(
+    "| anchor (same harness) | N | time to all Ready | ratio to limit | ours ÷ anchor | calls/object | CPU s |",
+  );
+  lines.push("|---|---|---|---|---|---|---|");
+  for (const a of anchors) {
+    const time = a.timedOut
+      ? `${a.ready} of ${a.n} after ${fixed(a.timeToAllReadySeconds)} s`
+      : `${fixed(a.timeToAllReadySeconds)} s`;
+    const versus =
+      ours === undefined || a.timedOut ? "<" : fixed(ours.timeToAllReadySeconds / a.timeToAllReadySeconds, 2);
+    const ratio = a.timedOut ? `> ${fixed(a.ratioToLimit, 2)}` : fixed(a.ratioToLimit, 2);
+    lines.push(
+      `| ${a.variant} | ${a.n} | ${time} | ${ratio} | ${a.timedOut && ours ? `< ${fixed(ours.timeToAllReadySeconds / a.timeToAllReadySeconds, 2)}` : versus} | ${fixed(a.cloudCallsPerObject, 2)} | ${fixed(a.operatorCpuSeconds)} |`,
+    );
+  }
+  return lines;
+}

@@ -1,0 +1,34 @@
+// Sharding: K operator replicas share the objects, each reconciling the ones whose stable hash of
+// `namespace/name` falls in its shard. Every replica still caches every object (references cross shards), but
+// reconciles, cloud calls and queue memory divide by K. With leader election each shard has its own Lease, so a
+// shard's objects wait for a replica of that shard, never for another one. See docs/scaling.md.
+
+export interface Shard {
+  index: number;
+  count: number;
+}
+
+/** FNV-1a (32 bits) of the key: stable across processes, versions and platforms. */
+export function hashKey(key: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) {
+    hash ^= key.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash;
+}
+
+/** The shard a queue key (`namespace/name`, or `name` for cluster-scoped objects) belongs to. */
+export function shardOfKey(key: string, count: number): number {
+  return count <= 1 ? 0 : hashKey(key) % count;
+}
+
+/** Whether a replica of `shard` reconciles this key. */
+export function ownsKey(shard: Shard, key: string): boolean {
+  return shardOfKey(key, shard.count) === shard.index;
+}
+
+/** The Lease of a shard: the plain --leader-election-id without sharding, `<id>-shard-<index>` with it. */
+export function shardLeaseName(leaderElectionId: string, shard: Shard): string {
+  return shard.count <= 1 ? leaderElectionId : `${leaderElectionId}-shard-${shard.index}`;
+}

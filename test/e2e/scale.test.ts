@@ -1,0 +1,38 @@
+// The bench's small profile in CI: 200 mixed objects at once through `npm run bench`'s harness (simulator at
+// 200 ms operations and its default rate limit, Kubernetes API test double, the operator as its own process).
+// It fails only on a broken invariant — everything Ready, cloud calls and Kubernetes writes per object within
+// bounds, no 429 — never on time: the machine may be as loaded as it likes.
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { runBurst } from "../../bench/lib/scenarios.ts";
+
+describe("scale, small profile (N = 200)", () => {
+  it("brings every object Ready with bounded cloud calls and writes per object", async () => {
+    const workDir = await mkdtemp(path.join(tmpdir(), "gpuvm-scale-"));
+    try {
+      const { result } = await runBurst({
+        workDir,
+        n: 200,
+        variant: "ci",
+        operatorFlags: ["--sync-period", "30s"],
+        latencyMs: 200,
+        rate: { ratePerSec: 20, burst: 40 },
+        timeoutMs: 280_000,
+      });
+      const details = JSON.stringify({ ...result, callsByRoute: undefined });
+      expect(result.timedOut, details).toBe(false);
+      expect(result.ready, details).toBe(200);
+      // One create per object plus shared lists and operation polls.
+      expect(result.cloudCallsPerObject, details).toBeLessThanOrEqual(1.5);
+      expect(result.calls429, details).toBe(0);
+      // Finalizer, create intent, operation, Ready: 4 writes per VM (one more when a write meets a conflict).
+      const vms = result.writesToReadyByKind.GpuVm;
+      expect(vms?.average ?? Number.POSITIVE_INFINITY, details).toBeLessThanOrEqual(4.2);
+      expect(vms?.max ?? Number.POSITIVE_INFINITY, details).toBeLessThanOrEqual(6);
+    } finally {
+      await rm(workDir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,136 @@
+// Sharding (--shard-count, --shard-index): two shards over the same objects, each with its own Lease. No object
+// is reconciled by both, and a shard whose replicas are gone leaves its objects waiting for its own Lease, never
+// for the other shard.
+import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { OperatorConfig } from "../../src/runtime/config.ts";
+import { outcome, type ReconcileRequest } from "../../src/runtime/controller.ts";
+import { defaultConfig, Manager } from "../../src/runtime/manager.ts";
+import { hashKey, ownsKey, shardLeaseName, shardOfKey } from "../../src/runtime/sharding.ts";
+import { eventually, kubeConfigFor, silentLogger, startTestCluster, type TestCluster, WIDGETS } from "./helpers.ts";
+
+describe("shard assignment", () => {
+  it("is a stable hash of namespace/name, spread over the shards", () => {
+    expect(hashKey("default/vm-00001")).toBe(hashKey("default/vm-00001"));
+    // FNV-1a, fixed for ever: a new version must not move objects between shards.
+    expect(hashKey("")).toBe(0x811c9dc5);
+    expect(hashKey("a")).toBe(0xe40c292c);
+    const counts = new Map<number, number>();
+    for (let i = 0; i < 3000; i++) {
+      const shard = shardOfKey(`team/vm-${i}`, 3);
+      counts.set(shard, (counts.get(shard) ?? 0) + 1);
+    }
+    expect([...counts.keys()].sort()).toEqual([0, 1, 2]);
+    for (const count of counts.values()) expect(count).toBeGreaterThan(800);
+    expect(shardOfKey("team/anything", 1)).toBe(0);
+    expect(ownsKey({ index: 1, count: 2 }, "team/x")).toBe(shardOfKey("team/x", 2) === 1);
+    expect(shardLeaseName("gpuvm-operator.gpucloud.dev", { index: 0, count: 1 })).toBe("gpuvm-operator.gpucloud.dev");
+    expect(shardLeaseName("gpuvm-operator.gpucloud.dev", { index: 1, count: 2 })).toBe(
+      "gpuvm-operator.gpucloud.dev-shard-1",
+    );
+  });
+});
+
+describe("two shards over the same objects", () => {
+  let cluster: TestCluster;
+  const managers: Manager[] = [];
+
+  beforeEach(async () => {
+    cluster = await startTestCluster();
+  });
+  afterEach(async () => {
+    await Promise.all(managers.splice(0).map((manager) => manager.stop()));
+    await cluster.double.close();
+  });
+
+  const election: Partial<OperatorConfig> = {
+    leaderElect: true,
+    leaseDurationMs: 3000,
+    renewDeadlineMs: 2000,
+    retryPeriodMs: 200,
+    metricsBindAddress: undefined,
+    healthProbeBindAddress: undefined,
+    syncPeriodMs: 600_000,
+  };
+
+  function shardManager(index: number, identity: string, reconciled: Map<string, string[]>): Manager {
+    const manager = new Manager({
+      kubeConfig: kubeConfigFor(cluster.double.url),
+      config: defaultConfig({ ...election, shard: { index, count: 2 } }),
+      logger: silentLogger,
+      identity,
+    });
+    const widgets = manager.informerFor(WIDGETS);
+    manager.addController({
+      name: "widget",
+      resource: WIDGETS,
+      reconciler: {
+        async reconcile(request: ReconcileRequest) {
+          const key = `${request.namespace}/${request.name}`;
+          reconciled.set(key, [...(reconciled.get(key) ?? []), identity]);
+          const widget = widgets.get(request.namespace, request.name);
+          if (widget === undefined) return outcome.done();
+          const spec = (widget as { spec?: { size?: number } }).spec;
+          const written = await manager.kube.patchStatus(WIDGETS, widget, { size: spec?.size });
+          return written.type === "conflict" ? outcome.requeue() : outcome.done();
+        },
+      },
+    });
+    managers.push(manager);
+    return manager;
+  }
+
+  it("reconcile every object exactly in its own shard; a dead shard's objects wait for that shard's Lease", async () => {
+    const reconciled = new Map<string, string[]>();
+    const names = Array.from({ length: 24 }, (_, i) => `w-${i}`);
+    for (const name of names) await cluster.createWidget("default", name, { size: 1 });
+    const shard0 = shardManager(0, "shard-0-a", reconciled);
+    const shard1 = shardManager(1, "shard-1-a", reconciled);
+    await Promise.all([shard0.start(), shard1.start()]);
+    await eventually(() => expect(shard0.isLeader() && shard1.isLeader()).toBe(true));
+    await eventually(() => expect(reconciled.size).toBe(names.length));
+    const shardOf = (key: string) => shardOfKey(key, 2);
+    for (const [key, by] of reconciled) expect(new Set(by)).toEqual(new Set([`shard-${shardOf(key)}-a`]));
+    expect(new Set(names.map((name) => shardOf(`default/${name}`)))).toEqual(new Set([0, 1]));
+
+    // Shard 1 dies: its replica stops without a successor. Changes to its objects wait; shard 0 never takes them.
+    await shard1.stop();
+    reconciled.clear();
+    for (const name of names)
+      await cluster.custom.patchNamespacedCustomObject(
+        {
+          group: WIDGETS.group,
+          version: WIDGETS.version,
+          plural: WIDGETS.plural,
+          namespace: "default",
+          name,
+          body: { spec: { size: 2 } },
+        },
+        mergePatch,
+      );
+    const ofShard1 = names.map((name) => `default/${name}`).filter((key) => shardOf(key) === 1);
+    const ofShard0 = names.map((name) => `default/${name}`).filter((key) => shardOf(key) === 0);
+    await eventually(() => expect([...reconciled.keys()].sort()).toEqual([...ofShard0].sort()));
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    for (const key of ofShard1) expect(reconciled.has(key)).toBe(false);
+
+    // A new replica of shard 1 takes the shard's Lease and catches up.
+    const replacement = shardManager(1, "shard-1-b", reconciled);
+    await replacement.start();
+    await eventually(() => expect(replacement.isLeader()).toBe(true), 8000);
+    await eventually(() => {
+      for (const key of ofShard1) expect(new Set(reconciled.get(key))).toEqual(new Set(["shard-1-b"]));
+    });
+    for (const key of ofShard0) expect(new Set(reconciled.get(key))).toEqual(new Set(["shard-0-a"]));
+    const leases = (await (
+      await fetch(`${cluster.double.url}/apis/coordination.k8s.io/v1/namespaces/default/leases`)
+    ).json()) as { items: { metadata: { name: string }; spec: { holderIdentity?: string } }[] };
+    const holders = Object.fromEntries(leases.items.map((lease) => [lease.metadata.name, lease.spec.holderIdentity]));
+    expect(holders).toMatchObject({
+      "gpuvm-operator.gpucloud.dev-shard-0": "shard-0-a",
+      "gpuvm-operator.gpucloud.dev-shard-1": "shard-1-b",
+    });
+  });
+});
+
+const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
