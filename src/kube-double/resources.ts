@@ -223,13 +223,15 @@ export function typesFromCrd(crd: KubeObject): { types: ResourceType[]; causes: 
   return { types, causes };
 }
 
-/** Every `x-kubernetes-validations` rule in a schema, for load-time reporting of unsupported ones. */
+/** Every `x-kubernetes-validations` rule and messageExpression in a schema, for load-time reporting of unsupported ones. */
 export function rulesOf(schema: unknown): string[] {
   if (Array.isArray(schema)) return schema.flatMap(rulesOf);
   if (!isRecord(schema)) return [];
   const own = Array.isArray(schema["x-kubernetes-validations"])
     ? schema["x-kubernetes-validations"].flatMap((rule) =>
-        isRecord(rule) && typeof rule.rule === "string" ? [rule.rule] : [],
+        isRecord(rule)
+          ? [rule.rule, rule.messageExpression].filter((expression) => typeof expression === "string")
+          : [],
       )
     : [];
   return [

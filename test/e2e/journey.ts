@@ -89,6 +89,16 @@ export function describeJourney(options: JourneyOptions): void {
       }
       const table = await playground.kubectl("get", "gpucloud");
       expect(table).toContain("trainer");
+      // Columns read like kubectl's own: RUNNING, tcp, the GpuVm a disk is attached to, SYNCED next to READY.
+      const row = (output: string, name: string): string[] =>
+        (output.split("\n").find((line) => line.split(/\s+/)[0] === name) ?? "").trim().split(/\s+/);
+      const vms = await playground.kubectl("get", "gvm");
+      expect(vms.split("\n")[0]?.trim().split(/\s+/)).toEqual(
+        expect.arrayContaining(["STATE", "READY", "SYNCED", "REASON"]),
+      );
+      expect(row(vms, "trainer")).toEqual(expect.arrayContaining(["RUNNING", "True", "Available"]));
+      expect(row(await playground.kubectl("get", "gdisk"), "datasets")).toContain("trainer");
+      expect(row(await playground.kubectl("get", "gfw"), "allow-ssh")).toContain("tcp");
     });
 
     it("keeps every file holding the API key, a password or a private key readable by its owner only", async () => {
