@@ -3,8 +3,10 @@
 // steps on both servers and compares what matters: status codes, Status reasons and causes, messages where
 // clients show them, and the shape (keys and value types) of the objects. Deliberate limits of the double are
 // in docs/kube-double.md; a difference found here is fixed in src/kube-double or documented there.
+import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseAllDocuments } from "yaml";
 import { REPO_ROOT } from "../../src/control-plane/binaries.ts";
 import {
   type KubeRequest,
@@ -15,6 +17,7 @@ import {
 } from "../../src/control-plane/http.ts";
 import { type RunningKubeDouble, startKubeDouble } from "../../src/kube-double/index.ts";
 import { isRecord } from "../../src/util/is-record.ts";
+import { errorsOf, invalidFixtures } from "../fixtures/invalid-fixtures.ts";
 import { adminTarget, createNamespace, deleteNamespace } from "./shared.ts";
 
 type ServerName = "double" | "real";
@@ -445,6 +448,27 @@ describe("differential: the double against kube-apiserver", () => {
     expectSame(results, "validation");
   });
 
+  it("refuses every manifest of test/fixtures/invalid/ alike, with the errors its header lists", async () => {
+    // The double's validation wording (CEL messages, its IP and CIDR libraries, OpenAPI errors, strict decoding)
+    // against kube-apiserver's, one fixture at a time; dryRun so that a fixture that were accepted leaves nothing.
+    const fixtures = await invalidFixtures();
+    expect(fixtures.length).toBeGreaterThan(15);
+    for (const { file, object, plural, expected } of fixtures) {
+      const results = await onBoth(async (server) => {
+        const refused = await send(server, {
+          method: "POST",
+          path: `${DISKS}/${server.namespace}/${plural}?fieldValidation=Strict&dryRun=All`,
+          body: { ...object, metadata: { ...object.metadata, namespace: server.namespace } },
+        });
+        return { answer: statusAnswer(refused), errors: errorsOf(refused.json).sort() };
+      });
+      expect(results.real.errors, `${file}: kube-apiserver's errors against its '# expect:' lines`).toEqual(
+        [...expected].sort(),
+      );
+      expectSame(results, file);
+    }
+  });
+
   it("deletes with a finalizer: deletionTimestamp first, gone when the finalizer goes", async () => {
     const results = await onBoth(async (server) => {
       const deleting = await send(server, { method: "DELETE", path: disksPath(server, "alpha") });
@@ -512,4 +536,90 @@ describe("differential: the double against kube-apiserver", () => {
     });
     expectSame(results, "Events");
   });
+
+  it("fills every kind's printer columns alike: kubectl get gnet, gfw, gdisk, gvm, gpool", async () => {
+    // The examples with a status like the operator's (whole and fractional prices, integers, conditions found
+    // by type, a missing condition): every cell compared, date cells (ages) by type only.
+    const condition = (type: string, status: string, reason: string) => ({
+      type,
+      status,
+      reason,
+      message: `${type} is ${status}`,
+      lastTransitionTime: "2026-11-22T10:00:00Z",
+      observedGeneration: 1,
+    });
+    const common = {
+      observedGeneration: 1,
+      conditions: [condition("Ready", "True", "Available"), condition("Synced", "True", "Synced")],
+    };
+    const statuses: Record<string, Record<string, unknown>> = {
+      GpuNetwork: { ...common, id: "net-1" },
+      GpuFirewallRule: { ...common, id: "fw-1", state: "ACTIVE", printableProtocols: "tcp,udp" },
+      GpuDisk: { ...common, id: "disk-1", printableAttachedTo: "trainer" },
+      GpuVm: {
+        ...common,
+        conditions: [...common.conditions, condition("UpToDate", "False", "Resizing")],
+        id: "vm-1",
+        location: "us-east1-a",
+        printableState: "RUNNING",
+        publicIP: "198.18.0.6",
+        hourlyPriceUSD: 14.48,
+      },
+      GpuVmPool: {
+        observedGeneration: 1,
+        conditions: [condition("Ready", "False", "Scaling")],
+        replicas: 2,
+        readyReplicas: 1,
+        updatedReplicas: 2,
+        pendingReplicas: 1,
+        currentRevision: "5d8c7f",
+        locationSummary: "us-east1-a=1,us-southcentral1-a=1",
+        hourlyPriceUSD: 8,
+      },
+    };
+    const examples = await exampleObjects();
+    expect(examples.map((object) => object.kind).sort()).toEqual(Object.keys(statuses).sort());
+    const results = await onBoth(async (server) => {
+      const tables: Record<string, unknown> = {};
+      for (const object of examples) {
+        const plural = `${object.kind.toLowerCase()}s`;
+        const collection = `${DISKS}/${server.namespace}/${plural}`;
+        const body = { ...object, metadata: { ...object.metadata, namespace: server.namespace } };
+        const created = await send(server, { method: "POST", path: collection, body });
+        const patched = await send(server, {
+          method: "PATCH",
+          path: `${collection}/${object.metadata.name}/status`,
+          contentType: "application/merge-patch+json",
+          body: { status: statuses[object.kind] },
+        });
+        const table = await send(server, {
+          path: `${collection}?fieldSelector=${encodeURIComponent(`metadata.name=${object.metadata.name}`)}`,
+          accept: "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
+        });
+        const columns = (field(table.json, "columnDefinitions") as unknown[]).map((column) => ({
+          name: field(column, "name"),
+          type: field(column, "type"),
+        }));
+        const cells = (field(table.json, "rows", 0, "cells") as unknown[]).map((cell, index) =>
+          columns[index]?.type === "date" ? typeof cell : cell,
+        );
+        tables[object.kind] = { created: created.status, patched: patched.status, columns, cells };
+      }
+      return tables;
+    });
+    expectSame(results, "printer columns");
+  });
 });
+
+/** The gpucloud.dev objects of examples/. */
+async function exampleObjects(): Promise<{ kind: string; metadata: { name: string } & Record<string, unknown> }[]> {
+  const directory = path.join(REPO_ROOT, "examples");
+  const objects = [];
+  for (const file of (await readdir(directory)).filter((name) => name.endsWith(".yaml")).sort()) {
+    for (const document of parseAllDocuments(await readFile(path.join(directory, file), "utf8"))) {
+      const object = document.toJSON() as { apiVersion?: string; kind: string; metadata: { name: string } };
+      if (object?.apiVersion?.startsWith("gpucloud.dev/")) objects.push(object);
+    }
+  }
+  return objects;
+}
