@@ -370,7 +370,7 @@ function nextSteps(options: {
     "",
     `  export KUBECONFIG=${path.isAbsolute(kubeconfig) ? kubeconfig : `$PWD/${kubeconfig}`}`,
     "  kubectl apply -f examples/",
-    "  kubectl get gpucloud                 # every kind with READY and REASON",
+    "  kubectl get gpucloud                 # every kind with READY, SYNCED and REASON",
     "  kubectl get gvm -w                   # kubectl watches one resource type at a time",
     "  kubectl wait --for=condition=Ready gvm/trainer --timeout=2m",
     "  kubectl scale gpool/workers --replicas 4 && kubectl get gpool -w",
