@@ -50,8 +50,12 @@ export const POOL_LABELS = {
 /** The Secret a resource uses when spec.credentialsRef is left out. */
 export const DEFAULT_CREDENTIALS_SECRET = "gpucloud-credentials";
 
-/** kstatus-compatible condition types (kubectl wait, Argo CD and Flux read these). */
-export const CONDITION_TYPES = ["Ready", "Reconciling", "Stalled", "UpToDate"] as const;
+/**
+ * Condition types. Ready, Reconciling and Stalled are kstatus' (kubectl wait, Argo CD and Flux read them);
+ * Synced (is the cloud resource in step with the spec?) and UpToDate (were its create-only values applied?) are
+ * informational: kstatus and the Argo CD health check ignore them (docs/adr/0012-what-kubectl-shows.md).
+ */
+export const CONDITION_TYPES = ["Ready", "Reconciling", "Stalled", "Synced", "UpToDate"] as const;
 export type ConditionType = (typeof CONDITION_TYPES)[number];
 export const CONDITION_STATUSES = ["True", "False", "Unknown"] as const;
 export type ConditionStatus = (typeof CONDITION_STATUSES)[number];
@@ -85,6 +89,9 @@ export const REASONS = {
   StatusRejected: "StatusRejected",
   CreateOnlyFieldChanged: "CreateOnlyFieldChanged",
   CreateOnlyFieldsApplied: "CreateOnlyFieldsApplied",
+  ReferenceNotFound: "ReferenceNotFound",
+  ReferenceDeleting: "ReferenceDeleting",
+  InUse: "InUse",
   InternalError: "InternalError",
 } as const;
 export type Reason = (typeof REASONS)[keyof typeof REASONS];
@@ -101,7 +108,9 @@ export const REASON_DESCRIPTIONS: Readonly<Record<Reason, string>> = {
   ReplicaFailure: "GpuVmPool: a replica is Stalled for a reason other than capacity; its GpuVm says why.",
   Adopted: "GpuVmPool: a GpuVm (or GpuDisk) matching the pool's selector without an owner was taken over.",
   WaitingForOperation: "A cloud operation is in progress; the operator polls it before doing anything else.",
-  WaitingForDependency: "A referenced object (disk, network, VM, Secret, ConfigMap) is missing or not Ready yet.",
+  WaitingForDependency:
+    "A referenced object (GpuDisk, GpuNetwork, GpuVm) is not Ready yet, or one being deleted still holds this " +
+    "object (a VM detaching a disk); resolves itself.",
   CapacityUnavailable:
     "No location in the list has capacity for the VM type right now; retried with backoff. On a GpuVmPool: some " +
     "replicas cannot be placed in any of spec.placement.locations; the others run.",
@@ -131,6 +140,16 @@ export const REASON_DESCRIPTIONS: Readonly<Record<Reason, string>> = {
     "UpToDate=False: a value the cloud takes only at creation (a GpuVm's SSH key or a script from a Secret or " +
     "ConfigMap) changed after the resource was created; it is not applied. Restore it, or re-create the object.",
   CreateOnlyFieldsApplied: "UpToDate=True: the resource was created with the current create-only values.",
+  ReferenceNotFound:
+    "Stalled: a referenced object (GpuDisk, GpuNetwork, GpuVm, Secret, ConfigMap) or a key in it does not exist. " +
+    "Create it or correct the reference; the object proceeds by itself once it exists.",
+  ReferenceDeleting:
+    "Stalled: a referenced object is being deleted while this object still refers to it. Remove the reference " +
+    "from this object's spec (or delete this object too).",
+  InUse:
+    "Stalled: the object is being deleted but something its owner still declares uses it (a GpuVm whose " +
+    "spec.disks lists the disk, a VM no GpuVm manages, a GpuFirewallRule on the network). Remove that use; the " +
+    "deletion proceeds by itself then.",
   InternalError:
     "The operator met an unexpected error of its own (a bug, logged at error level with its stack); retried " +
     "with backoff.",
@@ -142,12 +161,47 @@ export const REASON_DESCRIPTIONS: Readonly<Record<Reason, string>> = {
 
 /** A Kubernetes object name (DNS subdomain) in the same namespace. */
 export const OBJECT_NAME_PATTERN = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
+export const OBJECT_NAME_EXPECTED =
+  "must be an object name such as my-disk: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit";
 /** A key in a Secret or ConfigMap. */
 export const DATA_KEY_PATTERN = /^[-._a-zA-Z0-9]+$/;
+export const DATA_KEY_EXPECTED =
+  "must be a Secret or ConfigMap key such as id_ed25519.pub: letters, digits, '-', '_' and '.'";
 /** A cloud location identifier such as `us-east1-a`. */
 export const LOCATION_PATTERN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+export const LOCATION_EXPECTED =
+  "must be a location such as us-east1-a: lowercase letters, digits and '-', starting and ending with a letter or digit";
 /** A name as the cloud accepts it: lowercase letters, digits, `-` and `.`, at most 63 characters. */
 export const CLOUD_NAME_PATTERN = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
+export const CLOUD_NAME_EXPECTED =
+  "must be a cloud name such as team-a-trainer: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit";
+
+/** A CEL string literal (single-quoted) holding `text`. */
+export function celString(text: string): string {
+  return `'${text.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'`;
+}
+
+/** The CEL rule that `self` matches `pattern`; `expected` is what the API server says instead of the expression. */
+export function matchesRule(pattern: RegExp, expected: string): CelRule {
+  return { rule: `self.matches(${celString(pattern.source)})`, message: expected };
+}
+
+/**
+ * `schema` constrained to `pattern`, said in words: zod reports `expected`, and the CRD carries a CEL rule with
+ * `expected` as its message instead of an OpenAPI `pattern` (the API server would print the raw expression). The
+ * generator refuses a `pattern` without such a rule (src/api/crd.ts). `rules` are further rules on the same field,
+ * which should hold only for a value that matches (guard them with the pattern, so that one mistake is one error).
+ */
+export function matching(schema: z.ZodString, pattern: RegExp, expected: string, rules: readonly CelRule[] = []) {
+  return schema
+    .regex(pattern, expected)
+    .meta({ "x-kubernetes-validations": [matchesRule(pattern, expected), ...rules] });
+}
+
+/** `rule`, evaluated only when `expr` matches `pattern` (a malformed value has its own error already). */
+export function whenMatching(expr: string, pattern: RegExp, rule: string): string {
+  return `!${expr}.matches(${celString(pattern.source)}) || (${rule})`;
+}
 
 /** A bounded string with a description. */
 export function text(description: string, maxLength = 253) {
@@ -157,7 +211,11 @@ export function text(description: string, maxLength = 253) {
 /** A reference to another object of the same namespace by name. */
 export function localObjectReference(description: string, nameDescription: string) {
   return z
-    .object({ name: z.string().min(1).max(253).regex(OBJECT_NAME_PATTERN).meta({ description: nameDescription }) })
+    .object({
+      name: matching(z.string().min(1).max(253), OBJECT_NAME_PATTERN, OBJECT_NAME_EXPECTED).meta({
+        description: nameDescription,
+      }),
+    })
     .meta({ description });
 }
 
@@ -230,18 +288,16 @@ export const DELETION_POLICIES = ["Delete", "Orphan"] as const;
 export const MANAGEMENT_POLICIES = ["Manage", "Observe"] as const;
 
 export const CredentialsRef = localObjectReference(
-  "The Secret in the same namespace that holds the cloud credentials (key apiKey, or keys email and password) " +
-    `and optionally projectId. Defaults to ${DEFAULT_CREDENTIALS_SECRET}.`,
+  "The Secret in the same namespace that holds the cloud credentials: key apiKey (or keys email and password), " +
+    "key projectId, and optionally apiUrl (one the operator's --allowed-api-urls allows; else its --api-url). It " +
+    `must carry the label ${SECRET_WATCH_SELECTOR}. Defaults to ${DEFAULT_CREDENTIALS_SECRET} (or the operator's ` +
+    "--credentials-secret when this namespace has none). A change of the Secret is picked up at once.",
   "Name of the Secret.",
 );
 
 /** Fields every kind's spec starts with. Spread into each kind's z.object. */
 export const managedSpecShape = {
-  cloudName: z
-    .string()
-    .min(1)
-    .max(MAX_CLOUD_NAME_LENGTH)
-    .regex(CLOUD_NAME_PATTERN)
+  cloudName: matching(z.string().min(1).max(MAX_CLOUD_NAME_LENGTH), CLOUD_NAME_PATTERN, CLOUD_NAME_EXPECTED)
     .optional()
     .meta({
       description:
@@ -269,6 +325,8 @@ export const managedSpecShape = {
 export interface CelRule {
   rule: string;
   message: string;
+  /** A CEL expression for the message (may name the value, e.g. the corrected CIDR); `message` is its fallback. */
+  messageExpression?: string;
   /** Optional: the field the error is reported on (relative to the node carrying the rule). */
   fieldPath?: string;
   reason?: "FieldValueInvalid" | "FieldValueForbidden" | "FieldValueRequired" | "FieldValueDuplicate";
@@ -327,12 +385,11 @@ export const Condition = z
       .max(316)
       .meta({ description: `Condition type: ${CONDITION_TYPES.join(", ")}.` }),
     status: z.enum(CONDITION_STATUSES).meta({ description: "True, False or Unknown." }),
-    reason: z
-      .string()
-      .min(1)
-      .max(1024)
-      .regex(/^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/)
-      .meta({ description: "One of the fixed reasons (CamelCase), see docs/crd-reference.md." }),
+    reason: matching(
+      z.string().min(1).max(1024),
+      /^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/,
+      "must be a CamelCase reason such as Available",
+    ).meta({ description: "One of the fixed reasons (CamelCase), see docs/crd-reference.md." }),
     message: z.string().max(32768).optional().meta({ description: "Human-readable detail." }),
     lastTransitionTime: timestamp("When the status of this condition last changed."),
     observedGeneration: z
@@ -417,7 +474,7 @@ export const managedStatusShape = {
     .max(8)
     .optional()
     .meta({
-      description: "Ready, Reconciling and Stalled conditions.",
+      description: `Conditions: ${CONDITION_TYPES.join(", ")} (see docs/crd-reference.md).`,
       "x-kubernetes-list-type": "map",
       "x-kubernetes-list-map-keys": ["type"],
     }),
@@ -430,7 +487,10 @@ export const managedStatusShape = {
     .max(MAX_OPERATION_HISTORY)
     .optional()
     .meta({ description: `Recent cloud operations, newest first (at most ${MAX_OPERATION_HISTORY}).` }),
-  lastError: text("The last error met while reconciling, empty once resolved.", 4096).optional(),
+  lastError: text(
+    "The message of the last stall (Stalled=True); removed once the object is Ready with reason Available.",
+    4096,
+  ).optional(),
   createPending: CreatePending.optional(),
   actionPending: ActionPending.optional(),
   createOnlyDigests: z
@@ -511,8 +571,21 @@ export const ID_COLUMN: PrinterColumn = {
   priority: 1,
 };
 
-/** The columns every managed kind ends with (after its own): Ready, Reason, ID, Age. */
-export const MANAGED_COLUMNS: readonly PrinterColumn[] = [READY_COLUMN, REASON_COLUMN, ID_COLUMN, AGE_COLUMN];
+export const SYNCED_COLUMN: PrinterColumn = {
+  name: "Synced",
+  type: "string",
+  jsonPath: '.status.conditions[?(@.type=="Synced")].status',
+  description: "Status of the Synced condition: whether the cloud resource is in step with the spec.",
+};
+
+/** The columns every managed kind ends with (after its own): Ready, Synced, Reason, ID, Age. */
+export const MANAGED_COLUMNS: readonly PrinterColumn[] = [
+  READY_COLUMN,
+  SYNCED_COLUMN,
+  REASON_COLUMN,
+  ID_COLUMN,
+  AGE_COLUMN,
+];
 
 export interface KindInfo<
   Schema extends z.ZodType = z.ZodType,

@@ -4,7 +4,7 @@
 import { stringify } from "yaml";
 import { z } from "zod";
 import { isRecord } from "../util/is-record.ts";
-import { API_VERSION, GROUP, type KindInfo, type ScaleSubresource, VERSION } from "./common.ts";
+import { API_VERSION, celString, GROUP, type KindInfo, type ScaleSubresource, VERSION } from "./common.ts";
 import { KINDS } from "./kinds.ts";
 
 /** A JSON/OpenAPI schema node as the CRD carries it. */
@@ -55,6 +55,22 @@ function normalizeKeywords(node: Record<string, unknown>, path: string): void {
   if (node.type === undefined && enumValues !== undefined && enumValues.length > 0) node.type = typeof enumValues[0];
   // A format is checked by the API server; zod's equivalent regex only makes the schema unreadable.
   if (typeof node.format === "string" && typeof node.pattern === "string") delete node.pattern;
+  if (typeof node.pattern === "string") replacePattern(node, node.pattern, path);
+}
+
+/**
+ * The API server reports an OpenAPI `pattern` with the raw expression ("should match '^([1-9][0-9]*)…$'"). Every
+ * pattern is said by a CEL rule with a message instead (`matching()` in common.ts adds it); the pattern goes.
+ */
+function replacePattern(node: Record<string, unknown>, pattern: string, path: string): void {
+  const rules = Array.isArray(node["x-kubernetes-validations"]) ? node["x-kubernetes-validations"] : [];
+  const said = rules.some((rule) => isRecord(rule) && rule.rule === `self.matches(${celString(pattern)})`);
+  if (!said) {
+    throw new SchemaConversionError(
+      `${path || "<root>"}: pattern ${pattern} has no rule that says what is expected; build the field with matching() from src/api/common.ts`,
+    );
+  }
+  delete node.pattern;
 }
 
 /**

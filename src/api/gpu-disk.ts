@@ -5,12 +5,15 @@ import {
   type CelRule,
   defineKind,
   immutable,
+  LOCATION_EXPECTED,
   LOCATION_PATTERN,
   MANAGED_COLUMNS,
   managedSpecRules,
   managedSpecShape,
   managedStatusShape,
+  matching,
   text,
+  whenMatching,
 } from "./common.ts";
 
 const GIB_PER_TIB = 1024;
@@ -18,6 +21,8 @@ const GIB_PER_TIB = 1024;
 export const PERSISTENT_SSD_MAX_GIB = 10 * GIB_PER_TIB;
 export const SHARED_VOLUME_MIN_GIB = GIB_PER_TIB;
 export const SHARED_VOLUME_MAX_GIB = 1000 * GIB_PER_TIB;
+/** status.printableAttachedTo holds at most this much (a long list ends with "+N more"). */
+export const PRINTABLE_ATTACHED_LENGTH = 256;
 
 /** `512GiB` → 512, `2TiB` → 2048; undefined when the text is not a size. */
 export function sizeInGiB(size: string): number | undefined {
@@ -27,12 +32,20 @@ export function sizeInGiB(size: string): number | undefined {
   return match[2] === "TiB" ? amount * GIB_PER_TIB : amount;
 }
 
-/** The same conversion in CEL, for the rules below (size is already checked against SIZE_PATTERN). */
+/** The same conversion in CEL, for the rules below (only ever evaluated on a size that matches SIZE_PATTERN). */
 function celGiB(expr: string): string {
   return `(int(${expr}.substring(0, ${expr}.size() - 3)) * (${expr}.endsWith('TiB') ? ${GIB_PER_TIB} : 1))`;
 }
 
-export const DiskLocation = z.string().min(1).max(63).regex(LOCATION_PATTERN).meta({
+export const SIZE_EXPECTED = "must be a whole number followed by GiB or TiB, such as 512GiB or 1TiB";
+
+/** A rule about the size, checked only on a well-formed size: a malformed one gets the format error alone. */
+function sizeRule(rule: string, message: string, ...sizes: string[]): CelRule {
+  const guarded = sizes.reduceRight((inner, size) => whenMatching(size, SIZE_PATTERN, inner), rule);
+  return { rule: guarded, message, fieldPath: ".size" };
+}
+
+export const DiskLocation = matching(z.string().min(1).max(63), LOCATION_PATTERN, LOCATION_EXPECTED).meta({
   description: "Location of the disk, such as us-east1-a. Immutable; a VM can only attach disks of its location.",
 });
 
@@ -41,35 +54,27 @@ const specRules: readonly CelRule[] = [
   immutable("location"),
   immutable("type"),
   immutable("blockSize"),
-  {
-    rule: `${celGiB("self.size")} >= ${celGiB("oldSelf.size")}`,
-    message: "size can only grow",
-    fieldPath: ".size",
-  },
-  {
-    rule: `self.type != 'persistent-ssd' || ${celGiB("self.size")} <= ${PERSISTENT_SSD_MAX_GIB}`,
-    message: "a persistent-ssd disk is at most 10TiB",
-    fieldPath: ".size",
-  },
-  {
-    rule: `self.type != 'shared-volume' || (${celGiB("self.size")} % ${GIB_PER_TIB} == 0 && ${celGiB("self.size")} >= ${SHARED_VOLUME_MIN_GIB} && ${celGiB("self.size")} <= ${SHARED_VOLUME_MAX_GIB})`,
-    message: "a shared-volume disk is 1TiB to 1000TiB in whole TiB",
-    fieldPath: ".size",
-  },
+  sizeRule(`${celGiB("self.size")} >= ${celGiB("oldSelf.size")}`, "size can only grow", "self.size", "oldSelf.size"),
+  sizeRule(
+    `self.type != 'persistent-ssd' || ${celGiB("self.size")} <= ${PERSISTENT_SSD_MAX_GIB}`,
+    "a persistent-ssd disk is at most 10TiB",
+    "self.size",
+  ),
+  sizeRule(
+    `self.type != 'shared-volume' || (${celGiB("self.size")} % ${GIB_PER_TIB} == 0 && ${celGiB("self.size")} >= ${SHARED_VOLUME_MIN_GIB} && ${celGiB("self.size")} <= ${SHARED_VOLUME_MAX_GIB})`,
+    "a shared-volume disk is 1TiB to 1000TiB in whole TiB",
+    "self.size",
+  ),
 ];
 
 export const GpuDiskSpec = z
   .object({
     ...managedSpecShape,
-    size: z
-      .string()
-      .max(16)
-      .regex(SIZE_PATTERN, "size must be a whole number followed by GiB or TiB, such as 512GiB or 1TiB")
-      .meta({
-        description:
-          "Size: a whole number followed by GiB or TiB (512GiB, 1TiB). persistent-ssd: 1GiB to 10TiB; " +
-          "shared-volume: 1TiB to 1000TiB in whole TiB. Can grow, never shrink.",
-      }),
+    size: matching(z.string().max(16), SIZE_PATTERN, SIZE_EXPECTED).meta({
+      description:
+        "Size: a whole number followed by GiB or TiB (512GiB, 1TiB). persistent-ssd: 1GiB to 10TiB; " +
+        "shared-volume: 1TiB to 1000TiB in whole TiB. Can grow, never shrink.",
+    }),
     location: DiskLocation,
     type: z
       .enum(DISK_TYPES)
@@ -100,6 +105,7 @@ export const DiskAttachmentStatus = z
   .object({
     vmId: text("Id of the VM the disk is attached to.", 128),
     mode: text("read-write or read-only.", 16),
+    gpuVm: text("Name of the GpuVm of this namespace that manages the VM; empty for other VMs.").optional(),
   })
   .meta({ description: "A VM the disk is attached to." });
 
@@ -109,6 +115,11 @@ export const GpuDiskStatus = z
     size: text("Size as the cloud reports it.", 16).optional(),
     sizeBytes: z.int().min(0).optional().meta({ description: "Size in bytes." }),
     attachedTo: z.array(DiskAttachmentStatus).max(64).optional().meta({ description: "VMs the disk is attached to." }),
+    printableAttachedTo: text(
+      "The VMs the disk is attached to as the Attached column shows them: GpuVm names, or the cloud id of a VM no " +
+        "GpuVm of this namespace manages, comma-separated.",
+      PRINTABLE_ATTACHED_LENGTH,
+    ).optional(),
   })
   .meta({ description: "Observed state of the disk." });
 export type GpuDiskStatus = z.infer<typeof GpuDiskStatus>;
@@ -126,8 +137,8 @@ export const gpuDiskKind = defineKind({
     {
       name: "Attached",
       type: "string",
-      jsonPath: ".status.attachedTo[*].vmId",
-      description: "VMs the disk is attached to.",
+      jsonPath: ".status.printableAttachedTo",
+      description: "GpuVms (or, for VMs not managed here, cloud VM ids) the disk is attached to.",
     },
     ...MANAGED_COLUMNS,
   ],

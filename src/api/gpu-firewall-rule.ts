@@ -12,7 +12,9 @@ import {
   managedSpecRules,
   managedSpecShape,
   managedStatusShape,
+  matching,
   text,
+  whenMatching,
 } from "./common.ts";
 import { cidr } from "./gpu-network.ts";
 
@@ -20,6 +22,7 @@ const PORT_NUMBER = "(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-
 /** A port (`22`) or an inclusive range (`8000-9000`), 1–65535. */
 export const PORT_OR_RANGE_PATTERN = new RegExp(`^${PORT_NUMBER}(-${PORT_NUMBER})?$`);
 export const MAX_ENDPOINTS = 64;
+const PORT_RANGE_BACKWARDS = "a port range must not end before it starts";
 export const MAX_PORTS = 64;
 
 const ENDPOINT_FIELDS = ["cidr", "vmRef", "resourceId"] as const;
@@ -27,7 +30,7 @@ const NETWORK_FIELDS = ["networkRef", "networkId"] as const;
 
 export const FirewallEndpoint = z
   .object({
-    cidr: cidr("An IPv4 range such as 0.0.0.0/0.").optional(),
+    cidr: cidr("An IPv4 range as a network address, such as 0.0.0.0/0 or 203.0.113.0/24.").optional(),
     vmRef: localObjectReference(
       "A GpuVm in the same namespace; the rule follows its cloud id.",
       "Name of the GpuVm.",
@@ -48,18 +51,18 @@ export type FirewallEndpoint = z.infer<typeof FirewallEndpoint>;
 function portList(description: string) {
   return z
     .array(
-      z
-        .string()
-        .max(11)
-        .regex(PORT_OR_RANGE_PATTERN, 'ports are strings from "1" to "65535", or ranges such as "8000-9000"')
-        .meta({ description: 'A port ("22") or range ("8000-9000").' }),
+      matching(
+        z.string().max(11),
+        PORT_OR_RANGE_PATTERN,
+        'must be a port from "1" to "65535", or a range such as "8000-9000"',
+      ).meta({ description: 'A port ("22") or range ("8000-9000").' }),
     )
     .max(MAX_PORTS)
     .superRefine((ports, ctx) => {
       ports.forEach((port, index) => {
         const [low, high] = port.split("-").map(Number);
         if (low !== undefined && high !== undefined && low > high) {
-          ctx.addIssue({ code: "custom", path: [index], message: `port range ${port} ends before it starts` });
+          ctx.addIssue({ code: "custom", path: [index], message: PORT_RANGE_BACKWARDS });
         }
       });
     })
@@ -68,8 +71,9 @@ function portList(description: string) {
       description,
       "x-kubernetes-validations": [
         {
-          rule: "self.all(p, !p.contains('-') || int(p.substring(0, p.indexOf('-'))) <= int(p.substring(p.indexOf('-') + 1)))",
-          message: "a port range must not end before it starts",
+          // A malformed port has its own error: the range check reads only well-formed ones.
+          rule: `self.all(p, ${whenMatching("p", PORT_OR_RANGE_PATTERN, "!p.contains('-') || int(p.substring(0, p.indexOf('-'))) <= int(p.substring(p.indexOf('-') + 1))")})`,
+          message: PORT_RANGE_BACKWARDS,
         },
       ],
     });
@@ -121,6 +125,10 @@ export const GpuFirewallRuleStatus = z
   .object({
     ...managedStatusShape,
     state: text("State of the rule as the cloud reports it.", 64).optional(),
+    printableProtocols: text(
+      "The protocols of the rule as the cloud reports them, comma-separated (tcp,udp), shown in the Protocols column.",
+      64,
+    ).optional(),
     networkId: text("Id of the cloud network the rule belongs to.", 128).optional(),
   })
   .meta({ description: "Observed state of the firewall rule." });
@@ -135,7 +143,12 @@ export const gpuFirewallRuleKind = defineKind({
   printerColumns: [
     { name: "Direction", type: "string", jsonPath: ".spec.direction", description: "ingress or egress." },
     { name: "Action", type: "string", jsonPath: ".spec.action", description: "allow or deny." },
-    { name: "Protocols", type: "string", jsonPath: ".spec.protocols", description: "Matched protocols." },
+    {
+      name: "Protocols",
+      type: "string",
+      jsonPath: ".status.printableProtocols",
+      description: "Matched protocols, as the cloud reports them.",
+    },
     { name: "State", type: "string", jsonPath: ".status.state", description: "State in the cloud." },
     ...MANAGED_COLUMNS,
   ],

@@ -9,14 +9,48 @@ import {
   managedSpecRules,
   managedSpecShape,
   managedStatusShape,
+  matching,
   text,
+  whenMatching,
 } from "./common.ts";
 
 export const DEFAULT_NETWORK_CIDR = "10.0.0.0/16";
 
-/** An IPv4 CIDR such as 10.0.0.0/16. */
+const CIDR_EXPECTED = "must be an IPv4 CIDR such as 10.0.0.0/16";
+
+/** The network address of an IPv4 CIDR (`10.0.0.1/8` → `10.0.0.0/8`); undefined when `text` is not one. */
+export function maskedCidr(text: string): string | undefined {
+  if (!CIDR_PATTERN.test(text)) return undefined;
+  const [address = "", length = ""] = text.split("/");
+  const bits = Number(length);
+  const value = address.split(".").reduce((sum, octet) => sum * 256 + Number(octet), 0);
+  const hostBits = 2 ** (32 - bits);
+  const network = value - (value % hostBits);
+  const octets = [24, 16, 8, 0].map((shift) => Math.floor(network / 2 ** shift) % 256);
+  return `${octets.join(".")}/${bits}`;
+}
+
+/**
+ * A CIDR with host bits set (10.0.0.1/8) names an address, not a network: refused with the network address in
+ * the message. The CEL cidr library (Kubernetes 1.31+) computes it; checked only on a well-formed IPv4 CIDR.
+ */
+const NETWORK_ADDRESS_RULE: CelRule = {
+  rule: whenMatching("self", CIDR_PATTERN, "cidr(self) == cidr(self).masked()"),
+  message: "host bits are set: use the network address (such as 10.0.0.0/8 for 10.0.0.1/8)",
+  // format(), not '+': the API server cannot bound the size of string(cidr) and refuses the concatenation's cost.
+  messageExpression: "'host bits are set: use %s'.format([string(cidr(self).masked())])",
+};
+
+/** An IPv4 CIDR such as 10.0.0.0/16, without host bits set. */
 export function cidr(description: string) {
-  return z.string().max(18).regex(CIDR_PATTERN, "must be an IPv4 CIDR such as 10.0.0.0/16").meta({ description });
+  return matching(z.string().max(18), CIDR_PATTERN, CIDR_EXPECTED, [NETWORK_ADDRESS_RULE])
+    .superRefine((value, ctx) => {
+      const network = maskedCidr(value);
+      if (network !== undefined && network !== value) {
+        ctx.addIssue({ code: "custom", message: `host bits are set: use ${network}` });
+      }
+    })
+    .meta({ description });
 }
 
 const specRules: readonly CelRule[] = [...managedSpecRules, immutable("cidr")];
@@ -24,7 +58,9 @@ const specRules: readonly CelRule[] = [...managedSpecRules, immutable("cidr")];
 export const GpuNetworkSpec = z
   .object({
     ...managedSpecShape,
-    cidr: cidr("IPv4 address range of the network. Immutable.").default(DEFAULT_NETWORK_CIDR),
+    cidr: cidr(
+      "IPv4 address range of the network, as a network address such as 10.0.0.0/16 (no host bits set). Immutable.",
+    ).default(DEFAULT_NETWORK_CIDR),
   })
   .meta({ description: "Desired state of the network.", "x-kubernetes-validations": specRules });
 export type GpuNetworkSpec = z.infer<typeof GpuNetworkSpec>;

@@ -9,14 +9,22 @@ import {
   type CelRule,
   DELETION_POLICIES,
   defineKind,
+  LOCATION_EXPECTED,
   LOCATION_PATTERN,
   managedStatusShape,
+  matching,
   POOL_LABELS,
   REASON_COLUMN,
   text,
   timestamp,
 } from "./common.ts";
-import { PERSISTENT_SSD_MAX_GIB, SHARED_VOLUME_MAX_GIB, SHARED_VOLUME_MIN_GIB, sizeInGiB } from "./gpu-disk.ts";
+import {
+  PERSISTENT_SSD_MAX_GIB,
+  SHARED_VOLUME_MAX_GIB,
+  SHARED_VOLUME_MIN_GIB,
+  SIZE_EXPECTED,
+  sizeInGiB,
+} from "./gpu-disk.ts";
 import { CREATE_ONLY_FIELDS, GpuVmSpec, MAX_LOCATIONS, refineVmInputs } from "./gpu-vm.ts";
 
 export const PLACEMENT_STRATEGIES = ["Spread", "Pack"] as const;
@@ -115,17 +123,14 @@ export const PoolTemplate = z
 
 export const DiskTemplate = z
   .object({
-    name: z
-      .string()
-      .min(1)
-      .max(MAX_DISK_TEMPLATE_NAME_LENGTH)
-      .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/)
-      .meta({ description: "Name of the disk in its replica: the GpuDisk is named <replica>-<name>." }),
-    size: z
-      .string()
-      .max(16)
-      .regex(SIZE_PATTERN, "size must be a whole number followed by GiB or TiB, such as 512GiB or 1TiB")
-      .meta({ description: "Size, as for a GpuDisk (512GiB, 1TiB)." }),
+    name: matching(
+      z.string().min(1).max(MAX_DISK_TEMPLATE_NAME_LENGTH),
+      /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/,
+      "must be a name such as scratch: lowercase letters, digits and '-', starting and ending with a letter or digit",
+    ).meta({ description: "Name of the disk in its replica: the GpuDisk is named <replica>-<name>." }),
+    size: matching(z.string().max(16), SIZE_PATTERN, SIZE_EXPECTED).meta({
+      description: "Size, as for a GpuDisk (512GiB, 1TiB).",
+    }),
     type: z.enum(DISK_TYPES).default("persistent-ssd").meta({ description: "persistent-ssd or shared-volume." }),
     blockSize: z.literal(BLOCK_SIZES).default(4096).meta({ description: "Block size in bytes: 512 or 4096." }),
     mode: z.enum(DISK_MODES).default("read-write").meta({ description: "How the replica attaches it." }),
@@ -148,7 +153,7 @@ export const DiskTemplate = z
   });
 export type DiskTemplate = z.infer<typeof DiskTemplate>;
 
-const location = z.string().min(1).max(63).regex(LOCATION_PATTERN);
+const location = matching(z.string().min(1).max(63), LOCATION_PATTERN, LOCATION_EXPECTED);
 
 export const Placement = z
   .object({

@@ -6,19 +6,25 @@ import {
   atMostOneOf,
   type CelRule,
   countSet,
+  DATA_KEY_EXPECTED,
   DATA_KEY_PATTERN,
   defineKind,
   exactlyOneOf,
   ID_COLUMN,
   immutable,
+  LOCATION_EXPECTED,
   LOCATION_PATTERN,
   localObjectReference,
   managedSpecRules,
   managedSpecShape,
   managedStatusShape,
+  matching,
+  OBJECT_NAME_EXPECTED,
   OBJECT_NAME_PATTERN,
   READY_COLUMN,
   REASON_COLUMN,
+  SECRET_WATCH_SELECTOR,
+  SYNCED_COLUMN,
   text,
 } from "./common.ts";
 
@@ -46,22 +52,25 @@ export const CREATE_ONLY_FIELDS = [
 ] as const;
 
 function objectName(description: string) {
-  return z.string().min(1).max(253).regex(OBJECT_NAME_PATTERN).meta({ description });
+  return matching(z.string().min(1).max(253), OBJECT_NAME_PATTERN, OBJECT_NAME_EXPECTED).meta({ description });
 }
 function dataKey(description: string) {
-  return z.string().min(1).max(253).regex(DATA_KEY_PATTERN).meta({ description });
+  return matching(z.string().min(1).max(253), DATA_KEY_PATTERN, DATA_KEY_EXPECTED).meta({ description });
 }
 
-const location = z.string().min(1).max(63).regex(LOCATION_PATTERN);
+const location = matching(z.string().min(1).max(63), LOCATION_PATTERN, LOCATION_EXPECTED);
 
 export const SecretKeyRef = z
-  .object({ name: objectName("Name of the Secret."), key: dataKey("Key in the Secret.") })
+  .object({
+    name: objectName(`Name of the Secret; it must carry the label ${SECRET_WATCH_SELECTOR}.`),
+    key: dataKey("Key in the Secret."),
+  })
   .meta({ description: "A key of a Secret in the same namespace." });
 
 export const ScriptRef = z
   .object({
     kind: z.enum(SCRIPT_SOURCE_KINDS).meta({ description: "ConfigMap or Secret." }),
-    name: objectName("Name of the ConfigMap or Secret."),
+    name: objectName(`Name of the ConfigMap or Secret (a Secret must carry the label ${SECRET_WATCH_SELECTOR}).`),
     key: dataKey("Key holding the script."),
   })
   .meta({ description: "A script stored in a ConfigMap or Secret of the same namespace." });
@@ -98,7 +107,10 @@ export const ConnectionDetails = z
     }
   })
   .meta({
-    description: "Where the operator publishes publicIP, privateIP, sshDestination and id (owned by this GpuVm).",
+    description:
+      "Where the operator writes host, user, port, sshDestination, publicIP and privateIP once the VM is Ready: a " +
+      "Secret or ConfigMap it creates, owns and deletes with the GpuVm. One that exists and is not this GpuVm's is " +
+      "never overwritten (NameConflict).",
     "x-kubernetes-validations": [exactlyOneOf(CONNECTION_FIELDS, "set exactly one of secretName and configMapName")],
   });
 
@@ -172,7 +184,9 @@ export const GpuVmSpec = z
     ...managedSpecShape,
     type: z.enum(VM_TYPES).meta({
       description:
-        "VM type: <family>.<gpus>x, such as a100-80gb.8x. Can change within its family while the VM is stopped.",
+        "VM type: <family>.<gpus>x, such as a100-80gb.8x. Can change within its family (the part before the dot): a " +
+        "running VM is stopped, updated and started again automatically (one step per operation). Another family " +
+        "needs a new GpuVm.",
     }),
     location: location
       .optional()
@@ -184,16 +198,19 @@ export const GpuVmSpec = z
       .refine((list) => new Set(list).size === list.length, "locations must not repeat")
       .optional()
       .meta({
-        description: "Locations to try in order: the next one is tried when the previous has no capacity. Immutable.",
+        description:
+          "Locations to try in order: the next one is tried when the previous has no capacity for the type; when " +
+          "none has, the VM stalls as CapacityUnavailable and the walk starts again a minute later. Immutable.",
         "x-kubernetes-list-type": "set",
       }),
     image: text(
       "OS image name, such as ubuntu22.04-nvidia-550. The cloud's default image when empty. Immutable.",
     ).optional(),
-    sshPublicKey: z
-      .string()
-      .max(16384)
-      .regex(SSH_PUBLIC_KEY_PATTERN, "must be an OpenSSH public key line such as 'ssh-ed25519 AAAA... user@host'")
+    sshPublicKey: matching(
+      z.string().max(16384),
+      SSH_PUBLIC_KEY_PATTERN,
+      "must be an OpenSSH public key line such as 'ssh-ed25519 AAAA... user@host'",
+    )
       .optional()
       .meta({ description: "OpenSSH public key installed on the VM (ssh-ed25519 AAAA... user@host). Immutable." }),
     sshPublicKeySecretRef: SecretKeyRef.optional().meta({
@@ -225,11 +242,19 @@ export const GpuVmSpec = z
       .array(VmDiskAttachment)
       .max(MAX_VM_DISKS)
       .optional()
-      .meta({ description: "Data disks to attach, in order. Changes attach and detach while the VM runs." }),
+      .meta({
+        description:
+          "Data disks to attach: GpuDisks of this namespace (attached once Ready) or cloud disk ids. Adding or " +
+          "removing an entry attaches or detaches the disk, running or stopped; the order does not matter.",
+      }),
     powerState: z
       .enum(POWER_STATES)
       .default("Running")
-      .meta({ description: "Running or Stopped: the operator starts or stops the VM to match." }),
+      .meta({
+        description:
+          "Running or Stopped: the operator starts or stops the VM to match. A restart (RESET) is asked with the " +
+          "gpucloud.dev/reset-requested-at annotation.",
+      }),
     connectionDetails: ConnectionDetails.optional(),
   })
   .superRefine((spec, ctx) => refineVmInputs(spec, ctx, true))
@@ -241,6 +266,7 @@ export const AttachedDiskStatus = z
     id: text("Cloud id of the disk.", 128),
     name: text("Cloud name of the disk.", 128).optional(),
     mode: text("read-write or read-only.", 16).optional(),
+    gpuDisk: text("Name of the GpuDisk of this namespace that manages the disk; empty for other disks.").optional(),
   })
   .meta({ description: "A data disk attached to the VM." });
 
@@ -248,6 +274,11 @@ export const GpuVmStatus = z
   .object({
     ...managedStatusShape,
     state: text("VM state as the cloud reports it (STATE_RUNNING, STATE_STOPPED, ...).", 64).optional(),
+    printableState: text(
+      "The VM state as the State column shows it: status.state without its STATE_ prefix (RUNNING, STOPPED, " +
+        "PROVISIONING, ...).",
+      64,
+    ).optional(),
     type: text("VM type as the cloud reports it.", 64).optional(),
     location: text("Location the VM was created in.", 63).optional(),
     publicIP: text("Public IPv4 address.", 64).optional(),
@@ -278,17 +309,19 @@ export const gpuVmKind = defineKind({
   printerColumns: [
     { name: "Type", type: "string", jsonPath: ".spec.type", description: "VM type." },
     { name: "Location", type: "string", jsonPath: ".status.location", description: "Location of the VM." },
-    { name: "State", type: "string", jsonPath: ".status.state", description: "State in the cloud." },
+    { name: "State", type: "string", jsonPath: ".status.printableState", description: "State in the cloud." },
     { name: "Public-IP", type: "string", jsonPath: ".status.publicIP", description: "Public IPv4 address." },
     READY_COLUMN,
+    SYNCED_COLUMN,
     REASON_COLUMN,
+    { name: "$/Hour", type: "number", jsonPath: ".status.hourlyPriceUSD", description: "Price per hour in USD." },
     {
       name: "Up-To-Date",
       type: "string",
       jsonPath: '.status.conditions[?(@.type=="UpToDate")].status',
       description: "False when an SSH key or script from a Secret/ConfigMap changed after the VM was created.",
+      priority: 1,
     },
-    { name: "$/Hour", type: "number", jsonPath: ".status.hourlyPriceUSD", description: "Price per hour in USD." },
     ID_COLUMN,
     AGE_COLUMN,
   ],

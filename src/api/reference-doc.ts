@@ -175,12 +175,19 @@ export function generateCrdReference(): string {
       "Values read from a Secret or ConfigMap can change without the API server knowing: the operator records " +
       "digests of what a resource was created with (`status.createOnlyDigests`) and reports a later change as " +
       "the condition `UpToDate=False` with reason `CreateOnlyFieldChanged` (the message names the field and " +
-      "its Secret or ConfigMap), a Warning Event and the `Up-To-Date` column. The change is not applied: restore " +
-      "the value, or delete and re-create the object. `Ready` stays as it is (the resource still works).",
+      "its Secret or ConfigMap), `Synced=False` with the same reason, a Warning Event and the `Up-To-Date` " +
+      "column (`kubectl get -o wide`). The change is not applied: restore the value, or delete and re-create the " +
+      "object. `Ready` stays as it is (the resource still works).",
     "## Conditions",
-    `Condition types: ${CONDITION_TYPES.map(code).join(", ")} (kstatus: \`Ready\` says whether the resource is ` +
-      "usable, `Reconciling` that work is in progress, `Stalled` that progress needs a change from you; " +
-      "`UpToDate` whether the resource has the create-only values the spec asks for now, outside kstatus).",
+    `Condition types: ${CONDITION_TYPES.map(code).join(", ")}. The kstatus three: \`Ready\` says whether the ` +
+      "resource is usable, `Reconciling` that work is in progress and will end by itself, `Stalled` that progress " +
+      "needs a change from you (the message says which; a stall on a missing or departing reference ends by " +
+      "itself once the reference is fixed). Outside kstatus (Argo CD and Flux health do not read them): `Synced` " +
+      "whether the cloud resource is in step with the spec (the SYNCED column, as Crossplane's): `True` when the " +
+      "last look found it as the spec asks, `False` while a change is applied or when it cannot be (the reason " +
+      "says why), and when the operator could not look (credentials, an unavailable API, paused) the last answer " +
+      "for the same generation, else `Unknown`; `UpToDate` whether the resource has the create-only values the " +
+      "spec asks for now.",
     "### Reasons",
     ["| Reason | Meaning |", "| --- | --- |", ...reasonRows].join("\n"),
     "## Annotations",

@@ -10,6 +10,10 @@ const COMMANDS: Record<string, { file: string; summary: string }> = {
   },
   "kube-double": { file: "./commands/kube-double.ts", summary: "run the Kubernetes API test double alone" },
   generate: { file: "./commands/generate.ts", summary: "write crds/*.yaml (and derived files) from src/api" },
+  "kube-build": {
+    file: "./commands/kube-build.ts",
+    summary: "build the real Kubernetes control plane for the tests and `playground --kube real` (needs Go)",
+  },
   chaos: {
     file: "./commands/chaos.ts",
     summary: "run the operator under faults, SIGKILLs and hostile tenants, and check its invariants",

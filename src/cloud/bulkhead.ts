@@ -3,7 +3,7 @@
 // runs a circuit breaker over the outcomes of the account's HTTP attempts. A slow or dead account therefore only
 // delays its own objects: while it is new, failing or slow it may occupy one worker per controller; while its
 // circuit is open, none (its reconciles fail at once and requeue, its requests fail without being sent).
-// Pure bookkeeping: no I/O, an injectable clock. See docs/adr/0008-tenant-isolation.md.
+// Pure bookkeeping: no I/O, an injectable clock. See docs/adr/0010-tenant-isolation.md.
 import { CloudError } from "./errors.ts";
 import { TokenBucket, type TokenBucketOptions } from "./rate-limit.ts";
 

@@ -36,6 +36,8 @@ export interface Verdict {
   event?: "Normal" | "Warning";
   /** Nothing to write (a Kubernetes 409 on our own write): requeue quietly and re-read. */
   silent?: boolean;
+  /** false: the resource is not in step with the spec although the reason alone would say so (synced.ts). */
+  synced?: false;
   /** The UpToDate condition (create-only values); undefined keeps the previous one. */
   upToDate?: { status: "True" | "False"; reason: Reason; message: string };
 }

@@ -156,6 +156,12 @@ async function sendCreate<Spec extends ManagedSpecBase>(
       event: "Warning",
     });
   }
+  if (mutation.blocked !== undefined) {
+    return verdict(mutation.blocked.reason, mutation.blocked.message, after(timing.dependencyMs), {
+      stalled: true,
+      event: "Warning",
+    });
+  }
   if (mutation.waiting !== undefined) {
     return verdict(REASON.WaitingForDependency, mutation.waiting, after(timing.dependencyMs), { progressing: true });
   }

@@ -68,7 +68,10 @@ export async function deleteResource<Spec extends ManagedSpecBase>(
   if (!observed.exists) return release(pass, "Normal", "cloud resource deleted");
   const blocker = connection.external.deleteBlocker?.(pass.mr, observed);
   if (blocker !== undefined) {
-    return verdict(REASON.WaitingForDependency, blocker, after(timing.shortMs * 5), { progressing: true });
+    // Looked at again either way: a blocker the user lifts is seen at the next look, and the deletion goes on.
+    return blocker.needsAction
+      ? verdict(REASON.InUse, blocker.message, after(timing.shortMs * 5), { stalled: true, event: "Warning" })
+      : verdict(REASON.WaitingForDependency, blocker.message, after(timing.shortMs * 5), { progressing: true });
   }
   if (observed.busy) {
     return verdict(REASON.Deleting, "waiting for the resource to settle before deleting", after(timing.shortMs), {
@@ -81,10 +84,15 @@ export async function deleteResource<Spec extends ManagedSpecBase>(
     const sent = await sendAction(pass, connection, mutation, observed.id);
     if ("verdict" in sent) return sent.verdict;
     pass.logger.info({ id: observed.id, operation: sent.operation.operation_id }, "delete requested");
-    return verdict(REASON.Deleting, `deleting ${observed.id}`, after(timing.operationFallbackMs), {
-      progressing: true,
-      event: "Normal",
-    });
+    return verdict(
+      REASON.Deleting,
+      `deleting cloud resource ${pass.cloudName} (id ${observed.id})`,
+      after(timing.operationFallbackMs),
+      {
+        progressing: true,
+        event: "Normal",
+      },
+    );
   } catch (error) {
     if (isCloudNotFound(error)) return goneOrNotSupported(pass, connection, error);
     if (isUnsupported(error)) throw cannotDo(error, ORPHAN_TO_RELEASE);

@@ -75,7 +75,7 @@ export async function reconcileExisting<Spec extends ManagedSpecBase>(
     });
   }
   delete draft.lastError;
-  return verdict(REASON.Available, `cloud resource ${observed.id} is available`, DONE, {
+  return verdict(REASON.Available, `cloud resource ${pass.cloudName} (id ${observed.id}) is available`, DONE, {
     ready: true,
     event: "Normal",
   });
@@ -126,7 +126,12 @@ export async function mirror<Spec extends ManagedSpecBase>(
   );
   if (!observed.exists) {
     const what = pass.mr.spec.id ?? pass.cloudName;
-    return verdict(REASON.Observed, `no cloud resource ${what} to observe`, after(pass.services.timing.dependencyMs));
+    const missing = verdict(
+      REASON.Observed,
+      `no cloud resource ${what} to observe`,
+      after(pass.services.timing.dependencyMs),
+    );
+    return { ...missing, synced: false };
   }
   Object.assign(pass.draft, observed.atProvider);
   pass.draft.id = observed.id;

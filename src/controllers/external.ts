@@ -2,6 +2,7 @@
 // managed reconciler (managed-reconciler.ts) alone decides what happens next (create, update, delete, wait).
 // Every method is idempotent and returns without waiting for a long operation: a mutation answers with the
 // cloud operation it started, which the reconciler records in status and polls through the trackers.
+import type { Reason } from "../api/common.ts";
 import type { Operation } from "../cloud/wire.ts";
 
 export type ConditionStatus = "True" | "False" | "Unknown";
@@ -151,15 +152,26 @@ export interface Mutation {
   capacityUnavailable?: string;
   /** Nothing was sent: the change cannot be made (a shrink, a type outside its family). */
   refused?: { reason: string; message: string };
-  /** Nothing was sent: an input is missing (a Secret key with the SSH key, a referenced object). */
+  /** Nothing was sent: an input is not there yet and will be (a referenced object becoming Ready). */
   waiting?: string;
+  /** Nothing was sent: an input only the user can provide is missing (a Secret key, a referenced object). */
+  blocked?: { reason: Reason; message: string };
 }
 
 /** Outcome of resolving references and preconditions before touching the cloud. */
 export type Resolution =
   | { type: "ready" }
+  /** An input will be there by itself (a referenced object becoming Ready): Reconciling. */
   | { type: "waiting"; message: string }
+  /** Only the user can fix it (a reference to something absent or being deleted): Stalled, looked at again. */
+  | { type: "blocked"; reason: Reason; message: string }
   | { type: "invalid"; message: string };
+
+/** Why a deletion waits: `needsAction` when only the user can lift it (Stalled), else it lifts by itself. */
+export interface DeleteBlocker {
+  message: string;
+  needsAction: boolean;
+}
 
 export interface ObserveOptions {
   /** Do not trust a snapshot taken before this time (ms since epoch): an operation settled after it. */
@@ -200,7 +212,7 @@ export interface ExternalClient<Spec extends ManagedSpecBase> {
     signal: AbortSignal,
   ): Promise<string | undefined>;
   /** Why deletion must wait (a disk still attached, a network still used), or undefined. */
-  deleteBlocker?(mr: ManagedObject<Spec>, observed: Extract<Observation, { exists: true }>): string | undefined;
+  deleteBlocker?(mr: ManagedObject<Spec>, observed: Extract<Observation, { exists: true }>): DeleteBlocker | undefined;
 }
 
 export interface CreateTarget {

@@ -1,18 +1,44 @@
 // GpuDisk: create, grow-only resize (a shrink is refused, nothing sent), delete once no VM has it attached.
-import { type GpuDiskSpec, GpuDiskSpec as GpuDiskSpecSchema, GpuDiskStatus } from "../api/gpu-disk.ts";
+import {
+  type GpuDiskSpec,
+  GpuDiskSpec as GpuDiskSpecSchema,
+  GpuDiskStatus,
+  PRINTABLE_ATTACHED_LENGTH,
+} from "../api/gpu-disk.ts";
 import { parseSize } from "../cloud/sizes.ts";
 import type { Disk } from "../cloud/wire.ts";
 import { REASON } from "./classify.ts";
-import type { ExternalClient, Observation } from "./external.ts";
-import { findResource, itemByName, type KindDefinition } from "./kind-support.ts";
+import type { DeleteBlocker, ExternalClient, ManagedObject, Observation } from "./external.ts";
+import { findResource, itemByName, type KindDefinition, managedByCloudId } from "./kind-support.ts";
+
+/** The GpuVm (of the disk's namespace) that manages a VM id, when one does. */
+export type VmNameOf = (vmId: string) => string | undefined;
+
+/**
+ * What the Attached column shows: GpuVm names, or the VM id for a VM no GpuVm here manages; cut to the field's
+ * bound with a count of the rest.
+ */
+export function printableAttachments(attachments: readonly { vmId: string; gpuVm?: string }[]): string {
+  const names = attachments.map((attachment) => attachment.gpuVm ?? attachment.vmId);
+  let text = names.join(",");
+  for (let shown = names.length - 1; text.length > PRINTABLE_ATTACHED_LENGTH && shown > 0; shown--) {
+    text = `${names.slice(0, shown).join(",")},+${names.length - shown} more`;
+  }
+  return text.slice(0, PRINTABLE_ATTACHED_LENGTH);
+}
 
 /** Observed disk → status fields. */
-export function diskAtProvider(disk: Disk): Record<string, unknown> {
+export function diskAtProvider(disk: Disk, vmNameOf: VmNameOf = () => undefined): Record<string, unknown> {
+  const attachedTo = disk.attached_to.map((attachment) => {
+    const gpuVm = vmNameOf(attachment.vm_id);
+    return { vmId: attachment.vm_id, mode: attachment.mode, ...(gpuVm !== undefined ? { gpuVm } : {}) };
+  });
   return {
     cloudName: disk.name,
     size: disk.size,
     sizeBytes: safeBytes(disk.size),
-    attachedTo: disk.attached_to.map((attachment) => ({ vmId: attachment.vm_id, mode: attachment.mode })),
+    attachedTo,
+    printableAttachedTo: printableAttachments(attachedTo),
   };
 }
 
@@ -35,17 +61,58 @@ export function compareDiskSize(desired: string, observed: string): SizeComparis
   return want > have ? "grow" : "shrink";
 }
 
-export function observeDisk(spec: GpuDiskSpec, disk: Disk): Extract<Observation, { exists: true }> {
+export function observeDisk(
+  spec: GpuDiskSpec,
+  disk: Disk,
+  vmNameOf: VmNameOf = () => undefined,
+): Extract<Observation, { exists: true }> {
   const size = compareDiskSize(spec.size, disk.size);
   return {
     exists: true,
     id: disk.id,
     ready: true,
     upToDate: size === "equal" || size === "unknown",
-    atProvider: diskAtProvider(disk),
+    atProvider: diskAtProvider(disk, vmNameOf),
     ...(disk.created_at ? { createdAt: disk.created_at } : {}),
     ...(size === "equal" ? {} : { diff: `size ${disk.size} → ${spec.size}` }),
   };
+}
+
+/**
+ * Why a disk being deleted must wait for the VMs it is attached to. A GpuVm that still lists it in spec.disks, or
+ * a VM no GpuVm here manages, keeps it forever: the user's to change (needsAction). A GpuVm being deleted, or one
+ * that no longer lists it, detaches it by itself.
+ */
+export function diskInUse(
+  disk: ManagedObject<GpuDiskSpec>,
+  diskId: string,
+  attachments: readonly { vmId: string }[],
+  gpuVmOf: (vmId: string) => ManagedObject | undefined,
+): DeleteBlocker {
+  const holding: string[] = [];
+  const leaving: string[] = [];
+  for (const { vmId } of attachments) {
+    const vm = gpuVmOf(vmId);
+    if (vm === undefined) {
+      holding.push(
+        `VM ${vmId}, which no GpuVm in namespace ${disk.metadata.namespace} manages: detach it in the cloud`,
+      );
+      continue;
+    }
+    const name = `GpuVm ${vm.metadata.namespace}/${vm.metadata.name}`;
+    const disks = (vm.spec as { disks?: { diskRef?: { name: string }; id?: string }[] }).disks ?? [];
+    const listed = disks.some((entry) => entry.diskRef?.name === disk.metadata.name || entry.id === diskId);
+    if (vm.metadata.deletionTimestamp !== undefined) leaving.push(`${name} (being deleted)`);
+    else if (listed) holding.push(`${name}: remove the disk from its spec.disks, or delete the GpuVm`);
+    else leaving.push(`${name} (detaching it)`);
+  }
+  if (holding.length > 0) {
+    return {
+      message: `still attached to ${holding.join("; ")}. The disk is deleted once it is detached`,
+      needsAction: true,
+    };
+  }
+  return { message: `waiting to be detached from ${leaving.join(", ")}`, needsAction: false };
 }
 
 export const gpuDisk: KindDefinition<GpuDiskSpec> = {
@@ -56,7 +123,7 @@ export const gpuDisk: KindDefinition<GpuDiskSpec> = {
   statusSchema: GpuDiskStatus,
   locations: (spec) => [spec.location],
   references: () => [],
-  external(account, _deps): ExternalClient<GpuDiskSpec> {
+  external(account, deps): ExternalClient<GpuDiskSpec> {
     const { client, projectId } = account;
     return {
       resolve: async () => ({ type: "ready" }),
@@ -64,7 +131,10 @@ export const gpuDisk: KindDefinition<GpuDiskSpec> = {
         const disk = await findResource(account.disks, mr, options, (id) =>
           client.disks.get(projectId, id, { signal }),
         );
-        return disk === undefined ? { exists: false } : observeDisk(mr.spec, disk);
+        if (disk === undefined) return { exists: false };
+        const vmNameOf: VmNameOf = (vmId) =>
+          managedByCloudId(deps, "GpuVm", mr.metadata.namespace, projectId, vmId)?.metadata.name;
+        return observeDisk(mr.spec, disk, vmNameOf);
       },
       async findByName(cloudName) {
         const disk = await itemByName(account.disks, cloudName);
@@ -108,11 +178,14 @@ export const gpuDisk: KindDefinition<GpuDiskSpec> = {
       async delete(_mr, id, signal) {
         return { action: "DELETE", send: () => client.disks.delete(projectId, id, { signal }) };
       },
-      deleteBlocker(_mr, observed) {
-        const attached = observed.atProvider.attachedTo;
-        if (!Array.isArray(attached) || attached.length === 0) return undefined;
-        const vms = attached.map((a) => (a as { vmId?: string }).vmId).join(", ");
-        return `disk is still attached to VM ${vms}; waiting for it to be detached`;
+      deleteBlocker(mr, observed) {
+        const attached = Array.isArray(observed.atProvider.attachedTo)
+          ? (observed.atProvider.attachedTo as { vmId: string }[])
+          : [];
+        if (attached.length === 0) return undefined;
+        return diskInUse(mr, observed.id, attached, (vmId) =>
+          managedByCloudId(deps, "GpuVm", mr.metadata.namespace, projectId, vmId),
+        );
       },
     };
   },

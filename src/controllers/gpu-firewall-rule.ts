@@ -3,6 +3,7 @@
 // list order, duplicates), or drift never settles. A server with only the spec's endpoints cannot read one rule,
 // change or delete it: rules are found in the list, and a change or a delete stalls as NotSupported with what
 // to do instead.
+import { REASONS } from "../api/common.ts";
 import {
   type FirewallEndpoint,
   type GpuFirewallRuleSpec,
@@ -12,6 +13,8 @@ import {
 import type { EndpointRequest, FirewallRule, PatchFirewallRuleRequest } from "../cloud/wire.ts";
 import type { ExternalClient, Observation } from "./external.ts";
 import {
+  type Blocked,
+  blocked,
   createdAtFromOperations,
   findResource,
   itemByName,
@@ -19,6 +22,7 @@ import {
   type KindDeps,
   knownId,
   readyTarget,
+  referenceNotFound,
 } from "./kind-support.ts";
 
 const ALL_PORTS = new Set(["*", "1-65535", "0-65535"]);
@@ -87,7 +91,13 @@ export function observeRule(
     id: rule.id,
     ready: true,
     upToDate: drift.length === 0,
-    atProvider: { cloudName: rule.name, state: rule.state, networkId: rule.vpc_network_id },
+    atProvider: {
+      cloudName: rule.name,
+      state: rule.state,
+      networkId: rule.vpc_network_id,
+      // The Protocols column: tcp,udp (a list column would print ["tcp","udp"]).
+      printableProtocols: rule.protocols.join(","),
+    },
     ...(drift.length > 0 ? { diff: `changed: ${drift.join(", ")}` } : {}),
   };
 }
@@ -96,15 +106,25 @@ function resolveEndpoints(
   deps: KindDeps,
   namespace: string,
   endpoints: readonly FirewallEndpoint[] | undefined,
-): { endpoints: EndpointRequest[] } | { waiting: string } {
+  field: string,
+): { endpoints: EndpointRequest[] } | { waiting: string } | Blocked {
   const resolved: EndpointRequest[] = [];
-  for (const endpoint of endpoints ?? []) {
+  for (const [index, endpoint] of (endpoints ?? []).entries()) {
     if (endpoint.cidr !== undefined) resolved.push({ cidr: endpoint.cidr, resource_id: "" });
     else if (endpoint.resourceId !== undefined) resolved.push({ cidr: "", resource_id: endpoint.resourceId });
     else if (endpoint.vmRef !== undefined) {
+      const what = `GpuVm ${namespace}/${endpoint.vmRef.name}`;
       const vm = deps.managed("GpuVm", namespace, endpoint.vmRef.name);
-      if (vm?.status.id === undefined)
-        return { waiting: `GpuVm ${namespace}/${endpoint.vmRef.name} has no cloud id yet` };
+      const where = `spec.${field}[${index}].vmRef`;
+      if (vm === undefined) return referenceNotFound(what, where);
+      if (vm.metadata.deletionTimestamp !== undefined) {
+        return blocked(
+          REASONS.ReferenceDeleting,
+          `${what} is being deleted: remove it from ${where} (or delete this rule too)`,
+        );
+      }
+      // The rule follows the VM's id, Ready or not: it needs only to exist.
+      if (vm.status.id === undefined) return { waiting: `${what} has no cloud id yet` };
       resolved.push({ cidr: "", resource_id: vm.status.id });
     }
   }
@@ -132,15 +152,18 @@ export const gpuFirewallRule: KindDefinition<GpuFirewallRuleSpec> = {
       async resolve(mr) {
         const namespace = mr.metadata.namespace;
         if (mr.spec.networkRef !== undefined) {
-          const network = readyTarget(deps, "GpuNetwork", namespace, mr.spec.networkRef.name);
+          const network = readyTarget(deps, "GpuNetwork", namespace, mr.spec.networkRef.name, "spec.networkRef");
+          if ("blocked" in network) return { type: "blocked", ...network.blocked };
           if ("waiting" in network) return { type: "waiting", message: network.waiting };
           networkId = network.id;
         } else {
           networkId = mr.spec.networkId;
         }
-        const sources = resolveEndpoints(deps, namespace, mr.spec.sources);
+        const sources = resolveEndpoints(deps, namespace, mr.spec.sources, "sources");
+        if ("blocked" in sources) return { type: "blocked", ...sources.blocked };
         if ("waiting" in sources) return { type: "waiting", message: sources.waiting };
-        const destinations = resolveEndpoints(deps, namespace, mr.spec.destinations);
+        const destinations = resolveEndpoints(deps, namespace, mr.spec.destinations, "destinations");
+        if ("blocked" in destinations) return { type: "blocked", ...destinations.blocked };
         if ("waiting" in destinations) return { type: "waiting", message: destinations.waiting };
         desired = {
           name: mr.spec.cloudName ?? "",

@@ -80,9 +80,18 @@ export const gpuNetwork: KindDefinition<GpuNetworkSpec> = {
         // Rules of this namespace that still point at the network go first (the cloud would answer 409).
         const users = deps
           .listManaged("GpuFirewallRule", mr.metadata.namespace)
-          .filter((rule) => (rule.spec as { networkRef?: { name?: string } }).networkRef?.name === mr.metadata.name)
-          .map((rule) => rule.metadata.name);
-        return users.length > 0 ? `firewall rules ${users.join(", ")} still use this network` : undefined;
+          .filter((rule) => (rule.spec as { networkRef?: { name?: string } }).networkRef?.name === mr.metadata.name);
+        if (users.length === 0) return undefined;
+        const names = (rules: typeof users) =>
+          rules.map((rule) => `${rule.metadata.namespace}/${rule.metadata.name}`).join(", ");
+        const staying = users.filter((rule) => rule.metadata.deletionTimestamp === undefined);
+        if (staying.length === 0) {
+          return { message: `waiting for GpuFirewallRules ${names(users)} to be deleted first`, needsAction: false };
+        }
+        return {
+          message: `GpuFirewallRules ${names(staying)} still use this network (spec.networkRef): delete them, or point them at another network; the network is deleted once they are gone`,
+          needsAction: true,
+        };
       },
     };
   },

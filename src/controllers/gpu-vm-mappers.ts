@@ -20,9 +20,12 @@ export function dataDisks(vm: Vm): { id: string; name: string; mode: string }[] 
 export function vmAtProvider(vm: Vm): Record<string, unknown> {
   const ip = vm.network_interfaces.flatMap((nic) => nic.ips)[0];
   const info = VM_TYPE_INFO[vm.type as VmType] as (typeof VM_TYPE_INFO)[VmType] | undefined;
+  const state = normalizeVmState(vm.state);
   return {
     cloudName: vm.name,
-    state: normalizeVmState(vm.state),
+    state,
+    // What the State column shows: RUNNING, as kubectl shows states, not the API's STATE_RUNNING.
+    printableState: state.replace(/^STATE_/, ""),
     type: vm.type,
     location: vm.location,
     ...(ip?.public_ipv4.address ? { publicIP: ip.public_ipv4.address } : {}),
@@ -39,6 +42,8 @@ export interface DesiredVm {
   disks: DiskRef[];
   /** The reset annotation's value when it differs from status.lastResetRequestedAt. */
   resetRequestedAt?: string;
+  /** disk id → the GpuDisk (of the VM's namespace) it was resolved from, to name it in messages. */
+  diskNames?: Readonly<Record<string, string>>;
 }
 
 export type VmStep =
@@ -59,7 +64,23 @@ export function disksMatch(desired: readonly DiskRef[], observed: readonly { id:
 export interface ObservedVm {
   type: string;
   state: string;
-  disks: readonly { id: string; mode: string }[];
+  /** Attached data disks; `gpuDisk` names the GpuDisk managing one, when known. */
+  disks: readonly { id: string; mode: string; gpuDisk?: string }[];
+}
+
+/** What an UPDATE of the disks does, naming GpuDisks where it can: "attach GpuDisk datasets (read-write)". */
+export function diskChange(desired: DesiredVm, observed: ObservedVm["disks"]): string {
+  const label = (disk: { id: string; gpuDisk?: string }): string => {
+    const name = disk.gpuDisk ?? desired.diskNames?.[disk.id];
+    return name === undefined ? `disk ${disk.id}` : `GpuDisk ${name}`;
+  };
+  const have = new Set(observed.map(diskKey));
+  const want = new Set(desired.disks.map(diskKey));
+  const attach = desired.disks
+    .filter((disk) => !have.has(diskKey(disk)))
+    .map((disk) => `attach ${label(disk)} (${disk.mode ?? "read-write"})`);
+  const detach = observed.filter((disk) => !want.has(diskKey(disk))).map((disk) => `detach ${label(disk)}`);
+  return [...attach, ...detach].join(", ") || "reorder disks";
 }
 
 export function observedVmOf(vm: Vm): ObservedVm {
@@ -80,7 +101,7 @@ export function nextVmStep(desired: DesiredVm, vm: ObservedVm): VmStep {
     return {
       action: "UPDATE",
       disks: desired.disks,
-      why: `UPDATE disks to ${desired.disks.map(diskKey).join(", ") || "none"}`,
+      why: `UPDATE disks: ${diskChange(desired, vm.disks)}`,
     };
   }
   if (desired.powerState === "Running" && !running)
@@ -141,6 +162,8 @@ export function nextVmStepFromObservation(
   observed: Extract<Observation, { exists: true }>,
 ): VmStep {
   const at = observed.atProvider;
-  const disks = Array.isArray(at.attachedDisks) ? (at.attachedDisks as { id: string; mode: string }[]) : [];
+  const disks = Array.isArray(at.attachedDisks)
+    ? (at.attachedDisks as { id: string; mode: string; gpuDisk?: string }[])
+    : [];
   return nextVmStep(desired, { type: String(at.type ?? ""), state: String(at.state ?? ""), disks });
 }

@@ -3,35 +3,40 @@
 // within its family through STOP → UPDATE type → START (one step per reconcile), data disks through UPDATE
 // disks, connection details published to a Secret or ConfigMap owned by the GpuVm.
 import { createHash } from "node:crypto";
-import { ANNOTATIONS, SECRET_WATCH_HINT } from "../api/common.ts";
+import { ANNOTATIONS, REASONS, SECRET_WATCH_HINT } from "../api/common.ts";
 import { type GpuVmSpec, GpuVmSpec as GpuVmSpecSchema, GpuVmStatus, MAX_RESET_VALUE_LENGTH } from "../api/gpu-vm.ts";
 import type { DiskRef } from "../cloud/wire.ts";
 import type { CreateOnlyValue, ExternalClient, ManagedObject } from "./external.ts";
 import { connectionDetails, type DesiredVm, nextVmStepFromObservation, observeVm } from "./gpu-vm-mappers.ts";
 import {
+  type Blocked,
+  blocked,
   findResource,
   type KindDefinition,
   type KindDeps,
   knownId,
+  managedByCloudId,
   type OwnedObject,
   readyTarget,
+  referenceNotFound,
 } from "./kind-support.ts";
 import { fitText } from "./status-limits.ts";
 
-/** Inline value or a key of a Secret/ConfigMap (and where it came from); `waiting` names what is missing. */
+/** Inline value or a key of a Secret/ConfigMap (and where it came from); Blocked names what is missing. */
 function valueOrRef(
   deps: KindDeps,
   namespace: string,
   inline: { field: string; value: string | undefined },
-  ref: { kind: "Secret" | "ConfigMap"; name: string; key: string } | undefined,
-): { value?: string; source?: string } | { waiting: string } {
+  ref: { kind: "Secret" | "ConfigMap"; name: string; key: string; field: string } | undefined,
+): { value?: string; source?: string } | Blocked {
   if (inline.value !== undefined) return { value: inline.value, source: `spec.${inline.field}` };
   if (ref === undefined) return {};
   const value = deps.dataKey(ref.kind, namespace, ref.name, ref.key);
   const where = `${ref.kind} ${namespace}/${ref.name} key ${ref.key}`;
+  if (value !== undefined) return { value, source: where };
   // An unlabelled Secret is invisible to the operator: say so where it is missing.
   const hint = ref.kind === "Secret" ? ` (${SECRET_WATCH_HINT})` : "";
-  return value === undefined ? { waiting: `${where} not found${hint}` } : { value, source: where };
+  return referenceNotFound(`${where}${hint}`, `spec.${ref.field}`);
 }
 
 interface CreateInputs {
@@ -44,7 +49,7 @@ interface CreateInputs {
 
 const digestOf = (value: string): string => createHash("sha256").update(value).digest("hex").slice(0, 16);
 
-function resolveCreateInputs(deps: KindDeps, mr: ManagedObject<GpuVmSpec>): CreateInputs | { waiting: string } {
+function resolveCreateInputs(deps: KindDeps, mr: ManagedObject<GpuVmSpec>): CreateInputs | Blocked {
   const ns = mr.metadata.namespace;
   const { spec } = mr;
   const secretRef = spec.sshPublicKeySecretRef;
@@ -52,19 +57,18 @@ function resolveCreateInputs(deps: KindDeps, mr: ManagedObject<GpuVmSpec>): Crea
     deps,
     ns,
     { field: "sshPublicKey", value: spec.sshPublicKey },
-    secretRef ? { kind: "Secret", ...secretRef } : undefined,
+    secretRef ? { kind: "Secret", ...secretRef, field: "sshPublicKeySecretRef" } : undefined,
   );
-  if ("waiting" in ssh) return ssh;
-  if (ssh.value === undefined) return { waiting: "no SSH public key (spec.sshPublicKey or sshPublicKeySecretRef)" };
-  const startup = valueOrRef(deps, ns, { field: "startupScript", value: spec.startupScript }, spec.startupScriptRef);
-  if ("waiting" in startup) return startup;
-  const shutdown = valueOrRef(
-    deps,
-    ns,
-    { field: "shutdownScript", value: spec.shutdownScript },
-    spec.shutdownScriptRef,
-  );
-  if ("waiting" in shutdown) return shutdown;
+  if ("blocked" in ssh) return ssh;
+  if (ssh.value === undefined) {
+    return blocked(REASONS.InvalidSpec, "no SSH public key: set spec.sshPublicKey or spec.sshPublicKeySecretRef");
+  }
+  const startupRef = spec.startupScriptRef ? { ...spec.startupScriptRef, field: "startupScriptRef" } : undefined;
+  const startup = valueOrRef(deps, ns, { field: "startupScript", value: spec.startupScript }, startupRef);
+  if ("blocked" in startup) return startup;
+  const shutdownRef = spec.shutdownScriptRef ? { ...spec.shutdownScriptRef, field: "shutdownScriptRef" } : undefined;
+  const shutdown = valueOrRef(deps, ns, { field: "shutdownScript", value: spec.shutdownScript }, shutdownRef);
+  if ("blocked" in shutdown) return shutdown;
   const createOnly: Record<string, CreateOnlyValue> = {
     image: { digest: digestOf(spec.image ?? ""), source: "spec.image" },
     sshPublicKey: { digest: digestOf(ssh.value), source: ssh.source ?? "spec.sshPublicKey" },
@@ -97,17 +101,40 @@ function ownedObjectsOf(spec: GpuVmSpec): OwnedObject[] {
 
 const intent = (fields: Record<string, string> | undefined) => (fields ? { intentFields: fields } : {});
 
-function resolveDisks(deps: KindDeps, mr: ManagedObject<GpuVmSpec>): DiskRef[] | { waiting: string } {
+interface ResolvedDisks {
+  disks: DiskRef[];
+  /** disk id → GpuDisk name, for messages. */
+  names: Record<string, string>;
+}
+
+function resolveDisks(deps: KindDeps, mr: ManagedObject<GpuVmSpec>): ResolvedDisks | { waiting: string } | Blocked {
   const disks: DiskRef[] = [];
-  for (const disk of mr.spec.disks ?? []) {
+  const names: Record<string, string> = {};
+  for (const [index, disk] of (mr.spec.disks ?? []).entries()) {
     if (disk.id !== undefined) disks.push({ id: disk.id, mode: disk.mode });
     else if (disk.diskRef !== undefined) {
-      const target = readyTarget(deps, "GpuDisk", mr.metadata.namespace, disk.diskRef.name);
-      if ("waiting" in target) return target;
+      const target = readyTarget(deps, "GpuDisk", mr.metadata.namespace, disk.diskRef.name, `spec.disks[${index}]`);
+      if (!("id" in target)) return target;
       disks.push({ id: target.id, mode: disk.mode });
+      names[target.id] = disk.diskRef.name;
     }
   }
-  return disks;
+  return { disks, names };
+}
+
+/** The VM's data disks with the GpuDisk of this namespace that manages each (when one does). */
+function namedDisks(
+  deps: KindDeps,
+  mr: ManagedObject<GpuVmSpec>,
+  projectId: string,
+  atProvider: Record<string, unknown>,
+) {
+  const disks = Array.isArray(atProvider.attachedDisks) ? (atProvider.attachedDisks as { id: string }[]) : [];
+  const named = disks.map((disk) => {
+    const gpuDisk = managedByCloudId(deps, "GpuDisk", mr.metadata.namespace, projectId, disk.id)?.metadata.name;
+    return gpuDisk === undefined ? disk : { ...disk, gpuDisk };
+  });
+  return { ...atProvider, attachedDisks: named };
 }
 
 /**
@@ -140,25 +167,28 @@ export const gpuVm: KindDefinition<GpuVmSpec> = {
     let inputs: CreateInputs | undefined;
     return {
       async resolve(mr) {
-        const disks = resolveDisks(deps, mr);
-        if ("waiting" in disks) return { type: "waiting", message: disks.waiting };
+        const resolvedDisks = resolveDisks(deps, mr);
+        if ("blocked" in resolvedDisks) return { type: "blocked", ...resolvedDisks.blocked };
+        if ("waiting" in resolvedDisks) return { type: "waiting", message: resolvedDisks.waiting };
         const reset = pendingReset(mr);
         desired = {
           type: mr.spec.type,
           powerState: mr.spec.powerState,
-          disks,
+          disks: resolvedDisks.disks,
+          diskNames: resolvedDisks.names,
           ...(reset ? { resetRequestedAt: reset } : {}),
         };
         const resolved = resolveCreateInputs(deps, mr);
-        inputs = "waiting" in resolved ? undefined : resolved;
+        inputs = "blocked" in resolved ? undefined : resolved;
         // An existing VM needs its create inputs only to compare them (a Secret gone since is no reason to wait).
-        if ("waiting" in resolved && knownId(mr) === undefined) return { type: "waiting", message: resolved.waiting };
+        if ("blocked" in resolved && knownId(mr) === undefined) return { type: "blocked", ...resolved.blocked };
         return { type: "ready" };
       },
       async observe(mr, options, signal) {
         const vm = await findResource(account.vms, mr, options, (id) => client.vms.get(projectId, id, { signal }));
         if (vm === undefined) return { exists: false };
-        const observed = observeVm(desired, vm);
+        const found = observeVm(desired, vm);
+        const observed = { ...found, atProvider: namedDisks(deps, mr, projectId, found.atProvider) };
         return inputs !== undefined ? { ...observed, createOnly: inputs.createOnly } : observed;
       },
       async findByName(cloudName, signal) {
@@ -169,7 +199,7 @@ export const gpuVm: KindDefinition<GpuVmSpec> = {
       async create(mr, target, signal) {
         // A VM re-created after it vanished needs its create inputs again: wait for them, like a first create.
         const resolved = inputs ?? resolveCreateInputs(deps, mr);
-        if ("waiting" in resolved) return { waiting: resolved.waiting };
+        if ("blocked" in resolved) return { blocked: resolved.blocked };
         if (desired === undefined) throw new Error("VM create before resolve");
         const location = target.location;
         if (location === undefined) throw new Error("VM create without a location");

@@ -168,6 +168,16 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
     managed: (kind, namespace, name) => parse(kind, informers.get(kind)?.get(namespace, name)),
     listManaged: (kind, namespace) =>
       (informers.get(kind)?.list(namespace) ?? []).flatMap((raw) => parse(kind, raw) ?? []),
+    managedById: (kind, namespace, projectId, id) => {
+      // The claim index knows who holds an id (keys `namespace/name`): names an attachment without a scan.
+      for (const key of claimIndexes.get(kind)?.holdersOf(projectId, id) ?? []) {
+        const slash = key.indexOf("/");
+        if (key.slice(0, slash) !== namespace) continue;
+        const object = parse(kind, informers.get(kind)?.get(namespace, key.slice(slash + 1)));
+        if (object?.status.id === id) return object;
+      }
+      return undefined;
+    },
     dataKey: (kind, namespace, name, key) => {
       if (kind === "Secret") {
         const secret = secrets.get(namespace, name);

@@ -2,7 +2,7 @@
 // in its family snapshot (a direct GET only to confirm an id that a fresh list no longer shows), and the
 // dependencies a kind reads from Kubernetes (other objects, Secrets, ConfigMaps).
 import { z } from "zod";
-import { ObjectMeta } from "../api/common.ts";
+import { ObjectMeta, REASONS, type Reason } from "../api/common.ts";
 import { isCloudError, isUnsupported } from "../cloud/errors.ts";
 import type { OperationFamily } from "../cloud/wire.ts";
 import type { CloudAccount } from "./cloud-account.ts";
@@ -63,6 +63,11 @@ export interface KindDeps {
   managed(kind: string, namespace: string, name: string): ManagedObject | undefined;
   /** Every managed object of a kind in a namespace (deletion order checks). */
   listManaged(kind: string, namespace: string): ManagedObject[];
+  /**
+   * The object of a kind in a namespace that manages the cloud resource `id` of `projectId` (an index lookup);
+   * absent in small tests, where managedByCloudId scans listManaged instead.
+   */
+  managedById?(kind: string, namespace: string, projectId: string, id: string): ManagedObject | undefined;
   /** A key of a Secret or ConfigMap, decoded; undefined when the object or key is absent. */
   dataKey(kind: "Secret" | "ConfigMap", namespace: string, name: string, key: string): string | undefined;
   /**
@@ -179,18 +184,59 @@ export async function createdAtFromOperations(
   return creates.at(-1)?.started_at || undefined;
 }
 
-/** Resolve `Kind/name` references to Ready objects with an id; a waiting message otherwise. */
+/**
+ * Something only the user can fix (a reference to an object that does not exist or is being deleted): the object
+ * stalls with the fix in the message, and is looked at again when the target changes (the dependency index).
+ */
+export interface Blocked {
+  blocked: { reason: Reason; message: string };
+}
+
+export const blocked = (reason: Reason, message: string): Blocked => ({ blocked: { reason, message } });
+
+/** The object of `kind` in `namespace` that manages the cloud resource `id`, if any. */
+export function managedByCloudId(
+  deps: KindDeps,
+  kind: string,
+  namespace: string,
+  projectId: string,
+  id: string,
+): ManagedObject | undefined {
+  if (deps.managedById !== undefined) return deps.managedById(kind, namespace, projectId, id);
+  return deps.listManaged(kind, namespace).find((object) => object.status.id === id);
+}
+
+/** A referenced object that does not exist: create it, or fix the reference. */
+export function referenceNotFound(what: string, field: string): Blocked {
+  return blocked(
+    REASONS.ReferenceNotFound,
+    `${what} does not exist: create it or correct ${field}; this object proceeds by itself once it exists`,
+  );
+}
+
+/**
+ * Resolve a `Kind/name` reference (in `field`) to a Ready object with an id. Not there, or being deleted, is for
+ * the user to fix (Blocked); not Ready yet resolves itself (waiting, with the target's own reason).
+ */
 export function readyTarget(
   deps: KindDeps,
   kind: string,
   namespace: string,
   name: string,
-): { id: string } | { waiting: string } {
+  field: string,
+): { id: string } | { waiting: string } | Blocked {
   const target = deps.managed(kind, namespace, name);
-  if (target === undefined) return { waiting: `${kind} ${namespace}/${name} not found` };
-  if (target.metadata.deletionTimestamp !== undefined)
-    return { waiting: `${kind} ${namespace}/${name} is being deleted; remove the reference to it from this spec` };
-  if (target.status.id === undefined || !isReady(target))
-    return { waiting: `${kind} ${namespace}/${name} is not Ready yet` };
+  const what = `${kind} ${namespace}/${name}`;
+  if (target === undefined) return referenceNotFound(what, field);
+  if (target.metadata.deletionTimestamp !== undefined) {
+    return blocked(
+      REASONS.ReferenceDeleting,
+      `${what} is being deleted: remove it from ${field} (or delete this object too)`,
+    );
+  }
+  if (target.status.id === undefined || !isReady(target)) {
+    const reason = target.status.conditions?.find((c) => c.type === "Ready")?.reason;
+    return { waiting: `${what} is not Ready yet${reason === undefined ? "" : ` (${reason})`}` };
+  }
   return { id: target.status.id };
 }

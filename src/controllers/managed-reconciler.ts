@@ -348,6 +348,13 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
         progressing: true,
       });
     }
+    if (resolution.type === "blocked") {
+      // The user's to fix; still looked at again (and woken when the target changes), so it resolves by itself.
+      return verdict(resolution.reason, resolution.message, after(this.#timing.dependencyMs), {
+        stalled: true,
+        event: "Warning",
+      });
+    }
     if (resolution.type === "invalid") {
       return verdict(REASON.InvalidSpec, resolution.message, DONE, {
         stalled: true,

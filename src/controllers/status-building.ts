@@ -1,11 +1,12 @@
-// The end of every pass: the verdict becomes the three kstatus conditions (Ready, Reconciling, Stalled) and
-// observedGeneration; status is written once and only when it changed; an event is emitted only when the Ready
+// The end of every pass: the verdict becomes the three kstatus conditions (Ready, Reconciling, Stalled), Synced
+// (synced.ts) and observedGeneration; status is written once and only when it changed; an event is emitted only when the Ready
 // story (status or reason) changed.
 import { isDeepStrictEqual } from "node:util";
 import type { Logger } from "pino";
 import { REASON, type Verdict } from "./classify.ts";
 import type { Condition, ManagedObject, ManagedSpecBase, ManagedStatusBase, Outcome } from "./external.ts";
 import { after, type PassServices } from "./reconcile-pass.ts";
+import { syncedCondition } from "./synced.ts";
 
 /** Kubernetes writes metav1.Time (condition lastTransitionTime) at whole seconds: RFC 3339 without a fraction. */
 export function formatKubeTime(ms: number): string {
@@ -46,20 +47,22 @@ export function applyVerdict(
   ];
   // UpToDate (create-only values) has its own reason and story; a pass that did not look keeps the last one.
   const previousUpToDate = previous.find((c) => c.type === "UpToDate");
+  let upToDate = previousUpToDate;
   if (result.upToDate !== undefined) {
     const { status, reason, message } = result.upToDate;
     const transition = previousUpToDate?.status === status ? previousUpToDate.lastTransitionTime : at;
-    draft.conditions.push({
+    upToDate = {
       type: "UpToDate",
       status,
       reason,
       message,
       lastTransitionTime: transition,
       observedGeneration: generation,
-    });
-  } else if (previousUpToDate !== undefined) {
-    draft.conditions.push(previousUpToDate);
+    };
   }
+  const previousSynced = previous.find((c) => c.type === "Synced");
+  draft.conditions.push(syncedCondition({ result, upToDate, previous: previousSynced, generation, at }));
+  if (upToDate !== undefined) draft.conditions.push(upToDate);
   draft.observedGeneration = generation;
   if (result.stalled) draft.lastError = result.message;
   return readyStatus;

@@ -4,6 +4,7 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { parse as parseYaml } from "yaml";
+import { eventAnswer, eventFromCore, eventToCore, isEventsApi } from "./events.ts";
 import { recordUpdate, serverSideApply } from "./managed-fields.ts";
 import { applyJsonPatch, applyMerge, applyMergePatch } from "./patch.ts";
 import { CRD_TYPE, NAMESPACE_TYPE, type ResourceRegistry, typesFromCrd } from "./resources.ts";
@@ -78,6 +79,10 @@ function specPart(object: KubeObject): Record<string, unknown> {
   return rest;
 }
 
+function hasGeneration(type: ResourceType): boolean {
+  return type.custom || type === CRD_TYPE;
+}
+
 function withoutVolatile(object: KubeObject): unknown {
   const { managedFields: _managedFields, resourceVersion: _resourceVersion, ...metadata } = object.metadata;
   return { ...object, metadata };
@@ -89,7 +94,6 @@ const MICRO_TIME_FIELDS: Record<string, string[][]> = {
     ["spec", "acquireTime"],
     ["spec", "renewTime"],
   ],
-  "events.k8s.io/events": [["eventTime"], ["series", "lastObservedTime"]],
   "/events": [["eventTime"], ["series", "lastObservedTime"]],
 };
 const MICRO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}(Z|[+-]\d\d:\d\d)$/;
@@ -138,7 +142,10 @@ export class KubeApi {
 
   /** An object as served under `type`'s version: a copy with that apiVersion and kind. */
   present(type: ResourceType, object: KubeObject): KubeObject {
-    return { ...deepClone(object), apiVersion: apiVersionOf(type), kind: type.kind };
+    const copy = deepClone(object);
+    if (isEventsApi(type)) return eventAnswer(copy, "events.k8s.io");
+    if (type.group === "" && type.plural === "events") return eventAnswer(copy, "core");
+    return { ...copy, apiVersion: apiVersionOf(type), kind: type.kind };
   }
 
   #require(type: ResourceType, namespace: string | undefined, name: string): KubeObject {
@@ -147,8 +154,17 @@ export class KubeApi {
     return object;
   }
 
+  exists(type: ResourceType, namespace: string | undefined, name: string): boolean {
+    return this.store.get(storageKeyOf(type), type.namespaced ? namespace : undefined, name) !== undefined;
+  }
+
   get(type: ResourceType, namespace: string | undefined, name: string): KubeObject {
     return this.present(type, this.#require(type, namespace, name));
+  }
+
+  /** The object with the field names of the API it is served by (field selectors see those). */
+  #view(type: ResourceType, object: KubeObject): KubeObject {
+    return isEventsApi(type) ? eventFromCore(object) : object;
   }
 
   matches(object: KubeObject, labelSelector: LabelSelector, fieldSelector: FieldSelector): boolean {
@@ -167,10 +183,14 @@ export class KubeApi {
     const keyOf = (object: KubeObject): string => `${object.metadata.namespace ?? ""}/${object.metadata.name ?? ""}`;
     const matching = this.store
       .list(storageKeyOf(type), namespace)
-      .filter((object) => this.matches(object, options.labelSelector, options.fieldSelector))
+      .filter((object) => this.matches(this.#view(type, object), options.labelSelector, options.fieldSelector))
       .filter((object) => after === "" || keyOf(object) > after);
     const page = options.limit !== undefined && options.limit > 0 ? matching.slice(0, options.limit) : matching;
-    const metadata: Record<string, unknown> = { resourceVersion: String(this.store.resourceVersion) };
+    // Custom resource lists carry `continue: ""` on the last page, as the real server's unstructured lists do.
+    const metadata: Record<string, unknown> = {
+      ...(type.custom ? { continue: "" } : {}),
+      resourceVersion: String(this.store.resourceVersion),
+    };
     const last = page.at(-1);
     if (page.length < matching.length && last) {
       const token: ContinueToken = { after: keyOf(last), resourceVersion: this.store.resourceVersion };
@@ -333,7 +353,7 @@ export class KubeApi {
   create(type: ResourceType, namespace: string | undefined, body: unknown, options: WriteOptions): KubeObject {
     if (options.subresource !== undefined)
       throw new ApiError(405, "MethodNotAllowed", "create is not allowed on a subresource");
-    const object = this.#checkBody(type, body);
+    const object = this.#toStored(type, this.#checkBody(type, body));
     this.#placeNamespace(type, object, namespace);
     const metadata = object.metadata;
     if ((metadata.name === undefined || metadata.name === "") && metadata.generateName) {
@@ -365,15 +385,27 @@ export class KubeApi {
       delete metadata[field];
     metadata.uid = randomUUID();
     metadata.creationTimestamp = now();
-    metadata.generation = 1;
+    // Like the real server: custom resources and CRDs count generations; Secrets, Events, Leases… have none.
+    if (hasGeneration(type)) metadata.generation = 1;
+    else delete metadata.generation;
     if (type.custom && type.statusSubresource) delete object.status;
     if (type === NAMESPACE_TYPE) object.status = { phase: "Active" };
     this.#admit(type, object, undefined, options);
-    if (!metadata.managedFields) recordUpdate(undefined, object, this.#owner(type, options));
+    if (!metadata.managedFields) {
+      // Recorded with the field names of the API written to (an events.k8s.io Event owns f:note, not f:message).
+      const viewed = this.#view(type, object);
+      recordUpdate(undefined, viewed, this.#owner(type, options), type.fieldShape);
+      object.metadata.managedFields = viewed.metadata.managedFields;
+    }
     if (options.dryRun) return this.present(type, object);
     const stored = this.store.put(storageKeyOf(type), object, undefined);
     this.#afterStore(type, stored, false);
     return this.present(type, stored);
+  }
+
+  /** A body in the form of the API it was sent to, as it is stored (events.k8s.io Events as core ones). */
+  #toStored(type: ResourceType, object: KubeObject): KubeObject {
+    return isEventsApi(type) ? eventToCore(object) : object;
   }
 
   #owner(
@@ -453,8 +485,11 @@ export class KubeApi {
     rawBody: string,
     options: PatchOptions,
   ): KubeObject {
-    if (!options.fieldManager)
-      throw badRequest("PATCH, application/apply-patch+yaml: fieldManager is required for apply requests");
+    if (!options.fieldManager) {
+      throw invalid({ group: "meta.k8s.io", kind: "PatchOptions" }, "", [
+        { reason: "FieldValueRequired", field: "fieldManager", message: "Required value: is required for apply patch" },
+      ]);
+    }
     let parsed: unknown;
     try {
       parsed = parseYaml(rawBody);
@@ -479,13 +514,14 @@ export class KubeApi {
         who,
         true,
         applyMerge,
+        type.fieldShape,
       );
       return this.create(type, namespace, created, options);
     }
     const wanted = applied.metadata.resourceVersion;
     if (wanted !== undefined && wanted !== old.metadata.resourceVersion) throw conflict(type, name, STALE_OBJECT);
     const current = this.present(type, old);
-    const merged = serverSideApply(current, applied, who, options.force, applyMerge);
+    const merged = serverSideApply(current, applied, who, options.force, applyMerge, type.fieldShape);
     return this.#commit(type, old, merged, options, "apply");
   }
 
@@ -530,7 +566,7 @@ export class KubeApi {
     options: WriteOptions,
     operation: "update" | "apply",
   ): KubeObject {
-    const next = this.#limitToEndpoint(type, old, proposed, options, operation);
+    const next = this.#limitToEndpoint(type, old, this.#toStored(type, proposed), options, operation);
     // System-owned metadata always comes from the stored object.
     for (const field of [
       "uid",
@@ -547,11 +583,14 @@ export class KubeApi {
     next.metadata.resourceVersion = old.metadata.resourceVersion;
     if (operation === "update") {
       next.metadata.managedFields = old.metadata.managedFields;
-      recordUpdate(old, next, this.#owner(type, options));
+      const viewed = this.#view(type, next);
+      recordUpdate(this.#view(type, old), viewed, this.#owner(type, options), type.fieldShape);
+      next.metadata.managedFields = viewed.metadata.managedFields;
     }
     if (type === NAMESPACE_TYPE && next.status === undefined) next.status = old.status;
     this.#admit(type, next, this.present(type, old), options);
-    if (!deepEqual(specPart(old), specPart(next))) next.metadata.generation = (old.metadata.generation ?? 1) + 1;
+    if (hasGeneration(type) && !deepEqual(specPart(old), specPart(next)))
+      next.metadata.generation = (old.metadata.generation ?? 1) + 1;
     if (deepEqual(withoutVolatile(old), withoutVolatile(next)) || options.dryRun) {
       // A no-op write changes nothing, not even the resourceVersion, like the real server.
       return this.present(type, options.dryRun ? next : old);
@@ -660,7 +699,7 @@ export class KubeApi {
   ): KubeObject {
     const matching = this.store
       .list(storageKeyOf(type), namespace)
-      .filter((object) => this.matches(object, options.labelSelector, options.fieldSelector));
+      .filter((object) => this.matches(this.#view(type, object), options.labelSelector, options.fieldSelector));
     const items = matching.map((object) =>
       this.delete(type, object.metadata.namespace, object.metadata.name ?? "", options),
     );

@@ -1,7 +1,20 @@
 // A small interpreter for the CEL forms CRD `x-kubernetes-validations` rules use here: literals, `self`,
 // `oldSelf`, member access, `has()`, comparisons, `&&`/`||`/`!`, `?:`, arithmetic, `in`, `size()`, string
-// methods and the `all`/`exists`/`map`/`filter` macros. Anything else raises CelUnsupportedError and the
-// caller skips the rule.
+// methods, `format()`, Kubernetes' IP and CIDR libraries (cel-network.ts) and the `all`/`exists`/`map`/`filter`
+// macros. Anything else raises CelUnsupportedError and the caller skips the rule.
+import {
+  CelCidr,
+  CelIp,
+  containsCidr,
+  containsIp,
+  ipMember,
+  isCidr,
+  isIp,
+  masked,
+  NetworkParseError,
+  parseCidr,
+  parseIp,
+} from "./cel-network.ts";
 import { deepEqual, isRecord } from "./types.ts";
 
 export class CelUnsupportedError extends Error {
@@ -185,6 +198,21 @@ const KNOWN_FUNCTIONS = new Set([
   "lastIndexOf",
   "string",
   "int",
+  "format",
+  "cidr",
+  "isCIDR",
+  "ip",
+  "isIP",
+  "masked",
+  "prefixLength",
+  "containsIP",
+  "containsCIDR",
+  "family",
+  "isUnspecified",
+  "isLoopback",
+  "isLinkLocalMulticast",
+  "isLinkLocalUnicast",
+  "isGlobalUnicast",
 ]);
 
 function unknownFunctions(node: Node): string[] {
@@ -314,9 +342,28 @@ function call(node: Extract<Node, { t: "call" }>, scope: Scope): unknown {
     case "int": {
       const value = args[0];
       if (typeof value === "number") return Math.trunc(value);
-      if (typeof value === "string" && /^[-+]?\d+$/.test(value.trim())) return Number.parseInt(value, 10);
-      throw new CelEvaluationError(`int() cannot convert ${JSON.stringify(value)}`);
+      if (typeof value === "string" && /^[-+]?\d+$/.test(value)) return Number.parseInt(value, 10);
+      throw new CelEvaluationError(
+        `type conversion error from '${typeof value === "string" ? "string" : "dyn"}' to 'int'`,
+      );
     }
+    case "format":
+      return format(text(target), args[0]);
+    case "cidr":
+    case "isCIDR":
+    case "ip":
+    case "isIP":
+    case "masked":
+    case "prefixLength":
+    case "containsIP":
+    case "containsCIDR":
+    case "family":
+    case "isUnspecified":
+    case "isLoopback":
+    case "isLinkLocalMulticast":
+    case "isLinkLocalUnicast":
+    case "isGlobalUnicast":
+      return network(node.name, target, args, text);
     default:
       throw new CelUnsupportedError(`unsupported CEL function ${node.name}()`);
   }
@@ -355,6 +402,54 @@ function arithmetic(op: string, left: unknown, right: unknown): unknown {
     default:
       return left % right;
   }
+}
+
+/** The strings extension's `format()`: `%s` and `%d` (and `%%`); other verbs are outside the subset. */
+function format(template: string, args: unknown): string {
+  if (!Array.isArray(args)) throw new CelEvaluationError("format() needs a list of arguments");
+  let next = 0;
+  return template.replace(/%(.)/g, (_, verb: string) => {
+    if (verb === "%") return "%";
+    if (verb !== "s" && verb !== "d") throw new CelUnsupportedError(`format() verb %${verb}`);
+    if (next >= args.length) throw new CelEvaluationError("format: not enough arguments");
+    const value = args[next++];
+    if (verb === "d" && typeof value !== "number") throw new CelEvaluationError("format: %d needs an integer");
+    return Array.isArray(value) ? `[${value.map(String).join(", ")}]` : String(value);
+  });
+}
+
+/** `cidr()`, `ip()`, `isCIDR()`, `isIP()`: the library's global functions. */
+function networkFunction(name: string, arg: unknown, text: (value: unknown) => string): unknown {
+  if (name === "cidr") return parseCidr(text(arg));
+  if (name === "ip") return parseIp(text(arg));
+  if (name === "isCIDR") return isCidr(text(arg));
+  if (name === "isIP") return isIp(text(arg));
+  return undefined;
+}
+
+/** The members of a CIDR: `ip()`, `masked()`, `prefixLength()`, `containsIP()`, `containsCIDR()`. */
+function cidrMember(name: string, cidr: CelCidr, arg: unknown, text: (value: unknown) => string): unknown {
+  if (name === "ip") return cidr.ip;
+  if (name === "masked") return masked(cidr);
+  if (name === "prefixLength") return cidr.bits;
+  if (name === "containsIP") return containsIp(cidr, arg instanceof CelIp ? arg : parseIp(text(arg)));
+  if (name === "containsCIDR") return containsCidr(cidr, arg instanceof CelCidr ? arg : parseCidr(text(arg)));
+  return undefined;
+}
+
+function network(name: string, target: unknown, args: unknown[], text: (value: unknown) => string): unknown {
+  const [arg] = args;
+  let value: unknown;
+  try {
+    if (target === undefined) value = networkFunction(name, arg, text);
+    else if (target instanceof CelCidr) value = cidrMember(name, target, arg, text);
+    else if (target instanceof CelIp) value = ipMember(name, target);
+  } catch (error) {
+    if (error instanceof NetworkParseError) throw new CelEvaluationError(error.message);
+    throw error;
+  }
+  if (value === undefined) throw new CelEvaluationError(`no such overload: ${name}`);
+  return value;
 }
 
 function select(node: Extract<Node, { t: "member" | "index" }>, scope: Scope): unknown {
@@ -422,20 +517,33 @@ function evaluate(node: Node, scope: Scope): unknown {
   }
 }
 
-/**
- * Evaluate one rule. Returns true/false, or "unsupported" when the expression is outside the subset (the
- * caller skips it). An evaluation error (a missing field, a type mismatch) counts as a failed rule, as in
- * Kubernetes.
- */
-export function evaluateRule(rule: string, self: unknown, oldSelf?: unknown): boolean | "unsupported" {
+/** What evaluating an expression gave: its value, an evaluation error (its text), or "outside the subset". */
+export type CelResult = { value: unknown } | { error: string } | "unsupported";
+
+/** Evaluate an expression (a rule or a messageExpression) with `self` and, when given, `oldSelf`. */
+export function evaluateExpression(source: string, self: unknown, oldSelf?: unknown): CelResult {
   try {
     const scope: Scope = new Map<string, unknown>([["self", self]]);
     if (oldSelf !== undefined) scope.set("oldSelf", oldSelf);
-    const result = evaluate(parseCel(rule), scope);
-    return result === true;
+    return { value: evaluate(parseCel(source), scope) };
   } catch (error) {
     if (error instanceof CelUnsupportedError || error instanceof SyntaxError) return "unsupported";
-    if (error instanceof CelEvaluationError) return false;
+    if (error instanceof CelEvaluationError) return { error: error.message };
     throw error;
   }
+}
+
+/**
+ * Evaluate one rule. Returns true/false, "unsupported" when the expression is outside the subset (the caller
+ * skips it), or the evaluation error (a missing field, a failed conversion), which the API server reports as
+ * "<error> evaluating rule: <message>".
+ */
+export function evaluateRule(
+  rule: string,
+  self: unknown,
+  oldSelf?: unknown,
+): boolean | "unsupported" | { error: string } {
+  const result = evaluateExpression(rule, self, oldSelf);
+  if (result === "unsupported" || "error" in result) return result;
+  return result.value === true;
 }

@@ -1,5 +1,6 @@
 // The resources the double serves: a fixed set of built-in kinds plus one entry per served version of
 // every registered CustomResourceDefinition.
+import { EVENT_COLUMNS } from "./events.ts";
 import { scalePathsOf } from "./scale.ts";
 import { checkSchemaCompiles } from "./schema.ts";
 import type { StatusCause } from "./status.ts";
@@ -36,6 +37,7 @@ export const BUILTIN_TYPES: readonly ResourceType[] = [
     shortNames: ["ns"],
     namespaced: false,
     statusSubresource: true,
+    fieldShape: { atomic: [], alwaysPresent: [["spec"], ["status"]] },
     printerColumns: [{ name: "Status", type: "string", jsonPath: ".status.phase" }],
   }),
   builtin({
@@ -68,12 +70,9 @@ export const BUILTIN_TYPES: readonly ResourceType[] = [
     singular: "event",
     shortNames: ["ev"],
     namespaced: true,
-    printerColumns: [
-      { name: "Type", type: "string", jsonPath: ".type" },
-      { name: "Reason", type: "string", jsonPath: ".reason" },
-      { name: "Object", type: "string", jsonPath: ".involvedObject.name" },
-      { name: "Message", type: "string", jsonPath: ".message" },
-    ],
+    printerColumns: EVENT_COLUMNS,
+    completeColumns: true,
+    fieldShape: { atomic: [["involvedObject"], ["related"]], alwaysPresent: [["source"]] },
   }),
   builtin({
     group: "events.k8s.io",
@@ -83,12 +82,9 @@ export const BUILTIN_TYPES: readonly ResourceType[] = [
     singular: "event",
     shortNames: ["ev"],
     namespaced: true,
-    printerColumns: [
-      { name: "Type", type: "string", jsonPath: ".type" },
-      { name: "Reason", type: "string", jsonPath: ".reason" },
-      { name: "Object", type: "string", jsonPath: ".regarding.name" },
-      { name: "Note", type: "string", jsonPath: ".note" },
-    ],
+    printerColumns: EVENT_COLUMNS,
+    completeColumns: true,
+    fieldShape: { atomic: [["regarding"], ["related"]], alwaysPresent: [["deprecatedSource"]] },
   }),
   builtin({
     group: "coordination.k8s.io",
@@ -97,6 +93,7 @@ export const BUILTIN_TYPES: readonly ResourceType[] = [
     plural: "leases",
     singular: "lease",
     namespaced: true,
+    fieldShape: { atomic: [], alwaysPresent: [["spec"]] },
     printerColumns: [{ name: "Holder", type: "string", jsonPath: ".spec.holderIdentity" }],
   }),
   builtin({
@@ -226,13 +223,15 @@ export function typesFromCrd(crd: KubeObject): { types: ResourceType[]; causes: 
   return { types, causes };
 }
 
-/** Every `x-kubernetes-validations` rule in a schema, for load-time reporting of unsupported ones. */
+/** Every `x-kubernetes-validations` rule and messageExpression in a schema, for load-time reporting of unsupported ones. */
 export function rulesOf(schema: unknown): string[] {
   if (Array.isArray(schema)) return schema.flatMap(rulesOf);
   if (!isRecord(schema)) return [];
   const own = Array.isArray(schema["x-kubernetes-validations"])
     ? schema["x-kubernetes-validations"].flatMap((rule) =>
-        isRecord(rule) && typeof rule.rule === "string" ? [rule.rule] : [],
+        isRecord(rule)
+          ? [rule.rule, rule.messageExpression].filter((expression) => typeof expression === "string")
+          : [],
       )
     : [];
   return [

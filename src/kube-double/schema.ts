@@ -3,7 +3,7 @@
 
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import addFormats from "ajv-formats";
-import { evaluateRule, referencesOldSelf } from "./cel.ts";
+import { evaluateExpression, evaluateRule, referencesOldSelf } from "./cel.ts";
 import { scaleCauses } from "./scale.ts";
 import { badRequest, invalid, type StatusCause } from "./status.ts";
 import { deepClone, isRecord, type JsonSchema, type KubeObject, type ResourceType } from "./types.ts";
@@ -60,6 +60,24 @@ function valueAtPointer(root: unknown, pointer: string): unknown {
   return current;
 }
 
+/** Reasons of OpenAPI errors that keep CEL rules from running (apiextensions' hasBlockingErr). */
+const BLOCKING_REASONS = new Set([
+  "FieldValueNotSupported",
+  "FieldValueRequired",
+  "FieldValueTooLong",
+  "FieldValueTooMany",
+  "FieldValueTypeInvalid",
+]);
+
+/** The cause added when OpenAPI errors kept the CEL rules from running. */
+const RULES_NOT_CHECKED: StatusCause = {
+  reason: "FieldValueInvalid",
+  message:
+    "Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+  field: "<nil>",
+};
+
+/** An ajv error as the API server words the same OpenAPI violation (kube-openapi's validate errors). */
 function causeFromAjv(error: ErrorObject, root: unknown): StatusCause {
   const field = fieldFromPointer(error.instancePath);
   const params = error.params as Record<string, unknown>;
@@ -71,26 +89,55 @@ function causeFromAjv(error: ErrorObject, root: unknown): StatusCause {
     };
   }
   const value = valueAtPointer(root, error.instancePath);
-  if (error.keyword === "enum" && Array.isArray(params.allowedValues)) {
-    const allowed = params.allowedValues.map((item) => JSON.stringify(item)).join(", ");
-    return {
-      reason: "FieldValueNotSupported",
-      message: `Unsupported value: ${describe(value)}: supported values: ${allowed}`,
-      field,
-    };
-  }
-  if (error.keyword === "type") {
-    return {
-      reason: "FieldValueTypeInvalid",
-      message: `Invalid value: ${describe(value)}: ${field} in body must be of type ${String(params.type)}: ${describe(value)}`,
-      field,
-    };
-  }
-  return {
+  const invalidValue = (detail: string): StatusCause => ({
     reason: "FieldValueInvalid",
-    message: `Invalid value: ${describe(value)}: ${field} in body ${error.message ?? "is invalid"}`,
+    message: `Invalid value: ${describe(value)}: ${field} in body ${detail}`,
     field,
-  };
+  });
+  switch (error.keyword) {
+    case "enum": {
+      const allowed = Array.isArray(params.allowedValues) ? params.allowedValues : [];
+      const supported = allowed.map((item) => JSON.stringify(String(item))).join(", ");
+      return {
+        reason: "FieldValueNotSupported",
+        message: `Unsupported value: ${describe(value)}: supported values: ${supported}`,
+        field,
+      };
+    }
+    case "type":
+      return {
+        reason: "FieldValueTypeInvalid",
+        message: `Invalid value: ${describe(value)}: ${field} in body must be of type ${String(params.type)}: ${describe(value)}`,
+        field,
+      };
+    case "maxLength":
+      return {
+        reason: "FieldValueTooLong",
+        message: `Too long: may not be more than ${String(params.limit)} bytes`,
+        field,
+      };
+    case "maxItems":
+    case "maxProperties": {
+      const count = Array.isArray(value) ? value.length : isRecord(value) ? Object.keys(value).length : 0;
+      return {
+        reason: "FieldValueTooMany",
+        message: `Too many: ${count}: must have at most ${String(params.limit)} items`,
+        field,
+      };
+    }
+    case "minLength":
+      return invalidValue(`should be at least ${String(params.limit)} chars long`);
+    case "minItems":
+      return invalidValue(`should have at least ${String(params.limit)} items`);
+    case "pattern":
+      return invalidValue(`should match '${String(params.pattern)}'`);
+    case "minimum":
+      return invalidValue(`should be greater than or equal to ${String(params.limit)}`);
+    case "maximum":
+      return invalidValue(`should be less than or equal to ${String(params.limit)}`);
+    default:
+      return invalidValue(error.message ?? "is invalid");
+  }
 }
 
 /** Remove fields the schema does not declare; report their paths. */
@@ -145,6 +192,51 @@ export interface CelOutcome {
   skipped: string[];
 }
 
+/** A failed rule's detail: its messageExpression's value when that gives a non-empty string, else its message. */
+function ruleDetail(rule: Record<string, unknown>, value: unknown, old: unknown): string {
+  if (typeof rule.messageExpression === "string") {
+    const evaluated = evaluateExpression(rule.messageExpression, value, old);
+    if (evaluated !== "unsupported" && "value" in evaluated && typeof evaluated.value === "string") {
+      const text = evaluated.value.trim();
+      if (text !== "" && !text.includes("\n")) return text;
+    }
+  }
+  return typeof rule.message === "string" && rule.message.trim() !== ""
+    ? rule.message.trim()
+    : `failed rule: ${String(rule.rule).trim()}`;
+}
+
+/** A failed rule as the API server words it (apiextensions' CEL validator): by its reason, with the value only for scalars. */
+function failedRuleCause(rule: Record<string, unknown>, value: unknown, detail: string, field: string): StatusCause {
+  switch (rule.reason) {
+    case "FieldValueForbidden":
+      return { reason: "FieldValueForbidden", message: `Forbidden: ${detail}`, field };
+    case "FieldValueRequired":
+      return { reason: "FieldValueRequired", message: `Required value: ${detail}`, field };
+    case "FieldValueDuplicate":
+      return { reason: "FieldValueDuplicate", message: `Duplicate value: ${describe(value)}`, field };
+    default: {
+      const shown = isRecord(value) || Array.isArray(value) ? "" : `${describe(value)}: `;
+      return { reason: "FieldValueInvalid", message: `Invalid value: ${shown}${detail}`, field };
+    }
+  }
+}
+
+/** A rule that failed to evaluate: reported on its node, with the schema type as the value (the API server's wording). */
+function evaluationErrorCause(
+  schema: Record<string, unknown>,
+  rule: Record<string, unknown>,
+  error: string,
+  path: string,
+): StatusCause {
+  const summary = typeof rule.message === "string" && rule.message.trim() !== "" ? rule.message : String(rule.rule);
+  return {
+    reason: "FieldValueInvalid",
+    message: `Invalid value: ${JSON.stringify(String(schema.type ?? "object"))}: ${error} evaluating rule: ${summary.trim()}`,
+    field: path === "" ? "<nil>" : path,
+  };
+}
+
 /** The rules declared on one schema node, evaluated against the value there. */
 function checkOwnRules(
   schema: Record<string, unknown>,
@@ -158,17 +250,20 @@ function checkOwnRules(
     if (!isRecord(rule) || typeof rule.rule !== "string") continue;
     const transition = referencesOldSelf(rule.rule);
     if (transition && old === undefined) continue;
-    const result = evaluateRule(rule.rule, value, transition ? old : undefined);
+    const previous = transition ? old : undefined;
+    const result = evaluateRule(rule.rule, value, previous);
     if (result === "unsupported") {
       outcome.skipped.push(rule.rule);
       continue;
     }
-    if (result) continue;
+    if (result === true) continue;
+    if (result !== false) {
+      outcome.causes.push(evaluationErrorCause(schema, rule, result.error, path));
+      continue;
+    }
     const suffix = typeof rule.fieldPath === "string" ? rule.fieldPath : "";
     const field = path === "" ? suffix.replace(/^\./, "") : `${path}${suffix}`;
-    const message = typeof rule.message === "string" ? rule.message : `failed rule: ${rule.rule}`;
-    const reason = typeof rule.reason === "string" ? rule.reason : "FieldValueInvalid";
-    outcome.causes.push({ reason, message: `Invalid value: ${describe(value)}: ${message}`, field });
+    outcome.causes.push(failedRuleCause(rule, value, ruleDetail(rule, value, previous), field));
   }
 }
 
@@ -206,15 +301,10 @@ export function admitCustomResource(type: ResourceType, object: KubeObject, opti
   const unknown: string[] = [];
   prune(schema, object, "", unknown);
   if (options.strict && unknown.length > 0) {
-    const causes = unknown.map((field) => ({
-      reason: "FieldValueInvalid",
-      message: `unknown field "${field}"`,
-      field,
-    }));
+    // The real answer is a bare 400 (no details.causes): the fields are named in the message only.
     const list = unknown.map((field) => `unknown field "${field}"`).join(", ");
     throw badRequest(
       `${type.kind} in version "${type.version}" cannot be handled as a ${type.kind}: strict decoding error: ${list}`,
-      causes,
     );
   }
   applyDefaults(schema, object);
@@ -222,10 +312,17 @@ export function admitCustomResource(type: ResourceType, object: KubeObject, opti
   const validate = validatorFor(schema);
   const causes: StatusCause[] = [];
   if (!validate(object)) causes.push(...(validate.errors ?? []).map((error) => causeFromAjv(error, object)));
-  const outcome: CelOutcome = { causes: [], skipped: [] };
-  checkRules(schema, object, options.old, "", outcome);
-  for (const rule of outcome.skipped) options.onSkippedRule?.(rule);
-  causes.push(...outcome.causes, ...scaleCauses(type, object));
+  // The scale checks run with the OpenAPI ones, before the API server decides whether CEL rules may run.
+  causes.push(...scaleCauses(type, object));
+  if (causes.some((cause) => BLOCKING_REASONS.has(cause.reason))) {
+    // As the API server: a wrong type, a missing field or a bound exceeded keeps the CEL rules from running.
+    causes.push(RULES_NOT_CHECKED);
+  } else {
+    const outcome: CelOutcome = { causes: [], skipped: [] };
+    checkRules(schema, object, options.old, "", outcome);
+    for (const rule of outcome.skipped) options.onSkippedRule?.(rule);
+    causes.push(...outcome.causes);
+  }
   if (causes.length > 0) throw invalid(type, name, causes);
 }
 

@@ -327,6 +327,7 @@ export function createRequestHandler(deps: ServerDeps): (request: IncomingMessag
       return;
     }
     let result: KubeObject;
+    let status = 200;
     switch (request.method) {
       case "GET":
         result = api.get(type, namespace, name);
@@ -334,12 +335,17 @@ export function createRequestHandler(deps: ServerDeps): (request: IncomingMessag
       case "PUT":
         result = api.update(type, namespace, name, await readJsonBody(request), writeOptions(query, subresource));
         break;
-      case "PATCH":
-        result = api.patch(type, namespace, name, request.headers["content-type"] ?? "", await readBody(request), {
+      case "PATCH": {
+        const contentType = request.headers["content-type"] ?? "";
+        // An apply that creates the object answers 201 Created, like POST.
+        const creates = contentType.startsWith("application/apply-patch+yaml") && !api.exists(type, namespace, name);
+        result = api.patch(type, namespace, name, contentType, await readBody(request), {
           ...writeOptions(query, subresource),
           force: query.get("force") === "true",
         });
+        if (creates) status = 201;
         break;
+      }
       case "DELETE": {
         if (subresource !== undefined) throw methodNotAllowed("DELETE is not supported on a subresource");
         const text = await readBody(request);
@@ -354,7 +360,7 @@ export function createRequestHandler(deps: ServerDeps): (request: IncomingMessag
       default:
         throw methodNotAllowed(`${request.method ?? ""} is not supported`);
     }
-    respondWithObject(response, context, 200, result);
+    respondWithObject(response, context, status, result);
   };
 
   /** `/scale`: an autoscaling/v1 Scale in and out, never a Table. */

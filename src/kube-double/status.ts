@@ -37,10 +37,15 @@ export class ApiError extends Error {
       status: "Failure",
       message: this.message,
       reason: this.reason,
-      ...(this.details === undefined ? {} : { details: this.details }),
+      // Like metav1.StatusDetails, empty strings are left out (`"name": ""` never appears).
+      ...(this.details === undefined ? {} : { details: withoutEmptyStrings(this.details) }),
       code: this.code,
     };
   }
+}
+
+function withoutEmptyStrings(details: StatusDetails): StatusDetails {
+  return Object.fromEntries(Object.entries(details).filter(([, value]) => value !== "")) as StatusDetails;
 }
 
 type ResourceRef = Pick<ResourceType, "group" | "plural">;
@@ -79,7 +84,9 @@ export const STALE_OBJECT =
 export function invalid(type: Pick<ResourceType, "group" | "kind">, name: string, causes: StatusCause[]): ApiError {
   const kind = type.group === "" ? type.kind : `${type.kind}.${type.group}`;
   const summary = causes.map((cause) => (cause.field ? `${cause.field}: ${cause.message}` : cause.message));
-  return new ApiError(422, "Invalid", `${kind} "${name}" is invalid: ${summary.join(", ")}`, {
+  // An aggregate of several errors is bracketed, one alone is not (apimachinery's NewInvalid).
+  const errors = summary.length === 1 ? (summary[0] ?? "") : `[${summary.join(", ")}]`;
+  return new ApiError(422, "Invalid", `${kind} "${name}" is invalid: ${errors}`, {
     name,
     group: type.group,
     kind: type.kind,

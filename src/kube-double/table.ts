@@ -22,7 +22,26 @@ export function humanAge(since: string | undefined, nowMs = Date.now()): string 
   if (hours < 48) return `${hours}h`;
   if (days < 8) return hours % 24 === 0 ? `${days}d` : `${days}d${hours % 24}h`;
   if (days < 365 * 2) return `${days}d`;
-  return `${Math.floor(days / 365)}y`;
+  const years = Math.floor(days / 365);
+  if (days < 365 * 8 && days % 365 !== 0) return `${years}y${days % 365}d`;
+  return `${years}y`;
+}
+
+/** Go's json.Marshal: map keys sorted, `<`, `>` and `&` escaped. */
+function goJson(value: unknown): string {
+  const sorted = (item: unknown): unknown => {
+    if (Array.isArray(item)) return item.map(sorted);
+    if (item !== null && typeof item === "object") {
+      const record = item as Record<string, unknown>;
+      return Object.fromEntries(
+        Object.keys(record)
+          .sort()
+          .map((key) => [key, sorted(record[key])]),
+      );
+    }
+    return item;
+  };
+  return JSON.stringify(sorted(value)).replace(/</g, "\\u003c").replace(/>/g, "\\u003e").replace(/&/g, "\\u0026");
 }
 
 interface ColumnDefinition {
@@ -35,21 +54,24 @@ interface ColumnDefinition {
 
 function columnsOf(type: ResourceType): PrinterColumn[] {
   const columns = [...type.printerColumns];
+  if (type.completeColumns === true) return columns;
   if (!columns.some((column) => column.name.toLowerCase() === "age" || column.type === "date")) {
     columns.push({ name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" });
   }
   return columns;
 }
 
+const NAME_COLUMN: ColumnDefinition = {
+  name: "Name",
+  type: "string",
+  format: "name",
+  description: "Name must be unique within a namespace.",
+  priority: 0,
+};
+
 export function columnDefinitions(type: ResourceType): ColumnDefinition[] {
   return [
-    {
-      name: "Name",
-      type: "string",
-      format: "name",
-      description: "Name must be unique within a namespace.",
-      priority: 0,
-    },
+    ...(type.completeColumns === true ? [] : [NAME_COLUMN]),
     ...columnsOf(type).map((column) => ({
       name: column.name,
       type: column.type,
@@ -69,12 +91,26 @@ function cell(object: KubeObject, column: PrinterColumn): unknown {
     if (error instanceof JsonPathError) return null;
     throw error;
   }
-  // Like the real table convertor, a column shows the first value its path selects.
+  // Like the real table convertor (apiextensions' tableconvertor): a column shows the first value its path
+  // selects (`[*]` shows one item, not all); a string column prints it as kubectl's JSONPath printer does (a list
+  // or map as JSON, a number or boolean as text); other types keep a value of their type only.
   const [first] = values;
   if (first === undefined || first === null) return null;
-  if (column.type === "date") return typeof first === "string" ? humanAge(first) : null;
-  if (typeof first === "object") return JSON.stringify(first);
-  return first;
+  switch (column.type) {
+    case "string":
+      return typeof first === "object" ? goJson(first) : String(first);
+    case "integer":
+      return typeof first === "number" ? Math.trunc(first) : null;
+    case "number":
+      return typeof first === "number" ? first : null;
+    case "boolean":
+      return typeof first === "boolean" ? first : null;
+    case "date":
+      if (typeof first !== "string") return null;
+      return Number.isNaN(Date.parse(first)) ? "<invalid>" : humanAge(first);
+    default:
+      return null;
+  }
 }
 
 export function tableRow(
@@ -89,7 +125,10 @@ export function tableRow(
         ? undefined
         : { kind: "PartialObjectMetadata", apiVersion: "meta.k8s.io/v1", metadata: object.metadata };
   return {
-    cells: [object.metadata.name ?? "", ...columnsOf(type).map((column) => cell(object, column))],
+    cells: [
+      ...(type.completeColumns === true ? [] : [object.metadata.name ?? ""]),
+      ...columnsOf(type).map((column) => cell(object, column)),
+    ],
     ...(embedded === undefined ? {} : { object: embedded }),
   };
 }

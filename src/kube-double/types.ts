@@ -48,6 +48,15 @@ export interface PrinterColumn {
   compute?: (object: KubeObject) => unknown;
 }
 
+/**
+ * Fields of a built-in kind that managedFields treat specially: `atomic` maps are owned whole (an
+ * ObjectReference), `alwaysPresent` structs exist even when empty (a Lease's spec), so no manager owns them.
+ */
+export interface FieldShape {
+  atomic: string[][];
+  alwaysPresent: string[][];
+}
+
 /** A JSON (OpenAPI v3 structural) schema as found in a CRD's `openAPIV3Schema`. */
 export type JsonSchema = JsonObject;
 
@@ -68,6 +77,10 @@ export interface ResourceType {
   /** Only custom resources carry a schema; built-ins are stored as sent. */
   schema: JsonSchema | undefined;
   printerColumns: PrinterColumn[];
+  /** How managedFields see this kind's fields (see managed-fields.ts); none for custom resources. */
+  fieldShape?: FieldShape;
+  /** The printer columns are the whole row: no NAME first, no AGE added (Events, as kube-apiserver prints them). */
+  completeColumns?: boolean;
   custom: boolean;
 }
 
@@ -79,8 +92,12 @@ export function apiVersionOf(type: { group: string; version: string }): string {
   return type.group === "" ? type.version : `${type.group}/${type.version}`;
 }
 
-/** The storage key of a resource: version-independent, like etcd's. */
+/**
+ * The storage key of a resource: version-independent, like etcd's. Events of events.k8s.io are stored with the
+ * core ones (see events.ts), as the real server stores both under /registry/events.
+ */
 export function storageKeyOf(type: { group: string; plural: string }): string {
+  if (type.group === "events.k8s.io" && type.plural === "events") return "/events";
   return `${type.group}/${type.plural}`;
 }
 

@@ -92,7 +92,8 @@ export class WatchHub {
     const inScope = (object: KubeObject | undefined): boolean =>
       object !== undefined &&
       (request.namespace === undefined || object.metadata.namespace === request.namespace) &&
-      this.#api.matches(object, request.labelSelector, request.fieldSelector);
+      // Selectors see the field names of the API watched (events.k8s.io's `regarding`, core's `involvedObject`).
+      this.#api.matches(this.#api.present(type, object), request.labelSelector, request.fieldSelector);
     const deliver = (event: StoredEvent): void => {
       if (event.storageKey !== storageKeyOf(type)) return;
       const now = event.type !== "DELETED" && inScope(event.object);

@@ -82,26 +82,30 @@ export function makeListFunction(
   const path = collectionPath(resource, resource.namespaced ? namespace : undefined);
   // Paged (limit + continue, one consistent snapshot) so that no single answer is parsed in one go and the event
   // loop breathes between pages; the pages are returned as one list at the first page's resourceVersion.
+  const fetchPage = async (token: string | undefined, signal?: AbortSignal) => {
+    const query = new URLSearchParams({
+      ...(selectors.fieldSelector ? { fieldSelector: selectors.fieldSelector } : {}),
+      ...(selectors.labelSelector ? { labelSelector: selectors.labelSelector } : {}),
+      limit: String(pageSize),
+      ...(token ? { continue: token } : {}),
+    });
+    const answer = await kubeRequest(kubeConfig, "GET", `${path}?${query}`, signal ? { signal } : {});
+    const parsed = ListSchema.safeParse(answer);
+    const problem = parsed.success ? malformedItem(parsed.data.items) : parsed.error.message;
+    if (!parsed.success || problem !== undefined) {
+      throw new MalformedResponseError(`list of ${resourceId(resource)} is malformed: ${problem}`);
+    }
+    return parsed.data;
+  };
   return async (signal) => {
     const items: unknown[] = [];
     let first: z.infer<typeof ListSchema> | undefined;
     let token: string | undefined;
     do {
-      const query = new URLSearchParams({
-        ...(selectors.fieldSelector ? { fieldSelector: selectors.fieldSelector } : {}),
-        ...(selectors.labelSelector ? { labelSelector: selectors.labelSelector } : {}),
-        limit: String(pageSize),
-        ...(token ? { continue: token } : {}),
-      });
-      const answer = await kubeRequest(kubeConfig, "GET", `${path}?${query}`, signal ? { signal } : {});
-      const parsed = ListSchema.safeParse(answer);
-      const problem = parsed.success ? malformedItem(parsed.data.items) : parsed.error.message;
-      if (!parsed.success || problem !== undefined) {
-        throw new MalformedResponseError(`list of ${resourceId(resource)} is malformed: ${problem}`);
-      }
-      first ??= parsed.data;
-      for (const item of parsed.data.items) items.push(item);
-      token = parsed.data.metadata?.continue || undefined;
+      const page = await fetchPage(token, signal);
+      first ??= page;
+      for (const item of page.items) items.push(item);
+      token = page.metadata?.continue || undefined;
       if (token !== undefined) await yieldToEventLoop();
     } while (token !== undefined);
     const { continue: _continue, ...metadata } = first?.metadata ?? {};

@@ -23,11 +23,11 @@ describe("constants", () => {
       syncPeriod: "gpucloud.dev/sync-period",
       deleteFirst: "gpucloud.dev/delete-first",
     });
-    expect(CONDITION_TYPES).toEqual(["Ready", "Reconciling", "Stalled", "UpToDate"]);
+    expect(CONDITION_TYPES).toEqual(["Ready", "Reconciling", "Stalled", "Synced", "UpToDate"]);
   });
 
   it("documents every reason with one line, and each reason is its own name", () => {
-    expect(Object.keys(REASONS)).toHaveLength(28);
+    expect(Object.keys(REASONS)).toHaveLength(31);
     for (const [key, reason] of Object.entries(REASONS)) {
       expect(reason).toBe(key);
       const description = REASON_DESCRIPTIONS[reason];

@@ -88,6 +88,52 @@ describe("CRD rules", () => {
     }
   });
 
+  it("says every pattern in words: no OpenAPI pattern (printed raw by the API server), a CEL rule with a message", () => {
+    const patterns: string[] = [];
+    const matchesRules: string[] = [];
+    for (const info of KINDS) {
+      JSON.stringify(crdOf(info), (key, value: unknown) => {
+        if (key === "pattern") patterns.push(String(value));
+        if (key === "rule" && typeof value === "string" && value.startsWith("self.matches(")) matchesRules.push(value);
+        return value;
+      });
+    }
+    expect(patterns).toEqual([]);
+    expect(matchesRules.length).toBeGreaterThan(20);
+    // A zod regex without such a rule is refused by the generator.
+    expect(() =>
+      structuralSchemaOf(
+        z.object({
+          code: z
+            .string()
+            .max(8)
+            .regex(/^[A-Z]+$/),
+        }),
+      ),
+    ).toThrow(/pattern \^\[A-Z\]\+\$ has no rule that says what is expected; build the field with matching\(\)/);
+  });
+
+  it("checks a disk size's range, growth and a port range only on well-formed values (one error per mistake)", () => {
+    const sizeRules = rulesOf("GpuDisk").filter((rule) => rule.rule.includes("self.size.substring"));
+    expect(sizeRules.map((rule) => rule.message).sort()).toEqual([
+      "a persistent-ssd disk is at most 10TiB",
+      "a shared-volume disk is 1TiB to 1000TiB in whole TiB",
+      "size can only grow",
+    ]);
+    for (const rule of sizeRules) expect(rule.rule).toMatch(/^!self\.size\.matches\(/);
+  });
+
+  it("refuses a CIDR with host bits set and names the network address (cidr library, format() for the cost)", () => {
+    const cidr = versionOf("GpuNetwork").schema.openAPIV3Schema.properties?.spec?.properties?.cidr;
+    expect(cidr?.["x-kubernetes-validations"]).toEqual([
+      { rule: expect.stringMatching(/^self\.matches\(/), message: "must be an IPv4 CIDR such as 10.0.0.0/16" },
+      expect.objectContaining({
+        rule: expect.stringContaining("cidr(self) == cidr(self).masked()"),
+        messageExpression: "'host bits are set: use %s'.format([string(cidr(self).masked())])",
+      }),
+    ]);
+  });
+
   it("printer columns cover what kubectl get must show", () => {
     const columns = (kind: string) =>
       versionOf(kind).additionalPrinterColumns.map((column) => column.name.toUpperCase());
@@ -106,6 +152,25 @@ describe("CRD rules", () => {
     );
     const ready = versionOf("GpuVm").additionalPrinterColumns.find((column) => column.name === "Ready");
     expect(ready?.jsonPath).toBe('.status.conditions[?(@.type=="Ready")].status');
+  });
+
+  it("reads like kubectl's own columns: display forms from status, Synced next to Ready", () => {
+    const path = (kind: string, name: string) =>
+      versionOf(kind).additionalPrinterColumns.find((column) => column.name === name)?.jsonPath;
+    // A column shows the first value of its JSONPath, and a list as JSON: display forms live in status.
+    expect(path("GpuVm", "State")).toBe(".status.printableState");
+    expect(path("GpuFirewallRule", "Protocols")).toBe(".status.printableProtocols");
+    expect(path("GpuDisk", "Attached")).toBe(".status.printableAttachedTo");
+    for (const kind of ["GpuVm", "GpuDisk", "GpuNetwork", "GpuFirewallRule"]) {
+      const names = versionOf(kind).additionalPrinterColumns.map((column) => column.name);
+      expect(names.indexOf("Synced"), kind).toBe(names.indexOf("Ready") + 1);
+      expect(path(kind, "Synced")).toBe('.status.conditions[?(@.type=="Synced")].status');
+    }
+    for (const info of KINDS) {
+      for (const column of versionOf(info.kind).additionalPrinterColumns) {
+        expect(column.jsonPath, `${info.kind} ${column.name}`).not.toMatch(/\[\*\]/);
+      }
+    }
   });
 
   it("carries the immutability and one-of CEL rules", () => {

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { findCondition, type ManagedResource } from "../../src/api/common.ts";
 import { GpuDisk, GpuDiskSpec, sizeInGiB } from "../../src/api/gpu-disk.ts";
 import { GpuFirewallRuleSpec } from "../../src/api/gpu-firewall-rule.ts";
-import { GpuNetworkSpec } from "../../src/api/gpu-network.ts";
+import { GpuNetworkSpec, maskedCidr } from "../../src/api/gpu-network.ts";
 import { GpuVm, GpuVmSpec } from "../../src/api/gpu-vm.ts";
 import { KINDS, kindInfo } from "../../src/api/kinds.ts";
 
@@ -83,7 +83,7 @@ describe("one-of rules mirrored in zod", () => {
       { ...RULE, sources: [{ cidr: "0.0.0.0/0", resourceId: "vm-1" }] },
       "set exactly one of cidr, vmRef and resourceId",
     ],
-    ["reversed port range", { ...RULE, destinationPorts: ["9000-8000"] }, "port range 9000-8000 ends before it starts"],
+    ["reversed port range", { ...RULE, destinationPorts: ["9000-8000"] }, "a port range must not end before it starts"],
     ["repeated protocol", { ...RULE, protocols: ["tcp", "tcp"] }, "protocols must not repeat"],
   ])("GpuFirewallRule: %s", (_name, spec, message) => {
     expect(issues(GpuFirewallRuleSpec.safeParse(spec))).toContain(message);
@@ -133,6 +133,25 @@ describe("field formats", () => {
   });
   it.each(["10.0.0.0/33", "256.0.0.0/8", "10.0.0.0", "fd00::/8"])("rejects CIDR %s", (cidr) => {
     expect(GpuNetworkSpec.safeParse({ cidr }).success).toBe(false);
+  });
+
+  it.each([
+    ["10.0.0.1/8", "10.0.0.0/8"],
+    ["192.168.7.77/20", "192.168.0.0/20"],
+    ["10.0.0.1/0", "0.0.0.0/0"],
+    ["203.0.113.9/31", "203.0.113.8/31"],
+  ])("refuses CIDR %s (host bits set) naming %s, in one issue", (cidr, network) => {
+    expect(maskedCidr(cidr)).toBe(network);
+    const parsed = GpuNetworkSpec.safeParse({ cidr });
+    expect(parsed.error?.issues.map((issue) => issue.message)).toEqual([`host bits are set: use ${network}`]);
+  });
+
+  it("says a malformed CIDR in words, once, and keeps /32 addresses", () => {
+    expect(GpuNetworkSpec.safeParse({ cidr: "10.0.0.0/33" }).error?.issues.map((issue) => issue.message)).toEqual([
+      "must be an IPv4 CIDR such as 10.0.0.0/16",
+    ]);
+    expect(maskedCidr("203.0.113.7/32")).toBe("203.0.113.7/32");
+    expect(maskedCidr("not a cidr")).toBeUndefined();
   });
 });
 

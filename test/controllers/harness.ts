@@ -91,7 +91,7 @@ export interface EnvOptions {
   withoutCredentials?: boolean;
   /** Start the operator at once (default true). */
   start?: boolean;
-  /** Overrides of the reconcilers' timing on top of the harness's short ones. */
+  /** Reconciler timings over the harness's short ones (e.g. a long dependencyMs to see that a wake-up, not a requeue, moved an object). */
   timing?: Partial<ReconcileTiming>;
 }
 

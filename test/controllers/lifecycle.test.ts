@@ -42,19 +42,35 @@ describe("GpuNetwork", () => {
 });
 
 describe("GpuDisk", () => {
-  it("a disk deleted while attached waits; its VM names it as being deleted until the reference is removed", async () => {
+  it("a disk deleted while its GpuVm still lists it stalls on both sides with the fix, and goes once the VM lets go", async () => {
     await env.apply("GpuDisk", "attached", { size: "100GiB", location: "us-east1-a" });
     await env.apply("GpuVm", "holder", vmSpec({ disks: [{ diskRef: { name: "attached" } }] }));
     await env.waitReady("GpuVm", "holder", 10_000);
-    await env.waitFor(
+    const disk = await env.waitFor(
       "GpuDisk",
       "attached",
       (o) => ((o?.status?.attachedTo as unknown[] | undefined) ?? []).length > 0,
     );
+    // The Attached column and the attachment name the GpuVm, not only the cloud VM id.
+    expect(disk?.status?.printableAttachedTo).toBe("holder");
+    expect(disk?.status?.attachedTo).toEqual([expect.objectContaining({ gpuVm: "holder", mode: "read-write" })]);
+    const holder = await env.get("GpuVm", "holder");
+    expect(holder?.status?.attachedDisks).toEqual([expect.objectContaining({ gpuDisk: "attached" })]);
+
     await env.remove("GpuDisk", "attached");
-    await env.waitFor("GpuDisk", "attached", (o) => reasonOf(o) === "WaitingForDependency");
-    const vm = await env.waitFor("GpuVm", "holder", (o) => reasonOf(o) === "WaitingForDependency");
-    expect(condition(vm, "Ready")?.message).toMatch(/GpuDisk default\/attached is being deleted/);
+    // Nothing resolves this by itself: Stalled (not an endless Reconciling), and the message says what to do.
+    const inUse = await env.waitFor("GpuDisk", "attached", (o) => reasonOf(o) === "InUse");
+    expect(condition(inUse, "Stalled")?.status).toBe("True");
+    expect(condition(inUse, "Reconciling")?.status).toBe("False");
+    expect(condition(inUse, "Ready")?.message).toMatch(
+      /still attached to GpuVm default\/holder: remove the disk from its spec\.disks, or delete the GpuVm/,
+    );
+    const vm = await env.waitFor("GpuVm", "holder", (o) => reasonOf(o) === "ReferenceDeleting");
+    expect(condition(vm, "Stalled")?.status).toBe("True");
+    expect(condition(vm, "Ready")?.message).toMatch(
+      /GpuDisk default\/attached is being deleted: remove it from spec\.disks\[0\]/,
+    );
+    // The fix is all it takes: the VM detaches the disk, and the disk's deletion goes on by itself.
     await env.patchSpec("GpuVm", "holder", { disks: [] });
     await env.waitFor("GpuDisk", "attached", (o) => o === undefined, 10_000);
     await env.waitReady("GpuVm", "holder", 10_000);
@@ -228,12 +244,14 @@ describe("GpuFirewallRule", () => {
       destinations: [{ vmRef: { name: "fw-vm" } }],
       destinationPorts: ["22"],
     });
-    await env.waitFor("GpuFirewallRule", "ssh", (o) => reasonOf(o) === "WaitingForDependency");
+    const missing = await env.waitFor("GpuFirewallRule", "ssh", (o) => reasonOf(o) === "ReferenceNotFound");
+    expect(condition(missing, "Ready")?.message).toMatch(/^GpuNetwork default\/fw-net does not exist: create it/);
     await env.apply("GpuNetwork", "fw-net", {});
     await env.apply("GpuVm", "fw-vm", vmSpec());
     const ready = await env.waitReady("GpuFirewallRule", "ssh", 10_000);
     const rule = (await cloudRules()).find((r) => r.id === ready.status?.id);
     expect(rule?.destination_ports).toEqual(["22"]);
+    expect(ready.status?.printableProtocols).toBe("tcp");
 
     await env.admin("PATCH", `/firewall-rules/${rule?.id}`, { destination_ports: ["2222"] });
     await env.waitFor(
@@ -246,7 +264,9 @@ describe("GpuFirewallRule", () => {
     expect((await cloudRules()).find((r) => r.id === rule?.id)?.destination_ports).toEqual(["22"]);
 
     await env.remove("GpuNetwork", "fw-net");
-    await env.waitFor("GpuNetwork", "fw-net", (o) => reasonOf(o) === "WaitingForDependency");
+    const inUse = await env.waitFor("GpuNetwork", "fw-net", (o) => reasonOf(o) === "InUse");
+    expect(condition(inUse, "Stalled")?.status).toBe("True");
+    expect(condition(inUse, "Ready")?.message).toMatch(/GpuFirewallRules default\/ssh still use this network/);
     await env.remove("GpuFirewallRule", "ssh");
     await env.remove("GpuVm", "fw-vm");
     await env.waitFor("GpuNetwork", "fw-net", (o) => o === undefined, 10_000);

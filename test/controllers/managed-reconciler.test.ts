@@ -1064,6 +1064,7 @@ describe("ManagedReconciler", () => {
       "2026-11-21T12:00:00Z",
       "2026-11-21T12:00:00Z",
       "2026-11-21T12:00:00Z",
+      "2026-11-21T12:00:00Z",
     ]);
     // A later pass with the same story compares equal: no second write.
     const second = await run({

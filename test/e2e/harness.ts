@@ -100,7 +100,7 @@ export interface Playground {
   process: RunningProcess;
   stateDir: string;
   kubeconfigPath: string;
-  /** Base URL of the Kubernetes API test double. */
+  /** Base URL of the Kubernetes API (the test double's, or the real kube-apiserver's). */
   kubeUrl: string;
   cloud: CloudInfo;
   kubectl(...args: string[]): Promise<string>;
@@ -117,6 +117,10 @@ export async function startPlayground(options: {
   withoutOperator?: boolean;
   /** Reuse the state of an earlier playground; a fresh temporary directory otherwise. */
   stateDir?: string;
+  /** The test double (default) or a real control plane (`--kube real`, needs `npm run kube:build`). */
+  kube?: "double" | "real";
+  /** The kubectl binary to drive it with; the one on PATH by default. */
+  kubectl?: string;
   /** `--shards`: operators sharing the objects by hash, one Lease each. */
   shards?: number;
   /** The simulator's profile (`--profile`); the playground's default (contract) otherwise. */
@@ -126,11 +130,12 @@ export async function startPlayground(options: {
   const args = ["playground", "--port", "0", "--cloud-port", "0", "--metrics-port", "0", "--health-port", "0"];
   args.push("--state-dir", stateDir, "--latency-ms", String(options.latencyMs));
   if (options.withoutOperator === true) args.push("--without-operator");
+  if (options.kube === "real") args.push("--kube", "real");
   if (options.shards !== undefined) args.push("--shards", String(options.shards));
   if (options.profile !== undefined) args.push("--profile", options.profile);
   const playground = new RunningProcess(args);
   try {
-    await playground.waitForOutput(READY_LINE, 60_000);
+    await playground.waitForOutput(READY_LINE, 120_000);
   } catch (error) {
     await playground.stop("SIGKILL");
     await rm(stateDir, { recursive: true, force: true });
@@ -151,7 +156,7 @@ export async function startPlayground(options: {
     customObjects: kubeConfig.makeApiClient(CustomObjectsApi),
     async kubectl(...kubectlArgs: string[]): Promise<string> {
       try {
-        const { stdout } = await run("kubectl", kubectlArgs, {
+        const { stdout } = await run(options.kubectl ?? "kubectl", kubectlArgs, {
           cwd: REPO_ROOT,
           env: { ...process.env, KUBECONFIG: kubeconfigPath },
           timeout: 150_000,
@@ -168,12 +173,16 @@ export async function startPlayground(options: {
       return response.json();
     },
     operatorArgs(shard?: { index: number; count: number }): string[] {
+      // On the real control plane the operator runs as deploy/ installs it: its ServiceAccount's kubeconfig and
+      // its Lease(s) in deploy/'s namespace, as the playground itself starts it.
+      const real = options.kube === "real";
       return operatorArgs({
-        kubeconfigPath,
+        kubeconfigPath: real ? path.join(stateDir, "operator.kubeconfig") : kubeconfigPath,
         apiUrl: cloud.url,
         metricsPort: 0,
         healthPort: 0,
         latencyMs: options.latencyMs,
+        ...(real ? { leaderElectionNamespace: "gpuvm-system" } : {}),
         ...(shard ? { shard } : {}),
       });
     },

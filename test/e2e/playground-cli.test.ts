@@ -22,6 +22,7 @@ describe("gpuvm-operator playground command line", () => {
       "--latency-ms",
       "--profile",
       "--without-operator",
+      "--kube",
     ]) {
       expect(help.output).toContain(flag);
     }
@@ -38,6 +39,7 @@ describe("gpuvm-operator playground command line", () => {
     [["--latency-ms", "-5"], "--latency-ms"],
     [["--cloud-port", "70000"], "--cloud-port"],
     [["--colour"], "colour"],
+    [["--kube", "k3s"], '--kube: expected double or real, got "k3s"'],
     [["--profile", "spec"], "--profile: expected one of contract, seed-only"],
     [["extra"], "extra"],
   ])("refuses %j", (argv, mention) => {
@@ -53,7 +55,9 @@ describe("gpuvm-operator playground command line", () => {
       latencyMs: 1500,
       profile: "contract",
       withoutOperator: false,
+      kube: "double",
     });
+    expect(parsePlaygroundArgs(["--kube", "real"])).toMatchObject({ kube: "real" });
     expect(parsePlaygroundArgs(["--profile", "seed-only"])).toMatchObject({ profile: "seed-only" });
     expect(options !== "help" && options.stateDir.endsWith(".playground")).toBe(true);
   });
@@ -70,6 +74,39 @@ describe("gpuvm-operator playground command line", () => {
       "run --kubeconfig /tmp/pg/kubeconfig --api-url http://127.0.0.1:9/v0.1 --credentials-secret default/gpucloud-credentials " +
         "--metrics-bind-address 127.0.0.1:8092 --health-probe-bind-address 127.0.0.1:8093 --operation-poll-interval 750ms",
     );
+  });
+
+  it("runs the operator as deploy/ does on the real control plane: leader election in its namespace", () => {
+    const args = operatorArgs({
+      kubeconfigPath: "/tmp/pg/operator.kubeconfig",
+      apiUrl: "http://127.0.0.1:9/v0.1",
+      metricsPort: 0,
+      healthPort: 0,
+      latencyMs: 200,
+      leaderElectionNamespace: "gpuvm-system",
+    });
+    expect(args.slice(-3)).toEqual(["--leader-elect", "--leader-election-namespace", "gpuvm-system"]);
+  });
+
+  it("runs shards on the real control plane with their Leases in the operator's namespace", () => {
+    const args = operatorArgs({
+      kubeconfigPath: "/tmp/pg/operator.kubeconfig",
+      apiUrl: "http://127.0.0.1:9/v0.1",
+      metricsPort: 0,
+      healthPort: 0,
+      latencyMs: 200,
+      leaderElectionNamespace: "gpuvm-system",
+      shard: { index: 1, count: 3 },
+    });
+    expect(args.slice(-7)).toEqual([
+      "--shard-count",
+      "3",
+      "--shard-index",
+      "1",
+      "--leader-elect",
+      "--leader-election-namespace",
+      "gpuvm-system",
+    ]);
   });
 
   it("formats pino lines for people and passes other lines through", () => {

@@ -121,6 +121,47 @@ describe("kubectl", () => {
     expect(await kubectlFailure("get", "widget", "w2")).toContain("NotFound");
   });
 
+  it("shows Events written through events.k8s.io/v1 in kubectl get events and kubectl describe", async () => {
+    const uid = await kubectl("get", "widget", "w1", "-o", "jsonpath={.metadata.uid}");
+    const response = await fetch(`${double.url}/apis/events.k8s.io/v1/namespaces/default/events`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        apiVersion: "events.k8s.io/v1",
+        kind: "Event",
+        metadata: { name: "w1.resized", namespace: "default" },
+        eventTime: "2026-11-22T10:00:00.000000Z",
+        reportingController: "example.dev/widget-controller",
+        reportingInstance: "widget-controller-0",
+        action: "Resize",
+        reason: "Resized",
+        note: "grew to 8",
+        type: "Normal",
+        regarding: { apiVersion: "example.dev/v1", kind: "Widget", name: "w1", namespace: "default", uid },
+      }),
+    });
+    expect(response.status).toBe(201);
+    const core = JSON.parse(await kubectl("get", "events", "-n", "default", "-o", "json")) as {
+      items: Record<string, unknown>[];
+    };
+    expect(core.items.find((event) => event.reason === "Resized")).toMatchObject({
+      apiVersion: "v1",
+      kind: "Event",
+      involvedObject: { kind: "Widget", name: "w1", uid },
+      message: "grew to 8",
+      reportingComponent: "example.dev/widget-controller",
+    });
+    const described = await kubectl("describe", "widget", "w1");
+    expect(described).toMatch(/Events:\s+Type\s+Reason\s+Age\s+From\s+Message/);
+    expect(described).toMatch(/Normal\s+Resized\s+.*grew to 8/);
+    // And the other way round: events.k8s.io/v1 serves it with its own field names.
+    const modern = JSON.parse(
+      await kubectl("get", "events.v1.events.k8s.io", "w1.resized", "-n", "default", "-o", "json"),
+    ) as Record<string, unknown>;
+    expect(modern).toMatchObject({ apiVersion: "events.k8s.io/v1", regarding: { name: "w1" }, note: "grew to 8" });
+    expect(modern.involvedObject).toBeUndefined();
+  });
+
   it("creates namespaces and ConfigMaps and deletes them with -f", async () => {
     const file = await manifest(
       "cm.yaml",

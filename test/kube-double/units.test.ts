@@ -1,8 +1,9 @@
 // Pure pieces of the double: the CEL subset, selectors, the printer-column JSONPath subset and patches.
 import { describe, expect, it } from "vitest";
-import { evaluateRule, isSupportedRule } from "../../src/kube-double/cel.ts";
+import { evaluateExpression, evaluateRule, isSupportedRule } from "../../src/kube-double/cel.ts";
 import { evaluateJsonPath } from "../../src/kube-double/jsonpath.ts";
 import { applyJsonPatch, applyMergePatch } from "../../src/kube-double/patch.ts";
+import { admitCustomResource } from "../../src/kube-double/schema.ts";
 import {
   matchesFields,
   matchesLabels,
@@ -10,7 +11,8 @@ import {
   parseLabelSelector,
 } from "../../src/kube-double/selectors.ts";
 import { ApiError } from "../../src/kube-double/status.ts";
-import { humanAge } from "../../src/kube-double/table.ts";
+import { humanAge, tableRow } from "../../src/kube-double/table.ts";
+import type { ResourceType } from "../../src/kube-double/types.ts";
 
 describe("CEL subset", () => {
   it.each([
@@ -52,11 +54,45 @@ describe("CEL subset", () => {
       old: undefined,
       want: true,
     },
-    { rule: "self.missing == 1", self: {}, old: undefined, want: false },
+    { rule: "self.missing == 1", self: {}, old: undefined, want: { error: "no such key: missing" } },
+    {
+      rule: "int(self.size) > 1",
+      self: { size: "1TB" },
+      old: undefined,
+      want: { error: "type conversion error from 'string' to 'int'" },
+    },
     { rule: "self.missing == 1 || self.x == 2", self: { x: 2 }, old: undefined, want: true },
     { rule: "self.missing == 1 && self.x == 3", self: { x: 2 }, old: undefined, want: false },
   ])("$rule on $self → $want", ({ rule, self, old, want }) => {
-    expect(evaluateRule(rule, self, old)).toBe(want);
+    expect(evaluateRule(rule, self, old)).toEqual(want);
+  });
+
+  it.each([
+    ["isCIDR('10.0.0.0/16')", true],
+    ["isCIDR('10.0.0.0/33')", false],
+    ["isCIDR('010.0.0.0/8')", false],
+    ["isCIDR('::ffff:1.2.3.4/120')", false],
+    ["isCIDR('fd00::/8')", true],
+    ["cidr('10.0.0.1/8') == cidr('10.0.0.1/8').masked()", false],
+    ["cidr('10.0.0.0/8') == cidr('10.0.0.0/8').masked()", true],
+    ["string(cidr('192.168.7.77/20').masked())", "192.168.0.0/20"],
+    ["string(cidr('2001:db8:0:0:1::1/64').masked())", "2001:db8::/64"],
+    ["cidr('10.0.0.0/8').prefixLength()", 8],
+    ["cidr('10.0.0.0/8').containsIP('10.1.2.3')", true],
+    ["cidr('10.0.0.0/8').containsCIDR('11.0.0.0/16')", false],
+    ["cidr('10.0.0.0/8').ip().family()", 4],
+    ["ip('::1').isLoopback()", true],
+    ["isIP('1.2.3')", false],
+    ["'host bits are set: use %s'.format([string(cidr('10.0.0.1/8').masked())])", "host bits are set: use 10.0.0.0/8"],
+    ["'%d of %s'.format([3, 'x'])", "3 of x"],
+  ])("the IP/CIDR libraries and format(): %s → %s", (expression, want) => {
+    expect(evaluateExpression(expression, {})).toEqual({ value: want });
+  });
+
+  it("reports a CIDR that does not parse as an evaluation error, like the cidr library", () => {
+    expect(evaluateRule("cidr(self) == cidr(self).masked()", "10.0.0.0/33")).toEqual({
+      error: expect.stringContaining("network address parse error"),
+    });
   });
 
   it("reports expressions outside the subset as unsupported instead of failing them", () => {
@@ -123,6 +159,60 @@ describe("printer-column JSONPath", () => {
     expect(humanAge("2026-11-21T10:00:00Z", now)).toBe("120m");
     expect(humanAge("2026-11-20T12:00:00Z", now)).toBe("24h");
     expect(humanAge("2026-11-01T12:00:00Z", now)).toBe("20d");
+    // Past two years: years and days, as HumanDuration does (kube-apiserver printed 6y327d for this one).
+    expect(humanAge("2020-01-01T00:00:00Z", Date.parse("2026-11-22T19:50:00Z"))).toBe("6y327d");
+    expect(humanAge("2016-01-01T00:00:00Z", now)).toBe("10y");
+  });
+
+  it("fills cells as kube-apiserver's table convertor does (compared on v1.37)", () => {
+    const type = {
+      printerColumns: [
+        { name: "Arr", type: "string", jsonPath: ".spec.arr" },
+        { name: "ArrStar", type: "string", jsonPath: ".spec.arr[*]" },
+        { name: "Num", type: "string", jsonPath: ".spec.num" },
+        { name: "Float", type: "string", jsonPath: ".spec.flt" },
+        { name: "Bool", type: "string", jsonPath: ".spec.flag" },
+        { name: "Obj", type: "string", jsonPath: ".spec.obj" },
+        { name: "Empty", type: "string", jsonPath: ".spec.empty" },
+        { name: "IntCol", type: "integer", jsonPath: ".spec.num" },
+        { name: "IntStr", type: "integer", jsonPath: ".spec.str" },
+        { name: "NumCol", type: "number", jsonPath: ".spec.flt" },
+        { name: "BoolCol", type: "boolean", jsonPath: ".spec.flag" },
+        { name: "ObjName", type: "string", jsonPath: ".spec.objs[*].name" },
+        { name: "Date", type: "date", jsonPath: ".spec.when" },
+      ],
+    } as unknown as ResourceType;
+    const object = {
+      metadata: { name: "c1" },
+      spec: {
+        arr: ["tcp", "udp"],
+        num: 3,
+        flt: 1.5,
+        flag: true,
+        obj: { z: 1, a: "b" },
+        empty: [],
+        str: "7",
+        objs: [{ name: "x" }, { name: "y" }],
+        when: "not a time",
+      },
+    };
+    // A list prints as JSON and `[*]` shows its first item only: display forms belong in status fields.
+    expect(tableRow(type, object, "None").cells).toEqual([
+      "c1",
+      '["tcp","udp"]',
+      "tcp",
+      "3",
+      "1.5",
+      "true",
+      '{"a":"b","z":1}',
+      "[]",
+      3,
+      null,
+      1.5,
+      true,
+      "x",
+      "<invalid>",
+    ]);
   });
 });
 
@@ -149,5 +239,75 @@ describe("patches", () => {
     );
     expect(() => applyJsonPatch(document, [{ op: "remove", path: "/nope" }])).toThrow(ApiError);
     expect(() => applyJsonPatch(document, { op: "add" })).toThrow(expect.objectContaining({ code: 400 }));
+  });
+});
+
+describe("custom resource validation wording (kube-apiserver's, compared on v1.37)", () => {
+  const type = {
+    group: "example.dev",
+    version: "v1",
+    kind: "Gadget",
+    schema: {
+      type: "object",
+      properties: {
+        spec: {
+          type: "object",
+          properties: {
+            size: {
+              type: "string",
+              maxLength: 8,
+              "x-kubernetes-validations": [{ rule: "self.size() > 1", message: "too short" }],
+            },
+            color: { type: "string", enum: ["red", "blue"] },
+            code: { type: "string", maxLength: 8 },
+          },
+          "x-kubernetes-validations": [
+            { rule: "int(self.code) > 0", message: "code is a positive number" },
+            {
+              rule: "!has(self.color) || self.color != 'blue'",
+              message: "not blue",
+              messageExpression: "'not ' + self.color",
+            },
+          ],
+        },
+      },
+    },
+  } as unknown as ResourceType;
+  const causesOf = (spec: Record<string, unknown>): string[] => {
+    try {
+      admitCustomResource(
+        type,
+        { apiVersion: "example.dev/v1", kind: "Gadget", metadata: { name: "g" }, spec },
+        {
+          strict: false,
+          old: undefined,
+        },
+      );
+    } catch (error) {
+      if (error instanceof ApiError) return (error.details?.causes ?? []).map((c) => `${c.field}: ${c.message}`);
+      throw error;
+    }
+    return [];
+  };
+
+  it("shows the value of a scalar, omits it for an object, and evaluates messageExpression", () => {
+    expect(causesOf({ size: "x", code: "1", color: "blue" }).sort()).toEqual([
+      'spec.size: Invalid value: "x": too short',
+      "spec: Invalid value: not blue",
+    ]);
+  });
+
+  it("words an evaluation error as the API server does (the schema type as the value)", () => {
+    expect(causesOf({ size: "xx", code: "A1" })).toEqual([
+      "spec: Invalid value: \"object\": type conversion error from 'string' to 'int' evaluating rule: code is a positive number",
+    ]);
+  });
+
+  it("runs no CEL rule when a type, enum, bound or required field is wrong, and says so", () => {
+    expect(causesOf({ size: "x", code: "toolongvalue", color: "green" }).sort()).toEqual([
+      "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+      "spec.code: Too long: may not be more than 8 bytes",
+      'spec.color: Unsupported value: "green": supported values: "red", "blue"',
+    ]);
   });
 });

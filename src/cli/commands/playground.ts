@@ -1,12 +1,15 @@
-// `gpuvm-operator playground` (`npm start`): the GPU cloud API simulator, the Kubernetes API test double and the
-// operator on one machine, so that `kubectl apply -f examples/` works without a cluster or a cloud account.
-// The operator runs as a child process so that it can be stopped and restarted on its own.
+// `gpuvm-operator playground` (`npm start`): the GPU cloud API simulator, a Kubernetes API (the test double, or
+// with `--kube real` a real control plane built by `npm run kube:build`) and the operator on one machine, so that
+// `kubectl apply -f examples/` works without a cluster or a cloud account. The operator runs as a child process so
+// that it can be stopped and restarted on its own; on the real control plane it runs as deploy/ installs it: its
+// own ServiceAccount token, deploy/'s RBAC, leader election in its namespace.
 import { type ChildProcess, spawn } from "node:child_process";
 import { chmod, mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import { SECRET_WATCH_LABEL } from "../../api/common.ts";
+import { type KubeTarget, kubeRequest as sendKubeRequest } from "../../control-plane/http.ts";
 import { formatLogLine } from "../../runtime/logging.ts";
 import { isSimulatorProfile, SIMULATOR_PROFILES, type SimulatorProfile } from "../../simulator/profiles.ts";
 import { OPERATOR_NODE_FLAGS } from "../node-flags.ts";
@@ -38,6 +41,8 @@ export interface PlaygroundOptions {
   latencyMs: number;
   profile: SimulatorProfile;
   withoutOperator: boolean;
+  /** Which Kubernetes API: the test double (default, needs nothing) or a real control plane (needs the build). */
+  kube: "double" | "real";
   /** Operator replicas sharing the objects by hash (--shard-count), each with its own Lease. */
   shards: number;
 }
@@ -48,12 +53,15 @@ export class PlaygroundUsageError extends Error {
 
 const HELP = `Usage: gpuvm-operator playground [flags]
 
-Starts the GPU cloud API simulator, the Kubernetes API test double and the operator, creates the Secret
+Starts the GPU cloud API simulator, a Kubernetes API and the operator, creates the Secret
 ${CREDENTIALS_NAMESPACE}/${CREDENTIALS_SECRET}, and writes <state-dir>/kubeconfig and <state-dir>/cloud.json.
 Ctrl-C stops everything. State is kept in <state-dir>, so a restart finds the same objects.
 
 Flags:
-  --port <n>             Kubernetes API test double port, plain HTTP on 127.0.0.1 (default ${PLAYGROUND_DEFAULTS.port}; 0 picks a free one)
+  --kube <double|real>   the Kubernetes API test double (default; plain HTTP), or a real control plane: etcd,
+                         kube-apiserver (TLS, RBAC) and kube-controller-manager built by \`npm run kube:build\`
+                         (needs Go); its data lives in <state-dir>/kube and the operator runs with deploy/'s RBAC
+  --port <n>             Kubernetes API port on 127.0.0.1 (default ${PLAYGROUND_DEFAULTS.port}; 0 picks a free one)
   --cloud-port <n>       GPU cloud API simulator port (default ${PLAYGROUND_DEFAULTS.cloudPort})
   --metrics-port <n>     operator /metrics port (default ${PLAYGROUND_DEFAULTS.metricsPort})
   --health-port <n>      operator /healthz and /readyz port (default ${PLAYGROUND_DEFAULTS.healthPort})
@@ -63,7 +71,8 @@ Flags:
                          seed-only (only the spec's endpoints, see docs/simulator.md)
   --without-operator     start only the two servers and print the command that runs the operator against them
   --shards <n>           run n operators, each reconciling its shard of the objects (--shard-count n, one Lease
-                         per shard; shard i serves /metrics and probes on the ports above + 2i) (default 1)
+                         per shard, in gpuvm-system with --kube real; shard i serves /metrics and probes on the
+                         ports above + 2i) (default 1)
   -h, --help             show this help
 `;
 
@@ -108,8 +117,15 @@ export function parsePlaygroundArgs(argv: string[]): PlaygroundOptions | "help" 
     latencyMs,
     profile,
     withoutOperator: values["without-operator"] === true,
+    kube: parseKube(values.kube),
     shards,
   };
+}
+
+function parseKube(text: string | undefined): "double" | "real" {
+  if (text === undefined || text === "double") return "double";
+  if (text === "real") return "real";
+  throw new PlaygroundUsageError(`--kube: expected double or real, got "${text}"`);
 }
 
 function parseFlags(argv: string[]) {
@@ -126,6 +142,7 @@ function parseFlags(argv: string[]) {
       "latency-ms": { type: "string" },
       profile: { type: "string" },
       "without-operator": { type: "boolean" },
+      kube: { type: "string" },
       shards: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
@@ -138,6 +155,8 @@ export interface OperatorArgsInput {
   metricsPort: number;
   healthPort: number;
   latencyMs: number;
+  /** Run with leader election in this namespace, as deploy/ runs the operator (shards too: one Lease each). */
+  leaderElectionNamespace?: string;
   /** One of several shards: --shard-count/--shard-index and leader election on the shard's own Lease. */
   shard?: { index: number; count: number };
 }
@@ -162,15 +181,10 @@ export function operatorArgs(input: OperatorArgsInput): string[] {
     `${pollMs}ms`,
     ...(input.shard === undefined || input.shard.count <= 1
       ? []
-      : [
-          "--shard-count",
-          String(input.shard.count),
-          "--shard-index",
-          String(input.shard.index),
-          "--leader-elect",
-          "--leader-election-namespace",
-          CREDENTIALS_NAMESPACE,
-        ]),
+      : ["--shard-count", String(input.shard.count), "--shard-index", String(input.shard.index)]),
+    ...(input.leaderElectionNamespace === undefined && (input.shard === undefined || input.shard.count <= 1)
+      ? []
+      : ["--leader-elect", "--leader-election-namespace", input.leaderElectionNamespace ?? CREDENTIALS_NAMESPACE]),
   ];
 }
 
@@ -183,30 +197,26 @@ function shellQuote(argument: string): string {
   return /^[\w@%+=:,./-]+$/.test(argument) ? argument : `'${argument.replaceAll("'", `'"'"'`)}'`;
 }
 
-interface KubeTarget {
-  url: string;
-}
-
 class PlaygroundSetupError extends Error {
   override name = "PlaygroundSetupError";
 }
 
-async function kubeRequest(target: KubeTarget, method: string, route: string, body?: unknown): Promise<Response> {
-  const headers: Record<string, string> = { authorization: "Bearer playground", accept: "application/json" };
-  if (body !== undefined) {
-    headers["content-type"] = method === "PATCH" ? "application/merge-patch+json" : "application/json";
-  }
-  return fetch(new URL(route, target.url), {
+async function kubeRequest(target: KubeTarget, method: string, route: string, body?: unknown) {
+  return sendKubeRequest(target, {
     method,
-    headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
+    path: route,
+    body,
+    contentType: method === "PATCH" ? "application/merge-patch+json" : "application/json",
   });
 }
 
-async function expectStatus(response: Response, allowed: number[], what: string): Promise<void> {
+async function expectStatus(
+  response: { status: number; text: string },
+  allowed: number[],
+  what: string,
+): Promise<void> {
   if (allowed.includes(response.status)) return;
-  const text = await response.text();
-  throw new PlaygroundSetupError(`${what}: HTTP ${response.status} ${text.slice(0, 300)}`);
+  throw new PlaygroundSetupError(`${what}: HTTP ${response.status} ${response.text.slice(0, 300)}`);
 }
 
 /** Namespace `default` and the credentials Secret the examples rely on (created or brought up to date). */
@@ -327,6 +337,10 @@ function displayPath(target: string): string {
 function nextSteps(options: {
   stateDir: string;
   kubeUrl: string;
+  /** "Kubernetes API test double" or the real control plane's description. */
+  kubeLabel: string;
+  /** kubectl of the control plane's release, when there is one. */
+  kubectl: string | undefined;
   cloud: { url: string; projectId: string };
   profile: SimulatorProfile;
   operatorCommand: string | undefined;
@@ -335,7 +349,7 @@ function nextSteps(options: {
   const cloudFile = displayPath(path.join(options.stateDir, "cloud.json"));
   const lines = [
     "",
-    `Kubernetes API test double: ${options.kubeUrl}   (kubeconfig: ${kubeconfig})`,
+    `${options.kubeLabel}: ${options.kubeUrl}   (kubeconfig: ${kubeconfig})`,
     `GPU cloud API simulator:    ${options.cloud.url}   (API key and project: ${cloudFile})`,
     ...(options.profile === "contract"
       ? []
@@ -343,6 +357,9 @@ function nextSteps(options: {
     `Credentials Secret:         ${CREDENTIALS_NAMESPACE}/${CREDENTIALS_SECRET} (apiKey, projectId, apiUrl)`,
     "",
   ];
+  if (options.kubectl !== undefined) {
+    lines.push(`kubectl of the same release: ${options.kubectl} (any kubectl within one minor version works too)`, "");
+  }
   if (options.operatorCommand !== undefined) {
     lines.push("The operator is not running. Start it (and stop/restart it at will) in another shell:", "");
     lines.push(`  ${options.operatorCommand}`, "");
@@ -353,7 +370,7 @@ function nextSteps(options: {
     "",
     `  export KUBECONFIG=${path.isAbsolute(kubeconfig) ? kubeconfig : `$PWD/${kubeconfig}`}`,
     "  kubectl apply -f examples/",
-    "  kubectl get gpucloud                 # every kind with READY and REASON",
+    "  kubectl get gpucloud                 # every kind with READY, SYNCED and REASON",
     "  kubectl get gvm -w                   # kubectl watches one resource type at a time",
     "  kubectl wait --for=condition=Ready gvm/trainer --timeout=2m",
     "  kubectl scale gpool/workers --replicas 4 && kubectl get gpool -w",
@@ -387,7 +404,6 @@ export async function main(argv: string[]): Promise<number> {
 async function runPlayground(options: PlaygroundOptions): Promise<number> {
   // Imported here so that `--help` and flag errors answer at once.
   const { startSimulator } = await import("../../simulator/index.ts");
-  const { startKubeDouble } = await import("../../kube-double/index.ts");
   // Owner only: the directory holds the kubeconfig, cloud.json and state files with the API key and a password.
   await mkdir(options.stateDir, { recursive: true, mode: 0o700 });
   const kubeconfigPath = path.join(options.stateDir, "kubeconfig");
@@ -406,26 +422,30 @@ async function runPlayground(options: PlaygroundOptions): Promise<number> {
       stateFile: path.join(options.stateDir, "cloud-state.json"),
     });
     closers.push(() => simulator.close());
-    const kube = await startKubeDouble({
-      port: options.port,
-      crdDir: path.join(REPO_ROOT, "crds"),
-      stateFile: path.join(options.stateDir, "cluster-state.json"),
-    });
-    closers.push(() => kube.close());
-    await kube.writeKubeconfig(kubeconfigPath);
+    const kube = options.kube === "real" ? await startRealKube(options) : await startDoubleKube(options);
+    closers.push(kube.close);
+    await writeFile(kubeconfigPath, kube.kubeconfigYaml, { mode: 0o600 });
+    await chmod(kubeconfigPath, 0o600);
     const cloud = { url: simulator.url, apiKey: simulator.apiKey, projectId: simulator.projectId };
-    await ensureCredentials(kube, cloud);
+    await ensureCredentials(kube.target, cloud);
     const cloudFile = path.join(options.stateDir, "cloud.json");
     await writeFile(cloudFile, `${JSON.stringify(cloud, null, 2)}\n`, { mode: 0o600 });
     await chmod(cloudFile, 0o600); // the file may predate this run with looser permissions
+    const operatorKubeconfigPath =
+      kube.operatorKubeconfigYaml === undefined ? kubeconfigPath : path.join(options.stateDir, "operator.kubeconfig");
+    if (kube.operatorKubeconfigYaml !== undefined) {
+      await writeFile(operatorKubeconfigPath, kube.operatorKubeconfigYaml, { mode: 0o600 });
+      await chmod(operatorKubeconfigPath, 0o600);
+    }
     const shardCount = options.shards;
     const argsOf = (index: number): string[] =>
       operatorArgs({
-        kubeconfigPath,
+        kubeconfigPath: operatorKubeconfigPath,
         apiUrl: simulator.url,
         metricsPort: shardPort(options.metricsPort, index),
         healthPort: shardPort(options.healthPort, index),
         latencyMs: options.latencyMs,
+        leaderElectionNamespace: kube.leaderElectionNamespace,
         ...(shardCount > 1 ? { shard: { index, count: shardCount } } : {}),
       });
     const commandOf = (index: number): string =>
@@ -447,7 +467,9 @@ async function runPlayground(options: PlaygroundOptions): Promise<number> {
     process.stdout.write(
       nextSteps({
         stateDir: options.stateDir,
-        kubeUrl: kube.url,
+        kubeUrl: kube.target.url,
+        kubeLabel: kube.label,
+        kubectl: kube.kubectl,
         cloud,
         profile: options.profile,
         operatorCommand: options.withoutOperator ? commandLine : undefined,
@@ -465,4 +487,69 @@ async function runPlayground(options: PlaygroundOptions): Promise<number> {
   await closeAll();
   process.stdout.write("[playground] stopped.\n");
   return 0;
+}
+
+interface PlaygroundKube {
+  target: KubeTarget;
+  label: string;
+  kubeconfigYaml: string;
+  /** A kubeconfig with the operator's own credentials (the real control plane); the user's kubeconfig otherwise. */
+  operatorKubeconfigYaml?: string;
+  leaderElectionNamespace?: string;
+  kubectl?: string;
+  close: () => Promise<void>;
+}
+
+async function startDoubleKube(options: PlaygroundOptions): Promise<PlaygroundKube> {
+  const { startKubeDouble } = await import("../../kube-double/index.ts");
+  const kube = await startKubeDouble({
+    port: options.port,
+    crdDir: path.join(REPO_ROOT, "crds"),
+    stateFile: path.join(options.stateDir, "cluster-state.json"),
+  });
+  return {
+    target: { url: kube.url, token: "playground" },
+    label: "Kubernetes API test double",
+    kubeconfigYaml: kube.kubeconfigYaml(),
+    close: () => kube.close(),
+  };
+}
+
+/** Thirty days: the playground may run for long; a restart asks for a new token. */
+const OPERATOR_TOKEN_SECONDS = 30 * 24 * 3600;
+
+async function startRealKube(options: PlaygroundOptions): Promise<PlaygroundKube> {
+  const { builtKubeBinaries } = await import("../../control-plane/binaries.ts");
+  const { startControlPlane } = await import("../../control-plane/control-plane.ts");
+  const { installOperatorIdentity } = await import("../../control-plane/operator-identity.ts");
+  const built = await builtKubeBinaries();
+  if (built === undefined) {
+    throw new PlaygroundSetupError(
+      "--kube real needs the control plane binaries: run `npm run kube:build` first (needs Go 1.26+ on PATH)",
+    );
+  }
+  const plane = await startControlPlane({
+    bin: built.bin,
+    dataDir: path.join(options.stateDir, "kube"),
+    keepData: true,
+    port: options.port,
+    crdDirs: [path.join(REPO_ROOT, "crds")],
+    log: (line) => process.stdout.write(`[playground] ${line}\n`),
+  });
+  try {
+    const account = await installOperatorIdentity(plane.admin);
+    const token = await plane.serviceAccountToken(account.namespace, account.name, OPERATOR_TOKEN_SECONDS);
+    return {
+      target: plane.admin,
+      label: `Kubernetes ${built.versions.kubernetes} (kube-apiserver, real)`,
+      kubeconfigYaml: plane.kubeconfigYaml(),
+      operatorKubeconfigYaml: plane.kubeconfigYaml({ token, user: `${account.namespace}:${account.name}` }),
+      leaderElectionNamespace: account.namespace,
+      kubectl: built.bin("kubectl"),
+      close: () => plane.close(),
+    };
+  } catch (error) {
+    await plane.close();
+    throw error;
+  }
 }
