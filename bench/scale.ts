@@ -226,10 +226,12 @@ export function printSummary(all: Report): string {
       ? `${r.ready} of ${r.n} after ${fixed(r.timeToAllReadySeconds)} s`
       : `${fixed(r.timeToAllReadySeconds)} s`;
     // The issue's goal: the operation latency plus the calls the objects needed, at the server's rate, + 15 %.
+    // Adopting existing resources costs next to no cloud call (shared lists): the goal does not apply.
     const goal = 1.15 * (r.latencyMs / 1000 + (r.n * r.cloudCallsPerObject) / r.rate.ratePerSec);
     const met = !r.timedOut && r.timeToAllReadySeconds <= goal ? "✓" : "✗";
+    const goalCell = r.scenario === "adoption" ? "—" : `${fixed(goal)} s ${met}`;
     lines.push(
-      `| ${label} | ${ready} | ${fixed(goal)} s ${met} | ${fixed(r.physicalLimitSeconds)} s | ${fixed(r.ratioToLimit, 2)} | ${fixed(r.firstReadySeconds)} s | ${fixed(r.settleToReadyP99Seconds)} s | ${fixed(r.cloudCallsPerObject, 2)} | ${fixed(r.operatorCpuSeconds)} | ${fixed(r.cpuMsPerObject, 2)} | ${fixed(r.idleRssMiB, 0)} MiB | ${fixed(r.peakRssMiB, 0)} MiB | ${fixed(r.endRssMiB, 0)} MiB | ${fixed(r.eventLoopLagP99MedianMs, 0)} / ${fixed(r.eventLoopLagP99MaxMs, 0)}, ${fixed(r.eventLoopLagMaxMs, 0)} | ${fixed(r.objectWritesToReadyPerObject, 2)} | ${fixed(r.reconcilesPerObject, 1)} | ${fixed(r.load.before)} |`,
+      `| ${label} | ${ready} | ${goalCell} | ${fixed(r.physicalLimitSeconds)} s | ${fixed(r.ratioToLimit, 2)} | ${fixed(r.firstReadySeconds)} s | ${fixed(r.settleToReadyP99Seconds)} s | ${fixed(r.cloudCallsPerObject, 2)} | ${fixed(r.operatorCpuSeconds)} | ${fixed(r.cpuMsPerObject, 2)} | ${fixed(r.idleRssMiB, 0)} MiB | ${fixed(r.peakRssMiB, 0)} MiB | ${fixed(r.endRssMiB, 0)} MiB | ${fixed(r.eventLoopLagP99MedianMs, 0)} / ${fixed(r.eventLoopLagP99MaxMs, 0)}, ${fixed(r.eventLoopLagMaxMs, 0)} | ${fixed(r.objectWritesToReadyPerObject, 2)} | ${fixed(r.reconcilesPerObject, 1)} | ${fixed(r.load.before)} |`,
     );
   }
   if (all.steady) {
