@@ -11,6 +11,7 @@ import { SECRET_WATCH_LABEL } from "../../api/common.ts";
 import { type KubeTarget, kubeRequest as sendKubeRequest } from "../../control-plane/http.ts";
 import { formatLogLine } from "../../runtime/logging.ts";
 import { isSimulatorProfile, SIMULATOR_PROFILES, type SimulatorProfile } from "../../simulator/profiles.ts";
+import { shellQuote } from "../../util/shell-quote.ts";
 import { OPERATOR_NODE_FLAGS } from "../node-flags.ts";
 import { flagsOrExitCode, parseFlags, UsageError } from "../usage.ts";
 
@@ -182,10 +183,6 @@ export function operatorArgs(input: OperatorArgsInput): string[] {
 /** The ports of shard `index`: the base ports + 2·index (0 stays 0: a free port). */
 export function shardPort(base: number, index: number): number {
   return base === 0 ? 0 : base + 2 * index;
-}
-
-function shellQuote(argument: string): string {
-  return /^[\w@%+=:,./-]+$/.test(argument) ? argument : `'${argument.replaceAll("'", `'"'"'`)}'`;
 }
 
 class PlaygroundSetupError extends Error {
