@@ -173,12 +173,20 @@ export interface BurstResult {
   writesToReadyByKind: Record<string, { average: number; max: number }>;
   kubeWriteRequests: number;
   kubeWritesPerObject: number;
+  /** Kubernetes requests by method per object (POST: Events; PATCH: finalizers and status). */
+  kubeRequestsPerObjectByMethod: Record<string, number>;
+  /** Reconciles (every controller) per object, and by result (success, requeue_after, requeue, parked, error). */
+  reconcilesPerObject: number;
+  reconcilesByResult: Record<string, number>;
   operatorCpuSeconds: number;
   cpuMsPerObject: number;
   idleRssMiB: number;
   peakRssMiB: number;
   endRssMiB: number;
   eventLoopLagP99MaxMs: number;
+  /** The event loop's p99 lag of each 2-s interval: their median, and the share of intervals above 50 ms. */
+  eventLoopLagP99MedianMs: number;
+  eventLoopLagIntervalsOver50Ms: number;
   eventLoopLagMaxMs: number;
   /** Every 5 s: seconds since the start, cloud calls so far, objects Ready so far. */
   timeline: [number, number, number][];
@@ -302,6 +310,8 @@ export async function runBurst(options: BurstOptions): Promise<{ result: BurstRe
       sampler,
       idle,
       kubeWrites: kubeWrites(metricsAfter) - kubeWrites(metricsBefore),
+      reconciles: reconcilesByResult(metricsAfter, metricsBefore),
+      kubeByMethod: kubeRequestsByMethod(metricsAfter, metricsBefore),
       calls429: throttled(metricsAfter) - throttled(metricsBefore),
       loadBefore,
       timeline,
@@ -309,7 +319,7 @@ export async function runBurst(options: BurstOptions): Promise<{ result: BurstRe
     log(
       `    ${result.ready}/${result.n} Ready in ${result.timeToAllReadySeconds.toFixed(1)} s ` +
         `(limit ${result.physicalLimitSeconds.toFixed(1)} s, ×${result.ratioToLimit.toFixed(2)}), ` +
-        `CPU ${result.operatorCpuSeconds.toFixed(1)} s, peak RSS ${result.peakRssMiB.toFixed(0)} MiB`,
+        `CPU ${result.operatorCpuSeconds.toFixed(1)} s, ${result.reconcilesPerObject.toFixed(1)} reconciles/object, peak RSS ${result.peakRssMiB.toFixed(0)} MiB`,
     );
     if (options.keep) return { result, kept: { env, operator, watch, stop: stopAll } };
     watch.stop();
@@ -333,6 +343,8 @@ function summarize(input: {
   sampler: OperatorSampler;
   idle: ProcessSample;
   kubeWrites: number;
+  reconciles: Record<string, number>;
+  kubeByMethod: Record<string, number>;
   calls429: number;
   loadBefore: number;
   timeline: [number, number, number][];
@@ -380,12 +392,20 @@ function summarize(input: {
     writesToReadyByKind: writesByKind(tracks),
     kubeWriteRequests: input.kubeWrites,
     kubeWritesPerObject: input.kubeWrites / n,
+    kubeRequestsPerObjectByMethod: Object.fromEntries(
+      Object.entries(input.kubeByMethod).map(([method, count]) => [method, count / n]),
+    ),
+    reconcilesPerObject: Object.values(input.reconciles).reduce((a, b) => a + b, 0) / n,
+    reconcilesByResult: input.reconciles,
     operatorCpuSeconds: cpu,
     cpuMsPerObject: (cpu * 1000) / n,
     idleRssMiB: input.idle.rssBytes / MiB,
     peakRssMiB: sampler.peakRssBytes() / MiB,
     endRssMiB: (last?.rssBytes ?? 0) / MiB,
     eventLoopLagP99MaxMs: Math.max(0, ...sampler.lagP99) * 1000,
+    eventLoopLagP99MedianMs: percentile(sampler.lagP99, 50) * 1000,
+    eventLoopLagIntervalsOver50Ms:
+      sampler.lagP99.filter((lag) => lag > 0.05).length / Math.max(1, sampler.lagP99.length),
     eventLoopLagMaxMs: Math.max(0, ...sampler.lagMax) * 1000,
     timeline: input.timeline,
   };
@@ -398,6 +418,32 @@ function writesByKind(tracks: readonly ObjectTrack[]): Record<string, { average:
     byKind[kind] = { average: writes.reduce((a, b) => a + b, 0) / writes.length, max: Math.max(...writes) };
   }
   return byKind;
+}
+
+const RECONCILE_RESULTS = ["success", "requeue_after", "requeue", "parked", "error"] as const;
+
+/** Reconciles of every controller between two scrapes, by result. */
+function reconcilesByResult(after: Samples, before: Samples): Record<string, number> {
+  const byResult: Record<string, number> = {};
+  for (const result of RECONCILE_RESULTS) {
+    const labels = { result: new RegExp(`^${result}$`) };
+    byResult[result] =
+      sumOf(after, "controller_runtime_reconcile_total", labels) -
+      sumOf(before, "controller_runtime_reconcile_total", labels);
+  }
+  return byResult;
+}
+
+/** Kubernetes requests of the operator between two scrapes, by method. */
+function kubeRequestsByMethod(after: Samples, before: Samples): Record<string, number> {
+  const byMethod: Record<string, number> = {};
+  for (const method of ["GET", "POST", "PUT", "PATCH", "DELETE"]) {
+    const labels = { method: new RegExp(`^${method}$`) };
+    const count =
+      sumOf(after, "rest_client_requests_total", labels) - sumOf(before, "rest_client_requests_total", labels);
+    if (count > 0) byMethod[method] = count;
+  }
+  return byMethod;
 }
 
 /** Cloud answers 429 the operator got (the simulator counts requests by route, not by answer). */

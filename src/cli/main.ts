@@ -36,6 +36,8 @@ async function dispatch(argv: string[]): Promise<number> {
     process.stderr.write(`gpuvm-operator: unknown command '${name}'\n\n${usage()}`);
     return 2;
   }
+  // The operator loads only the parts of the Kubernetes client it uses (see runtime/kube-client-loading.ts).
+  if (name === "run") (await import("../runtime/kube-client-loading.ts")).loadSlimKubeClient();
   const module = (await import(command.file)) as { main: (argv: string[]) => Promise<number> };
   return module.main(rest);
 }

@@ -91,9 +91,10 @@ export class AccountBulkhead {
 
   /**
    * Admit one reconcile of `lane`. Refused without waiting when the lane is at its limit (the reconcile requeues
-   * instead of occupying a worker) or while the circuit is open.
+   * instead of occupying a worker; after `busyRetryAfterMs`, default 200 ms, 1 s while slow or failing: the
+   * caller may wake it sooner itself) or while the circuit is open.
    */
-  admit(lane: string): Admission {
+  admit(lane: string, busyRetryAfterMs?: number): Admission {
     const health = this.health();
     if (health === "open") {
       this.#refusedReconciles++;
@@ -111,7 +112,7 @@ export class AccountBulkhead {
           retryable: true,
           method: "RECONCILE",
           route: lane,
-          retryAfterMs: health === "healthy" ? 200 : 1_000,
+          retryAfterMs: busyRetryAfterMs ?? (health === "healthy" ? 200 : 1_000),
           message: `the cloud account is busy (${used} of ${limit} ${health === "healthy" ? "" : "while slow or failing "}reconciles of ${lane} running)`,
         }),
       };
@@ -128,6 +129,14 @@ export class AccountBulkhead {
         else this.#lanes.set(lane, left);
       },
     };
+  }
+
+  /** Reconciles of `lane` that would be admitted now (0 while the circuit is open). */
+  freeSlots(lane: string): number {
+    const health = this.health();
+    if (health === "open") return 0;
+    const limit = health === "healthy" ? this.#options.laneLimit : 1;
+    return Math.max(0, limit - (this.#lanes.get(lane) ?? 0));
   }
 
   /**

@@ -2,42 +2,170 @@
 // bulkhead in its controller's lane (see src/cloud/bulkhead.ts) and gives it back when the reconcile ends, however
 // it ends. A refused admission is thrown by `connect` as a CloudError (account_busy or circuit_open), which
 // classify() turns into a requeue: the worker is free at once for objects of other accounts.
+//
+// A key refused because its account's slots are all taken (account_busy) is parked here, in the lane it came
+// from, and woken when a slot of that account frees: `high` keys (an operation settled, a spec change) first,
+// then first come, first served. A woken key is queued in the `high` lane, so that the slot goes to the key that
+// waited for it and not to a fresh one taken first (which would only be parked behind it); it keeps its own lane
+// should it be parked again.
+// Without it, each refused key came back after a fixed delay and was refused again: with thousands of creates
+// queued behind the account's rate limit, the free worker cycled through the whole backlog several times a second
+// (most of the operator's CPU in a burst), and a settled VM lost its priority behind the creates.
 import type { AccountBulkhead } from "../cloud/bulkhead.ts";
-import type { Reconciler } from "../runtime/index.ts";
+import { CloudError } from "../cloud/errors.ts";
+import type { Priority, ReconcileRequest, Reconciler } from "../runtime/index.ts";
+
+/** A parked key comes back after this long if nothing woke it (a safety net: wakes are not expected to be lost). */
+export const PARKED_FALLBACK_MS = 300_000;
+
+const LANES: readonly Priority[] = ["high", "normal", "low"];
+
+/** Keys of one account waiting for a slot, one FIFO per lane. */
+type Parked = Record<Priority, Set<string>>;
 
 export class AccountAdmissions {
   readonly lane: string;
   /** key → release of the slot its running reconcile holds (a key is never reconciled twice at once). */
-  readonly #held = new Map<string, () => void>();
+  readonly #held = new Map<string, { bulkhead: AccountBulkhead; release: () => void }>();
+  /** The lane each running reconcile's key was taken from. */
+  readonly #priorities = new Map<string, Priority>();
+  /** Woken keys not yet reconciled, with the lane they were parked in (they are queued in `high`). */
+  readonly #woken = new Map<string, Priority>();
+  readonly #parked = new Map<AccountBulkhead, Parked>();
+  /** The account each parked key waits for. */
+  readonly #parkedIn = new Map<string, AccountBulkhead>();
+  #wake: ((key: string, priority: Priority) => void) | undefined;
 
   constructor(lane: string) {
     this.lane = lane;
   }
 
-  /** Take a slot for the reconcile of `key`; throws the bulkhead's refusal. */
+  /** How a parked key is queued again (the controller's `wake`); set once the controller exists. */
+  wakeWith(wake: (key: string, priority: Priority) => void): void {
+    this.#wake = wake;
+  }
+
+  /**
+   * Take a slot for the reconcile of `key` (kept when it holds one of this account already); throws the
+   * bulkhead's refusal (the key parked when it is busy).
+   */
   admit(key: string, bulkhead: AccountBulkhead | undefined): void {
     if (bulkhead === undefined) return;
-    const admission = bulkhead.admit(this.lane);
-    if (!admission.ok) throw admission.error;
-    this.#held.get(key)?.();
-    this.#held.set(key, admission.release);
+    if (this.#held.get(key)?.bulkhead === bulkhead) return;
+    // Without a wake (no controller yet) a refused key simply comes back after the bulkhead's short delay.
+    const admission = bulkhead.admit(this.lane, this.#wake === undefined ? undefined : PARKED_FALLBACK_MS);
+    if (!admission.ok) {
+      if (admission.error.code === "account_busy" && this.#wake !== undefined) this.#park(key, bulkhead);
+      throw admission.error;
+    }
+    this.#unpark(key);
+    this.#held.get(key)?.release();
+    this.#held.set(key, { bulkhead, release: admission.release });
   }
 
   release(key: string): void {
-    this.#held.get(key)?.();
+    const held = this.#held.get(key);
+    if (held === undefined) return;
     this.#held.delete(key);
+    held.release();
+    this.#wakeParked(held.bulkhead);
   }
 
-  /** The reconciler with every slot its reconciles took given back when they end. */
-  wrap(inner: Reconciler): Reconciler {
+  /** Keys waiting for a slot (all accounts). */
+  get parkedCount(): number {
+    return this.#parkedIn.size;
+  }
+
+  /**
+   * The reconciler with every slot its reconciles took given back when they end. With `accountOf` (the account an
+   * object's credentials name, read without parsing it), a busy account parks the key before any work is done:
+   * a backlog of thousands costs one cheap look per key and pass, not a parse and a status build.
+   */
+  wrap(inner: Reconciler, accountOf?: (request: ReconcileRequest) => AccountBulkhead | undefined): Reconciler {
     return {
       reconcile: async (request, ctx) => {
+        const key = `${request.namespace}/${request.name}`;
+        this.#priorities.set(key, this.#woken.get(key) ?? ctx.priority);
+        this.#woken.delete(key);
         try {
+          const bulkhead = this.#wake === undefined ? undefined : accountOf?.(request);
+          if (bulkhead !== undefined && !this.#admitEarly(key, bulkhead)) {
+            return { type: "parked", fallbackMs: PARKED_FALLBACK_MS };
+          }
           return await inner.reconcile(request, ctx);
         } finally {
-          this.release(`${request.namespace}/${request.name}`);
+          this.#priorities.delete(key);
+          this.release(key);
         }
       },
     };
+  }
+
+  /** A slot, or false when the account is busy (the key parked). An open circuit is left to the pass to report. */
+  #admitEarly(key: string, bulkhead: AccountBulkhead): boolean {
+    if (bulkhead.health() !== "open" && bulkhead.freeSlots(this.lane) === 0) {
+      // Busy: parked without building the refusal (an error with a stack) that only a pass would report.
+      this.#park(key, bulkhead);
+      return false;
+    }
+    try {
+      this.admit(key, bulkhead);
+      return true;
+    } catch (error) {
+      if (error instanceof CloudError && error.code === "account_busy") return false;
+      return true;
+    }
+  }
+
+  #park(key: string, bulkhead: AccountBulkhead): void {
+    const priority = this.#priorities.get(key) ?? "normal";
+    const before = this.#parkedIn.get(key);
+    if (before !== undefined && before !== bulkhead) this.#unpark(key);
+    let parked = this.#parked.get(bulkhead);
+    if (parked === undefined) {
+      parked = { high: new Set(), normal: new Set(), low: new Set() };
+      this.#parked.set(bulkhead, parked);
+    }
+    // Already waiting (its fallback fired, or an event woke it): it keeps its place, in the higher of its lanes.
+    for (const lane of LANES) {
+      if (parked[lane].has(key)) {
+        if (LANES.indexOf(priority) < LANES.indexOf(lane)) {
+          parked[lane].delete(key);
+          parked[priority].add(key);
+        }
+        return;
+      }
+    }
+    parked[priority].add(key);
+    this.#parkedIn.set(key, bulkhead);
+  }
+
+  #unpark(key: string): void {
+    const bulkhead = this.#parkedIn.get(key);
+    if (bulkhead === undefined) return;
+    this.#parkedIn.delete(key);
+    const parked = this.#parked.get(bulkhead);
+    if (parked === undefined) return;
+    for (const lane of LANES) parked[lane].delete(key);
+    if (LANES.every((lane) => parked[lane].size === 0)) this.#parked.delete(bulkhead);
+  }
+
+  /**
+   * As many parked keys as the account has free slots now, `high` first. A woken key that finds the slot taken
+   * by then is parked again; one that no longer needs it (object gone) simply ends.
+   */
+  #wakeParked(bulkhead: AccountBulkhead): void {
+    const parked = this.#parked.get(bulkhead);
+    if (parked === undefined) return;
+    let free = bulkhead.freeSlots(this.lane);
+    for (const lane of LANES) {
+      for (const key of parked[lane]) {
+        if (free <= 0) return;
+        free--;
+        this.#unpark(key);
+        this.#woken.set(key, lane);
+        this.#wake?.(key, "high");
+      }
+    }
   }
 }

@@ -43,6 +43,12 @@ const PAYMENT_PROBLEM_CACHE_MS = 5_000;
 const AVAILABILITY_CACHE_MS = 15_000;
 /** Settled operations are remembered this long so that a slow reconcile still finds the result. */
 const SETTLED_MEMORY_MS = 30 * 60_000;
+/**
+ * Once an owner's pass has read a settled result it records it in status; the result is kept a little longer
+ * (a pass whose status write conflicted reads it again), not for SETTLED_MEMORY_MS: at 10,000 VMs that was
+ * every operation of the burst (~3 KB each) for half an hour.
+ */
+const READ_MEMORY_MS = 60_000;
 
 /**
  * Operations that change another family as a side effect: a VM created with data disks, an UPDATE of its disks
@@ -65,6 +71,8 @@ interface Tracked {
   owners: Set<string>;
   startedAt: number;
   progress: OperationProgress;
+  /** When it is forgotten once settled (READ_MEMORY_MS after an owner read it, else SETTLED_MEMORY_MS). */
+  forgetAt?: number;
 }
 
 export class CloudAccount {
@@ -79,6 +87,11 @@ export class CloudAccount {
   readonly #now: () => number;
   readonly #trackers = new Map<OperationFamily, OperationTracker>();
   readonly #operations = new Map<string, Tracked>();
+  /**
+   * Settled operations in the order they are to be forgotten, one FIFO per memory length (each in time order):
+   * forgetting costs O(1) per operation, not a scan of every remembered one at each settlement.
+   */
+  readonly #forgetQueues = { settled: [] as [string, number][], read: [] as [string, number][] };
   /** Per family, the first free turn of objects following their resources (see nextFollowTurnMs). */
   readonly #nextFollowTurnAt = new Map<OperationFamily, number>();
   #payment: { at: number; problem: string | undefined } | undefined;
@@ -151,6 +164,8 @@ export class CloudAccount {
     const known = this.#operations.get(operationId);
     if (known !== undefined) {
       known.owners.add(ownerKey);
+      if (known.progress.state !== "pending") this.#forgetLater(operationId, known, "read");
+      this.#forgetOldOperations();
       return known.progress;
     }
     const tracked: Tracked = {
@@ -170,6 +185,7 @@ export class CloudAccount {
           tracked.progress = !outcome.vanished
             ? { state: "settled", operation: outcome.operation, settledAt }
             : { state: unreadable ? "unreadable" : "vanished", settledAt };
+          this.#forgetLater(operationId, tracked, "settled");
           const name = outcome.vanished ? "UNKNOWN" : outcome.operation.metadata.operation_name;
           const result = !outcome.vanished ? outcome.operation.state : unreadable ? "unreadable" : "vanished";
           this.#options.onOperationSettled?.(family, name, result, settledAt - tracked.startedAt);
@@ -342,10 +358,25 @@ export class CloudAccount {
     return tracker;
   }
 
+  #forgetLater(operationId: string, tracked: Tracked, why: "settled" | "read"): void {
+    const at = this.#now() + (why === "read" ? READ_MEMORY_MS : SETTLED_MEMORY_MS);
+    if (tracked.forgetAt !== undefined && tracked.forgetAt <= at) return;
+    tracked.forgetAt = at;
+    this.#forgetQueues[why].push([operationId, at]);
+  }
+
   #forgetOldOperations(): void {
-    const cutoff = this.#now() - SETTLED_MEMORY_MS;
-    for (const [id, tracked] of this.#operations) {
-      if (tracked.progress.state !== "pending" && tracked.progress.settledAt < cutoff) this.#operations.delete(id);
+    const now = this.#now();
+    for (const queue of [this.#forgetQueues.settled, this.#forgetQueues.read]) {
+      let expired = 0;
+      for (const [id, at] of queue) {
+        if (at > now) break;
+        expired++;
+        // A later entry (read after settling) or a new tracking of the same id decides for itself.
+        const tracked = this.#operations.get(id);
+        if (tracked?.forgetAt === at && tracked.progress.state !== "pending") this.#operations.delete(id);
+      }
+      if (expired > 0) queue.splice(0, expired);
     }
   }
 }

@@ -21,6 +21,7 @@ import { type CloudClient, createCloudClient } from "../cloud/client.ts";
 import { credentialKeyOf } from "../cloud/rate-limit.ts";
 import type { RequestObserver } from "../cloud/transport.ts";
 import type { ApiUrlPolicy } from "../util/api-url.ts";
+import { isRecord } from "../util/is-record.ts";
 
 /** The fields of a core/v1 Secret the operator reads. */
 export interface SecretLike {
@@ -126,6 +127,13 @@ function fingerprintOf(parsed: ParsedCredentials): string {
 
 const keysOf = (credentials: Credentials): string =>
   "apiKey" in credentials ? "key apiKey" : "keys email and password";
+
+/** spec.credentialsRef.name of an unparsed object (a hot path: no schema), undefined when absent or empty. */
+export function credentialsRefNameOf(object: unknown): string | undefined {
+  if (!isRecord(object) || !isRecord(object.spec) || !isRecord(object.spec.credentialsRef)) return undefined;
+  const name = object.spec.credentialsRef.name;
+  return typeof name === "string" && name !== "" ? name : undefined;
+}
 
 export class CredentialStore<A> {
   readonly #options: CredentialStoreOptions<A>;

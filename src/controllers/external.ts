@@ -183,6 +183,8 @@ export interface ObserveOptions {
    * read. Used while following an operation the server cannot show (one request per turn).
    */
   trustList?: boolean;
+  /** A change somebody asked for (a spec change): the fresh view is not held back to batch with other reads. */
+  urgent?: boolean;
 }
 
 /** The seam every kind implements for one object (bound to one credential's cloud connection). */
@@ -223,5 +225,6 @@ export interface CreateTarget {
 export type Outcome =
   | { type: "done" }
   | { type: "requeueAfter"; ms: number }
+  | { type: "parked"; fallbackMs: number }
   | { type: "retry"; error: Error }
   | { type: "terminal"; error: Error };

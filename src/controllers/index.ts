@@ -11,7 +11,7 @@ import { CONFIG_MAPS, KubeApiError, SECRETS } from "../runtime/index.ts";
 import { ApiUrlPolicy } from "../util/api-url.ts";
 import { AccountAdmissions } from "./account-admission.ts";
 import { CloudAccount } from "./cloud-account.ts";
-import { CredentialStore, clientFor, type SecretLike } from "./credentials.ts";
+import { CredentialStore, clientFor, credentialsRefNameOf, type SecretLike } from "./credentials.ts";
 import { DependencyIndex } from "./dependency-index.ts";
 import type { ManagedObject, ManagedSpecBase, ManagedStatusBase } from "./external.ts";
 import { gpuDisk } from "./gpu-disk.ts";
@@ -272,7 +272,12 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
         dependencies.record(kind.kind, mr.metadata.namespace, mr.metadata.name, references);
       },
     });
-    const reconciler = admissions.wrap(managed);
+    const reconciler = admissions.wrap(managed, (request) => {
+      const raw = informer.get(request.namespace, request.name);
+      if (raw === undefined) return undefined;
+      const resolved = credentials.resolve(request.namespace, credentialsRefNameOf(raw));
+      return resolved.type === "ok" ? resolved.handle.account.client.bulkhead : undefined;
+    });
     const watched = new Set([
       "Secret",
       "ConfigMap",
@@ -299,6 +304,7 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
           ),
       })),
     });
+    admissions.wakeWith((key, priority) => controller.wake(key, priority));
     controllers.set(kind.kind, controller);
   }
 

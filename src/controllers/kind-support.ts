@@ -123,7 +123,7 @@ export function knownId(mr: ManagedObject): string | undefined {
 export async function findResource<T>(
   snapshot: {
     read(notBefore?: number): Promise<SnapshotView<T>>;
-    readOne(id: string, notBefore?: number): Promise<T | undefined>;
+    readOne(id: string, notBefore?: number, urgent?: boolean): Promise<T | undefined>;
     remember(item: T): void;
   },
   mr: ManagedObject,
@@ -135,7 +135,7 @@ export async function findResource<T>(
   let hit: T | undefined;
   try {
     if (id === undefined) return (await snapshot.read(options.notBefore)).byName.get(cloudName);
-    hit = await snapshot.readOne(id, options.notBefore);
+    hit = await snapshot.readOne(id, options.notBefore, options.urgent === true);
   } catch (error) {
     if (!isUnsupported(error)) throw error;
     // No list on this server: only a known id can be read; a name cannot be looked up.

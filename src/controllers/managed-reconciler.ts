@@ -320,9 +320,16 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     const notBefore = following
       ? this.#now()
       : (settled.notBefore ?? (this.#needsFreshList(pass) ? this.#now() : periodic));
+    // A spec change is what somebody waits for: its fresh view goes at once (settled operations are batched).
+    const urgent = !following && pass.mr.status.observedGeneration !== pass.mr.metadata.generation;
     const observed = await connection.external.observe(
       withDraft(pass.mr, pass.draft),
-      { cloudName: pass.cloudName, ...(notBefore !== undefined ? { notBefore } : {}), trustList: following },
+      {
+        cloudName: pass.cloudName,
+        ...(notBefore !== undefined ? { notBefore } : {}),
+        trustList: following,
+        ...(urgent ? { urgent } : {}),
+      },
       pass.signal,
     );
     if (settled.follow !== undefined) {

@@ -105,17 +105,13 @@ export function registerOperatorMetrics(registry: Registry, sources: OperatorMet
           const namespace = object.metadata?.namespace ?? "";
           for (const condition of statusOf(object).conditions ?? []) {
             if (condition.type === undefined) continue;
-            const labels = {
-              namespace,
-              kind,
-              type: condition.type,
-              status: condition.status ?? "Unknown",
-              reason: condition.reason ?? "",
-            };
-            const key = JSON.stringify(labels);
-            const entry = counts.get(key) ?? { labels, count: 0 };
-            entry.count++;
-            counts.set(key, entry);
+            const status = condition.status ?? "Unknown";
+            const reason = condition.reason ?? "";
+            // A plain joined key: this runs for every condition of every object at each scrape.
+            const key = `${namespace}\u0000${kind}\u0000${condition.type}\u0000${status}\u0000${reason}`;
+            const entry = counts.get(key);
+            if (entry !== undefined) entry.count++;
+            else counts.set(key, { labels: { namespace, kind, type: condition.type, status, reason }, count: 1 });
           }
         }
       }

@@ -14,6 +14,7 @@ import type {
   Reconciler,
 } from "../runtime/index.ts";
 import { isRecord } from "../util/is-record.ts";
+import { credentialsRefNameOf } from "./credentials.ts";
 
 export const CREDENTIALS_FINALIZER = "gpucloud.dev/credentials-in-use";
 
@@ -90,9 +91,7 @@ function referenceOf(object: unknown): string | undefined {
   if (!isRecord(object) || !isRecord(object.metadata)) return undefined;
   const { namespace, finalizers } = object.metadata;
   if (typeof namespace !== "string" || !Array.isArray(finalizers) || !finalizers.includes(FINALIZER)) return undefined;
-  const spec = isRecord(object.spec) ? object.spec : {};
-  const ref = isRecord(spec.credentialsRef) ? spec.credentialsRef.name : undefined;
-  return `${namespace}/${typeof ref === "string" && ref !== "" ? ref : DEFAULT_CREDENTIALS_SECRET}`;
+  return `${namespace}/${credentialsRefNameOf(object) ?? DEFAULT_CREDENTIALS_SECRET}`;
 }
 
 /** `Kind/namespace/name` → `Kind namespace/name`, as the Secret's Event names its users. */

@@ -51,6 +51,8 @@ export interface SnapshotOptions<T> {
 
 interface IdWaiter<T> {
   notBefore: number;
+  /** Asked for a change somebody made (a spec change): listed at once, not after the spacing. */
+  urgent: boolean;
   resolve: (item: T | undefined) => void;
   reject: (error: unknown) => void;
 }
@@ -66,6 +68,8 @@ export class FamilySnapshot<T> {
   readonly #itemFetchedAt = new Map<string, number>();
   /** Ids waiting for the next list by ids, with their callers. */
   readonly #wantedIds = new Map<string, IdWaiter<T>[]>();
+  /** Wanted ids with an urgent caller. */
+  readonly #urgentIds = new Set<string>();
   #idsTimer: ReturnType<typeof setTimeout> | undefined;
   #idsRunning = false;
   #lastIdsStartedAt = Number.NEGATIVE_INFINITY;
@@ -78,9 +82,11 @@ export class FamilySnapshot<T> {
   /**
    * One resource as fresh as `notBefore`: from the view when it is fresh enough, else from a list by ids shared
    * with every caller asking meanwhile. Undefined when the cloud did not list it. Without `notBefore` (or
-   * without `listIds`), the whole snapshot is read as `read` does.
+   * without `listIds`), the whole snapshot is read as `read` does. An `urgent` read (a spec change somebody is
+   * waiting for) does not wait for the spacing between lists by ids: it goes as soon as none is in flight, and
+   * whatever else is waiting rides along; settled operations, many at once in a burst, keep the spacing.
    */
-  async readOne(id: string, notBefore = 0): Promise<T | undefined> {
+  async readOne(id: string, notBefore = 0, urgent = false): Promise<T | undefined> {
     // Without a reason to look at this one resource (a periodic look), the periodic full list serves it: lists
     // by ids for every object would cost more calls per period than the full list.
     if (this.#options.listIds === undefined || notBefore <= 0 || this.#small()) {
@@ -95,8 +101,9 @@ export class FamilySnapshot<T> {
     }
     return new Promise<T | undefined>((resolve, reject) => {
       const waiters = this.#wantedIds.get(id) ?? [];
-      waiters.push({ notBefore: wanted, resolve, reject });
+      waiters.push({ notBefore: wanted, urgent, resolve, reject });
       this.#wantedIds.set(id, waiters);
+      if (urgent) this.#urgentIds.add(id);
       this.#scheduleIds();
     });
   }
@@ -161,7 +168,14 @@ export class FamilySnapshot<T> {
   }
 
   #scheduleIds(): void {
-    if (this.#idsRunning || this.#idsTimer !== undefined || this.#wantedIds.size === 0) return;
+    if (this.#idsRunning || this.#wantedIds.size === 0) return;
+    if (this.#urgentIds.size > 0) {
+      clearTimeout(this.#idsTimer);
+      this.#idsTimer = undefined;
+      void this.#listIds();
+      return;
+    }
+    if (this.#idsTimer !== undefined) return;
     const delayMs = Math.max(0, this.#lastIdsStartedAt + (this.#options.idsIntervalMs ?? 1000) - this.#now());
     this.#idsTimer = setTimeout(() => {
       this.#idsTimer = undefined;
@@ -175,11 +189,20 @@ export class FamilySnapshot<T> {
     if (listIds === undefined) return;
     const max = this.#options.maxIdsPerList ?? 150;
     const batch = new Map<string, IdWaiter<T>[]>();
+    // Urgent ids first: a list of the 150 ids asked for first must not leave a spec change behind.
+    for (const id of this.#urgentIds) {
+      if (batch.size >= max) break;
+      const waiters = this.#wantedIds.get(id);
+      if (waiters !== undefined) batch.set(id, waiters);
+    }
     for (const [id, waiters] of this.#wantedIds) {
       if (batch.size >= max) break;
       batch.set(id, waiters);
     }
-    for (const id of batch.keys()) this.#wantedIds.delete(id);
+    for (const id of batch.keys()) {
+      this.#wantedIds.delete(id);
+      this.#urgentIds.delete(id);
+    }
     this.#idsRunning = true;
     const startedAt = this.#now();
     this.#lastIdsStartedAt = startedAt;

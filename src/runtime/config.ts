@@ -142,7 +142,7 @@ const FLAGS: readonly FlagSpec[] = [
   {
     name: "max-concurrent-reconciles",
     type: "int",
-    default: "16",
+    default: "32",
     help: "Workers per controller (reconciles wait on the cloud's rate limit and on I/O, not on CPU)",
   },
   {

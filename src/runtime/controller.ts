@@ -8,6 +8,9 @@ import { ownsKey, type Shard } from "./sharding.ts";
 import { type Clock, jitter, systemClock } from "./time.ts";
 import { type Priority, WorkQueue, type WorkQueueOptions } from "./workqueue.ts";
 
+/** The longest a controller's workers run passes back to back without letting timers and I/O in. */
+const YIELD_AFTER_MS = 5;
+
 export interface ReconcileRequest {
   namespace: string;
   name: string;
@@ -20,10 +23,14 @@ export interface ReconcileRequest {
  *   (e.g. after a Kubernetes 409 on a status write): rate-limited, counted as result "requeue", not an error.
  * - `retry`: failure; re-queued with per-key exponential backoff (1 s … 5 min).
  * - `terminal`: failure that retrying cannot fix (bad spec); not re-queued until the object changes.
+ * - `parked`: waiting for a resource (a slot of its cloud account) that wakes the key itself with `wake` when it
+ *   frees; no resync and no backoff meanwhile, re-queued after `fallbackMs` only if nothing woke it. A timed
+ *   requeue instead would look again and again at every key of a backlog (each refused again): CPU for nothing.
  */
 export type Outcome =
   | { type: "done" }
   | { type: "requeueAfter"; ms: number }
+  | { type: "parked"; fallbackMs: number }
   | { type: "retry"; error: Error }
   | { type: "terminal"; error: Error };
 
@@ -42,6 +49,8 @@ export interface ReconcileContext {
   /** Child logger carrying {controller, namespace, name, reconcileID} (controller-runtime's spelling). */
   logger: Logger;
   reconcileId: string;
+  /** The lane the key was taken from (`high`: work that finishes something), for work that waits on its own. */
+  priority: Priority;
 }
 
 export interface Reconciler {
@@ -136,6 +145,9 @@ export class Controller {
   #running: Promise<void>[] = [];
   readonly #inFlight = new Set<AbortController>();
   #activeWorkers = 0;
+  /** When the workers last let the event loop turn, and the turn they wait for (see #breathe). */
+  #lastTurnAt: number;
+  #turn: { promise: Promise<void>; release: () => void } | undefined;
 
   constructor(options: ControllerOptions) {
     if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(options.name)) {
@@ -150,6 +162,7 @@ export class Controller {
     this.#options = options;
     this.#logger = options.logger.child({ controller: options.name });
     this.#clock = options.clock ?? systemClock;
+    this.#lastTurnAt = this.#clock.now();
     this.#random = options.random ?? Math.random;
     this.#queue = this.#newQueue();
     options.metrics?.maxConcurrentReconciles.set({ controller: this.name }, workers);
@@ -184,6 +197,15 @@ export class Controller {
   enqueueAfter(key: string, delayMs: number, priority: Priority = "normal"): void {
     if (!this.owns(key)) return;
     this.#queue.addAfter(key, delayMs, priority);
+  }
+
+  /**
+   * Queues a key now, dropping its pending delayed requeue: for a key that waited for a resource (a slot of its
+   * cloud account) rather than for a time, and gets it now.
+   */
+  wake(key: string, priority: Priority = "normal"): void {
+    if (!this.owns(key)) return;
+    this.#queue.addNow(key, priority);
   }
 
   /** Whether this replica reconciles the key (its shard), see sharding.ts. */
@@ -226,6 +248,7 @@ export class Controller {
     }
     const workers = this.#running;
     this.#running = [];
+    this.#turn?.release(); // a worker between two passes need not wait for the event loop to stop
     if (inTime) await Promise.all(workers);
     this.#logger.info({ drained: inTime }, "workers stopped");
     return inTime;
@@ -233,6 +256,7 @@ export class Controller {
 
   /** Stops at once (lost lease): no new work, in-flight reconciles see their signal aborted. */
   stopNow(): void {
+    this.#turn?.release();
     this.#queue.shutDown();
     this.abortInFlight();
     this.#running = [];
@@ -263,7 +287,36 @@ export class Controller {
       } finally {
         queue.done(key);
       }
+      await this.#breathe();
     }
+  }
+
+  /**
+   * Between two passes. A pass that finds everything it needs in the caches (a resync against a fresh snapshot)
+   * never waits on I/O: the workers would chain such passes in microtasks and starve timers and sockets until the
+   * queue is empty (10,000 objects: stalls of seconds when a family list answered hundreds of waiting resyncs at
+   * once, as long as the leader election's renew deadline). Once YIELD_AFTER_MS went by without a turn of the event
+   * loop, every worker that ends a pass waits for the same turn (setImmediate): a stall is bounded by about one
+   * pass per worker.
+   */
+  async #breathe(): Promise<void> {
+    let turn = this.#turn;
+    if (turn === undefined) {
+      if (this.#clock.now() - this.#lastTurnAt < YIELD_AFTER_MS) return;
+      let release: () => void = () => undefined;
+      const promise = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const started: { promise: Promise<void>; release: () => void } = { promise, release };
+      turn = started;
+      this.#turn = started;
+      setImmediate(release);
+      void promise.then(() => {
+        if (this.#turn === started) this.#turn = undefined;
+        this.#lastTurnAt = this.#clock.now();
+      });
+    }
+    await turn.promise;
   }
 
   async #reconcileKey(queue: WorkQueue, key: string): Promise<void> {
@@ -285,7 +338,13 @@ export class Controller {
     const startedAt = this.#clock.now();
     let result: Outcome;
     try {
-      result = await this.#options.reconciler.reconcile(request, { signal: abort.signal, logger, reconcileId });
+      const priority = queue.takenFrom(key) ?? "normal";
+      result = await this.#options.reconciler.reconcile(request, {
+        signal: abort.signal,
+        logger,
+        reconcileId,
+        priority,
+      });
       if (!isOutcome(result)) {
         metrics?.reconcilePanicsTotal.inc(labels);
         result = outcome.retry(new Error(`reconciler returned an invalid outcome`));
@@ -326,6 +385,10 @@ export class Controller {
         this.#scheduleResync(queue, key, request);
         logger.debug({ requeueAfterMs: result.ms }, "requeue after");
         return "requeue_after";
+      case "parked":
+        queue.addAfter(key, result.fallbackMs);
+        logger.debug({ fallbackMs: result.fallbackMs }, "parked");
+        return "parked";
       case "retry":
         queue.addRateLimited(key);
         metrics?.reconcileErrorsTotal.inc(labels);
@@ -358,6 +421,8 @@ function isOutcome(value: unknown): value is Outcome {
       return true;
     case "requeueAfter":
       return "ms" in value && typeof value.ms === "number" && Number.isFinite(value.ms);
+    case "parked":
+      return "fallbackMs" in value && typeof value.fallbackMs === "number" && value.fallbackMs > 0;
     case "retry":
     case "terminal":
       return "error" in value && value.error instanceof Error;

@@ -31,6 +31,8 @@ export interface EventRecorderOptions {
   /** Per-object token bucket: burst (default 25) and refill interval per token (default 5 min, as client-go). */
   burst?: number;
   refillIntervalMs?: number;
+  /** Series and per-object buckets remembered, least recently used forgotten first (default 4096, as client-go). */
+  maxTracked?: number;
 }
 
 interface SeriesState {
@@ -108,6 +110,9 @@ export class EventRecorder {
     if (isRepeat) {
       existing.count++;
       existing.lastAt = now;
+      // Most recently used last: the least recently used series is the one forgotten when the map is full.
+      this.#series.delete(seriesKey);
+      this.#series.set(seriesKey, existing);
     }
     if (!this.#takeToken(objectId, now)) {
       this.#options.logger.debug({ reason: event.reason, object: metadata.name }, "event rate-limited for this object");
@@ -146,7 +151,7 @@ export class EventRecorder {
         resourceVersion: metadata.resourceVersion,
       },
     };
-    this.#remember(seriesKey, { eventName, namespace, count: 1, firstAt: now, lastAt: now }, now);
+    this.#remember(seriesKey, { eventName, namespace, count: 1, firstAt: now, lastAt: now });
     await kubeRequest(this.#kubeConfig, "POST", eventsPath(namespace), { body });
   }
 
@@ -156,23 +161,31 @@ export class EventRecorder {
     const bucket = this.#buckets.get(objectId) ?? { tokens: burst, updatedAt: now };
     bucket.tokens = Math.min(burst, bucket.tokens + (now - bucket.updatedAt) / refill);
     bucket.updatedAt = now;
+    this.#buckets.delete(objectId);
     this.#buckets.set(objectId, bucket);
+    forgetOldest(this.#buckets, this.#options.maxTracked ?? MAX_TRACKED);
     if (bucket.tokens < 1) return false;
     bucket.tokens -= 1;
     return true;
   }
 
-  /** Keeps the series map bounded: forget series whose window has passed. */
-  #remember(key: string, state: SeriesState, now: number): void {
+  /**
+   * Keeps the series map bounded, as client-go's event correlator does (LRU caches of 4096): the least recently
+   * used series is forgotten (a later repeat of it starts a new Event). O(1) per event: scanning the whole map
+   * on each event once it was full made 10,000 objects' first events cost O(N²).
+   */
+  #remember(key: string, state: SeriesState): void {
     this.#series.set(key, state);
-    if (this.#series.size <= MAX_TRACKED) return;
-    const window = this.#options.aggregationWindowMs ?? 600_000;
-    for (const [seriesKey, series] of this.#series) if (now - series.lastAt > window) this.#series.delete(seriesKey);
-    const burst = this.#options.burst ?? 25;
-    const refill = this.#options.refillIntervalMs ?? 300_000;
-    for (const [objectId, bucket] of this.#buckets) {
-      if (bucket.tokens + (now - bucket.updatedAt) / refill >= burst) this.#buckets.delete(objectId);
-    }
+    forgetOldest(this.#series, this.#options.maxTracked ?? MAX_TRACKED);
+  }
+}
+
+/** Drops the oldest entries (insertion order: entries are re-inserted when used) beyond `max`. */
+function forgetOldest<V>(map: Map<string, V>, max: number): void {
+  while (map.size > max) {
+    const oldest = map.keys().next();
+    if (oldest.done === true) return;
+    map.delete(oldest.value);
   }
 }
 

@@ -13,13 +13,10 @@
 //   tells /readyz and the manager's cache-sync timeout why the informer has not synced.
 // The cache itself is ours, fed from every list (so a fresh ListWatch after a restart still reports deletes
 // that happened while we were disconnected) and from watch events.
-import {
-  type KubeConfig,
-  type KubernetesListObject,
-  type KubernetesObject,
-  ListWatch,
-  Watch,
-} from "@kubernetes/client-node";
+import type { KubeConfig, KubernetesListObject, KubernetesObject } from "@kubernetes/client-node";
+// By path, not the package root (which loads every generated API and model): see kube-client-loading.ts.
+import { ListWatch } from "@kubernetes/client-node/dist/cache.js";
+import { Watch } from "@kubernetes/client-node/dist/watch.js";
 import type { Logger } from "pino";
 import {
   collectionPath,

@@ -3,7 +3,9 @@
 // generated client: that path (model serializer, middleware chain, WHATWG fetch) costs ~1.5 ms of CPU per request,
 // this one ~0.3 ms, and the operator writes four to six times per object. Failures are client-node's
 // ApiException (code, body), so statusOf and toKubeApiError read them as before.
-import { ApiException, HttpMethod, type KubeConfig, RequestContext } from "@kubernetes/client-node";
+import type { KubeConfig } from "@kubernetes/client-node";
+import { ApiException } from "@kubernetes/client-node/dist/gen/apis/exception.js";
+import { HttpMethod, RequestContext } from "@kubernetes/client-node/dist/gen/http/http.js";
 import { type Dispatcher, getGlobalDispatcher, request } from "undici";
 
 export type KubeMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";

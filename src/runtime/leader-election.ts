@@ -2,11 +2,58 @@
 // Lease is free or its holder has not renewed it for leaseDuration (measured on our own clock from when we saw it
 // change, so clock skew between nodes does not matter), renew every retryPeriod, and give up leadership when
 // renewing has failed for renewDeadline. Writes are replace-with-resourceVersion, so two candidates never both win.
-import { CoordinationV1Api, type KubeConfig, type V1Lease, V1MicroTime } from "@kubernetes/client-node";
+import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
+import { z } from "zod";
+import { kubeRequest } from "./kube-http.ts";
 import type { Metrics } from "./metrics.ts";
 import { statusOf, toKubeApiError } from "./status.ts";
-import { type Clock, jitter, parseKubeTime, sleep, systemClock } from "./time.ts";
+import { type Clock, formatMicroTime, jitter, parseKubeTime, sleep, systemClock } from "./time.ts";
+
+/** The part of a coordination.k8s.io/v1 Lease the election reads; the rest of metadata is sent back as it was. */
+const Lease = z.object({
+  metadata: z.looseObject({ resourceVersion: z.string().optional() }).optional(),
+  spec: z
+    .looseObject({
+      holderIdentity: z.string().nullish(),
+      leaseDurationSeconds: z.number().nullish(),
+      acquireTime: z.string().nullish(),
+      renewTime: z.string().nullish(),
+      leaseTransitions: z.number().nullish(),
+    })
+    .optional(),
+});
+type Lease = z.infer<typeof Lease>;
+
+/**
+ * The Lease's three calls as plain JSON requests (kube-http.ts): client-node's generated CoordinationV1Api would
+ * load every generated API and model with it (see kube-client-loading.ts).
+ */
+class LeaseClient {
+  readonly #kubeConfig: KubeConfig;
+  readonly #path: string;
+  readonly #collection: string;
+
+  constructor(kubeConfig: KubeConfig, namespace: string, name: string) {
+    this.#kubeConfig = kubeConfig;
+    this.#collection = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/leases`;
+    this.#path = `${this.#collection}/${encodeURIComponent(name)}`;
+  }
+
+  async read(): Promise<Lease> {
+    return Lease.parse(await kubeRequest(this.#kubeConfig, "GET", this.#path));
+  }
+
+  async create(body: object): Promise<Lease> {
+    return Lease.parse(await kubeRequest(this.#kubeConfig, "POST", this.#collection, { body }));
+  }
+
+  async replace(body: object): Promise<Lease> {
+    return Lease.parse(await kubeRequest(this.#kubeConfig, "PUT", this.#path, { body }));
+  }
+}
+
+const microTime = (ms: number): string => formatMicroTime(new Date(ms));
 
 export interface LeaderElectorOptions {
   kubeConfig: KubeConfig;
@@ -32,7 +79,7 @@ type Attempt = "leading" | "held-by-other" | "failed";
 
 export class LeaderElector {
   readonly #options: LeaderElectorOptions;
-  readonly #api: CoordinationV1Api;
+  readonly #api: LeaseClient;
   readonly #clock: Clock;
   readonly #logger: Logger;
   readonly #leaseDurationMs: number;
@@ -47,7 +94,7 @@ export class LeaderElector {
 
   constructor(options: LeaderElectorOptions) {
     this.#options = options;
-    this.#api = options.kubeConfig.makeApiClient(CoordinationV1Api);
+    this.#api = new LeaseClient(options.kubeConfig, options.namespace, options.name);
     this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger.child({ lease: `${options.namespace}/${options.name}`, identity: options.identity });
     this.#leaseDurationMs = options.leaseDurationMs ?? 15_000;
@@ -160,25 +207,22 @@ export class LeaderElector {
     const desiredSpec = {
       holderIdentity: identity,
       leaseDurationSeconds: Math.ceil(this.#leaseDurationMs / 1000),
-      renewTime: new V1MicroTime(now),
+      renewTime: microTime(now),
     };
-    let current: V1Lease;
+    let current: Lease;
     try {
-      current = await this.#api.readNamespacedLease({ namespace, name });
+      current = await this.#api.read();
     } catch (error) {
       if (statusOf(error) !== 404) {
         this.#logger.warn({ err: toKubeApiError(error, "read lease") }, "lease read failed");
         return "failed";
       }
       try {
-        await this.#api.createNamespacedLease({
-          namespace,
-          body: {
-            apiVersion: "coordination.k8s.io/v1",
-            kind: "Lease",
-            metadata: { name, namespace },
-            spec: { ...desiredSpec, acquireTime: new V1MicroTime(now), leaseTransitions: 0 },
-          },
+        await this.#api.create({
+          apiVersion: "coordination.k8s.io/v1",
+          kind: "Lease",
+          metadata: { name, namespace },
+          spec: { ...desiredSpec, acquireTime: microTime(now), leaseTransitions: 0 },
         });
         return "leading";
       } catch (createError) {
@@ -204,18 +248,14 @@ export class LeaderElector {
     if (heldByOther && this.#observedAt + durationMs > now) return "held-by-other";
     const renewing = holder === identity;
     try {
-      const replaced = await this.#api.replaceNamespacedLease({
-        namespace,
-        name,
-        body: {
-          apiVersion: "coordination.k8s.io/v1",
-          kind: "Lease",
-          metadata: { ...current.metadata, name, namespace, resourceVersion: version },
-          spec: {
-            ...desiredSpec,
-            acquireTime: renewing && spec.acquireTime ? toMicroTime(spec.acquireTime, now) : new V1MicroTime(now),
-            leaseTransitions: (spec.leaseTransitions ?? 0) + (renewing ? 0 : 1),
-          },
+      const replaced = await this.#api.replace({
+        apiVersion: "coordination.k8s.io/v1",
+        kind: "Lease",
+        metadata: { ...current.metadata, name, namespace, resourceVersion: version },
+        spec: {
+          ...desiredSpec,
+          acquireTime: renewing && spec.acquireTime ? toMicroTime(spec.acquireTime, now) : microTime(now),
+          leaseTransitions: (spec.leaseTransitions ?? 0) + (renewing ? 0 : 1),
         },
       });
       this.#observedVersion = replaced.metadata?.resourceVersion;
@@ -232,23 +272,20 @@ export class LeaderElector {
   async #release(): Promise<void> {
     const { namespace, name, identity } = this.#options;
     try {
-      const current = await this.#api.readNamespacedLease({ namespace, name });
+      const current = await this.#api.read();
       if (current.spec?.holderIdentity !== identity) return;
       const now = this.#clock.now();
-      await this.#api.replaceNamespacedLease({
-        namespace,
-        name,
-        body: {
-          ...current,
-          apiVersion: "coordination.k8s.io/v1",
-          kind: "Lease",
-          spec: {
-            ...current.spec,
-            holderIdentity: "",
-            leaseDurationSeconds: 1,
-            acquireTime: new V1MicroTime(now),
-            renewTime: new V1MicroTime(now),
-          },
+      await this.#api.replace({
+        ...current,
+        apiVersion: "coordination.k8s.io/v1",
+        kind: "Lease",
+        metadata: { ...current.metadata, name, namespace },
+        spec: {
+          ...current.spec,
+          holderIdentity: "",
+          leaseDurationSeconds: 1,
+          acquireTime: microTime(now),
+          renewTime: microTime(now),
         },
       });
       this.#logger.info("lease released");
@@ -258,6 +295,6 @@ export class LeaderElector {
   }
 }
 
-function toMicroTime(value: unknown, fallback: number): V1MicroTime {
-  return new V1MicroTime(parseKubeTime(value) ?? fallback);
+function toMicroTime(value: unknown, fallback: number): string {
+  return microTime(parseKubeTime(value) ?? fallback);
 }

@@ -5,7 +5,8 @@ import type { RestClientLabels } from "./kube-request-metrics.ts";
 import type { WorkQueue, WorkQueueObserver } from "./workqueue.ts";
 
 /** The `result` label of controller_runtime_reconcile_total. */
-export type ReconcileResult = "success" | "error" | "requeue" | "requeue_after";
+/** controller-runtime's results, and `parked`: a reconcile that waits for a slot of its cloud account. */
+export type ReconcileResult = "success" | "error" | "requeue" | "requeue_after" | "parked";
 
 const MISNAMED_DEFAULT_METRICS = [
   "nodejs_active_handles_total",

@@ -2,7 +2,7 @@
 // it changed, as a merge patch that carries metadata.resourceVersion (a 409 is reported, never overwritten);
 // finalizers likewise with a resourceVersion-guarded merge patch. Pure helpers live here; the HTTP calls are in
 // kube.ts (KubeClient).
-import { ApiException } from "@kubernetes/client-node";
+import { ApiException } from "@kubernetes/client-node/dist/gen/apis/exception.js";
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 

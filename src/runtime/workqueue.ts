@@ -62,6 +62,8 @@ export class WorkQueue {
   readonly #dirty = new Map<string, Priority>();
   /** Keys held by a worker, with the time the worker took them. */
   readonly #processing = new Map<string, number>();
+  /** The lane each key held by a worker was taken from. */
+  readonly #takenFrom = new Map<string, Priority>();
   /** When each dirty key was added, for the queue-latency metric. */
   readonly #addedAt = new Map<string, number>();
   readonly #failures = new Map<string, number>();
@@ -129,6 +131,18 @@ export class WorkQueue {
     this.#armDelayTimer();
   }
 
+  /**
+   * Queues a key now and drops its pending delayed add: the pass it gets schedules whatever comes next. For a key
+   * that waited for a resource rather than a time (see controllers/account-admission.ts), whose fallback requeue
+   * would otherwise run a second, needless pass.
+   */
+  addNow(key: string, priority: Priority = "normal"): void {
+    if (this.#shuttingDown) return;
+    // A stale heap entry is skipped when it fires (its deadline is no longer the key's).
+    this.#deadlines.delete(key);
+    this.add(key, priority);
+  }
+
   /** Queues a key after its backoff delay and counts one more consecutive failure for it. */
   addRateLimited(key: string): void {
     if (this.#shuttingDown) return;
@@ -171,6 +185,7 @@ export class WorkQueue {
     const startedAt = this.#processing.get(key);
     if (startedAt === undefined) return;
     this.#processing.delete(key);
+    this.#takenFrom.delete(key);
     this.#observer.onWorkDuration?.((this.#clock.now() - startedAt) / 1000);
     const priority = this.#dirty.get(key);
     if (priority !== undefined && !this.#shuttingDown) this.#enqueue(key, priority);
@@ -195,6 +210,11 @@ export class WorkQueue {
   /** The pending delayed deadline of a key (epoch ms), if any. */
   deadlineOf(key: string): number | undefined {
     return this.#deadlines.get(key);
+  }
+
+  /** The lane a key held by a worker was taken from (undefined when no worker holds it). */
+  takenFrom(key: string): Priority | undefined {
+    return this.#takenFrom.get(key);
   }
 
   isProcessing(key: string): boolean {
@@ -260,14 +280,17 @@ export class WorkQueue {
 
   #take(): string | undefined {
     let key: string | undefined;
+    let from: Priority = "normal";
     for (const lane of LANES) {
       const next = this.#lanes[lane].values().next();
       if (next.done === true) continue;
       key = next.value;
+      from = lane;
       this.#lanes[lane].delete(key);
       break;
     }
     if (key === undefined) return undefined;
+    this.#takenFrom.set(key, from);
     this.#dirty.delete(key);
     const now = this.#clock.now();
     const addedAt = this.#addedAt.get(key);

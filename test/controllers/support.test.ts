@@ -1,7 +1,7 @@
 // Table tests of the small pieces: error classification, snapshot coalescing, credential parsing, the index of
 // dependents.
 import pino from "pino";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { CloudError } from "../../src/cloud/errors.ts";
 import { classify, ReconcileError } from "../../src/controllers/classify.ts";
 import { CredentialStore, parseCredentialsSecret, type SecretLike } from "../../src/controllers/credentials.ts";
@@ -124,7 +124,7 @@ describe("FamilySnapshot", () => {
   });
 
   describe("readOne: one resource refreshed by id in a large family", () => {
-    function large(count: number) {
+    function large(count: number, idsIntervalMs = 0) {
       const items = new Map(
         Array.from({ length: count }, (_, i) => [`id-${i}`, { id: `id-${i}`, name: `vm-${i}`, v: 1 }]),
       );
@@ -143,7 +143,7 @@ describe("FamilySnapshot", () => {
         nameOf: (item) => item.name,
         maxAgeMs: 10_000,
         minIntervalMs: 0,
-        idsIntervalMs: 0,
+        idsIntervalMs,
         fullListUpTo: 10,
         maxIdsPerList: 3,
         now: () => clock,
@@ -189,6 +189,30 @@ describe("FamilySnapshot", () => {
       // The owner's pass asks for its resource as fresh as the settlement; everyone sees it afterwards.
       expect((await big.snapshot.readOne("id-3", 1005))?.v).toBe(2);
       expect((await big.snapshot.read()).byId.get("id-3")?.v).toBe(2);
+    });
+
+    it("a spec change's read goes at once, settled ones keep the spacing between lists by ids", async () => {
+      vi.useFakeTimers();
+      try {
+        const { snapshot, calls, advance } = large(50, 1000);
+        await snapshot.read();
+        advance(10);
+        const first = snapshot.readOne("id-1", 1005);
+        await vi.advanceTimersByTimeAsync(0);
+        await first;
+        const answered: string[] = [];
+        const settled = snapshot.readOne("id-2", 1005).then(() => answered.push("settled"));
+        await vi.advanceTimersByTimeAsync(10);
+        expect(answered).toEqual([]); // batched: the next list by ids is a second after the last
+        const change = snapshot.readOne("id-3", 1005, true).then(() => answered.push("change"));
+        await vi.advanceTimersByTimeAsync(0);
+        await Promise.all([settled, change]);
+        // The spec change did not wait; the settled read rode along with it.
+        expect(calls.byIds).toEqual([["id-1"], ["id-3", "id-2"]]);
+        expect(answered.sort()).toEqual(["change", "settled"]);
+      } finally {
+        vi.useRealTimers();
+      }
     });
 
     it("a periodic look (no notBefore) and a small family use the full list", async () => {

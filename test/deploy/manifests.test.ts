@@ -28,6 +28,7 @@ const ALL_OPTIONAL_OBJECTS = [
   ...MONITORING_APIS,
   ...["replicaCount=2", "serviceMonitor.enabled=true", "prometheusRule.enabled=true"].flatMap((v) => ["--set", v]),
   ...["grafanaDashboard.enabled=true", "networkPolicy.enabled=true"].flatMap((v) => ["--set", v]),
+  ...["sharding.shards=2"].flatMap((v) => ["--set", v]),
 ];
 const EXPECTED_CRDS = ["gpuvms", "gpudisks", "gpunetworks", "gpufirewallrules", "gpuvmpools"].map(
   (plural) => `${plural}.gpucloud.dev`,
@@ -264,6 +265,34 @@ describe("Helm chart", () => {
     expect(await image("--set", `image.digest=${digest}`, "--set", "image.tag=1.2.3")).toBe(
       `gpuvm-operator:1.2.3@${digest}`,
     );
+  });
+
+  it("renders one Deployment per shard with --shard-count, --shard-index and a selector of its own", async () => {
+    const manifests = await helmTemplate("--set", "sharding.shards=3", "--set", "replicaCount=2");
+    const deployments = manifests.filter((manifest) => manifest.kind === "Deployment");
+    expect(deployments.map((deployment) => deployment.metadata.name)).toEqual([
+      "demo-gpuvm-operator-shard-0",
+      "demo-gpuvm-operator-shard-1",
+      "demo-gpuvm-operator-shard-2",
+    ]);
+    deployments.forEach((deployment, index) => {
+      const args = operatorContainer(deployment).args;
+      expect(flagValue(args, "--shard-count")).toBe("3");
+      expect(flagValue(args, "--shard-index")).toBe(String(index));
+      expect(args).toContain("--leader-elect"); // each shard campaigns for its own Lease
+      const spec = deployment.spec as DeploymentSpec & { replicas: number };
+      expect(spec.replicas).toBe(2);
+      expect(spec.selector.matchLabels["gpucloud.dev/shard"]).toBe(String(index));
+      expect(spec.template.metadata.labels).toMatchObject(spec.selector.matchLabels);
+    });
+    // One metrics Service for every shard's pods.
+    const service = only(manifests, "Service").spec as { selector: Record<string, string> };
+    expect(service.selector["gpucloud.dev/shard"]).toBeUndefined();
+    // Without sharding: one Deployment under its usual name, no shard flags.
+    const single = only(await helmTemplate(), "Deployment");
+    expect(single.metadata.name).toBe("demo-gpuvm-operator");
+    expect(operatorContainer(single).args).not.toContain("--shard-count");
+    await expect(helmTemplate("--set", "sharding.shards=0")).rejects.toThrow(/shards/);
   });
 
   it("renders the Pod options: strategy, priority class, spread, env, volumes, annotations, labels, node selector, log flags", async () => {

@@ -22,7 +22,7 @@ describe("parseConfig", () => {
       leaderElectionNamespace: "default",
       metricsBindAddress: { host: "0.0.0.0", port: 8080 },
       healthProbeBindAddress: { host: "0.0.0.0", port: 8081 },
-      maxConcurrentReconciles: 16,
+      maxConcurrentReconciles: 32,
       syncPeriodMs: 600_000,
       leaseDurationMs: 15_000,
       renewDeadlineMs: 10_000,
@@ -93,7 +93,7 @@ describe("parseConfig", () => {
   it("reads the request timeout, the answer size limit and the per-account concurrency", () => {
     const defaults = configOf(parseConfig([], {}));
     expect(defaults).toMatchObject({ apiTimeoutMs: 10_000, apiMaxResponseBytes: 4 * 1024 * 1024 });
-    expect(defaults.apiAccountConcurrency).toBe(15); // 16 workers minus one
+    expect(defaults.apiAccountConcurrency).toBe(31); // 32 workers minus one
     expect(configOf(parseConfig(["--max-concurrent-reconciles=1"], {})).apiAccountConcurrency).toBe(1);
     const set = configOf(
       parseConfig(["--api-timeout=3s", "--api-max-response-size=512Ki", "--api-account-concurrency=2"], {}),

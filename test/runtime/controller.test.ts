@@ -314,6 +314,50 @@ describe("Controller lanes and pacing", () => {
     await stopped;
   });
 
+  it("a parked key waits for its wake, not for a timer nor its resync; the wake drops the fallback", async () => {
+    const metrics = new Metrics({ defaultMetrics: false });
+    const { calls, reconciler } = scripted([{ type: "parked", fallbackMs: 300_000 }]);
+    const controller = new Controller({
+      name: "parking",
+      reconciler,
+      logger,
+      metrics,
+      resyncPeriodFor: () => 30_000,
+      resyncJitter: 0,
+    });
+    controller.start();
+    controller.enqueue("ns/a", "high");
+    await vi.advanceTimersByTimeAsync(0);
+    expect(calls).toHaveLength(1);
+    expect(calls[0]?.ctx.priority).toBe("high");
+    // Parked: neither the resync period nor a short delay brings it back.
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(calls).toHaveLength(1);
+    controller.wake("ns/a", "normal");
+    await vi.advanceTimersByTimeAsync(0);
+    expect(calls).toHaveLength(2);
+    expect(calls[1]?.ctx.priority).toBe("normal");
+    // The second pass ended done: its resync is the next look, the parked fallback is gone.
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(calls).toHaveLength(3);
+    await vi.advanceTimersByTimeAsync(240_000);
+    expect(calls).toHaveLength(3 + 8); // resyncs only (every 30 s), no extra pass at the old fallback
+    expect(await metricValue(metrics, "controller_runtime_reconcile_total", { result: "parked" })).toBe(1);
+    await controller.stop(1000);
+  });
+
+  it("a parked key nobody wakes comes back after its fallback", async () => {
+    const { calls, reconciler } = scripted([{ type: "parked", fallbackMs: 5000 }]);
+    const controller = new Controller({ name: "fallback", reconciler, logger });
+    controller.start();
+    controller.enqueue("ns/a");
+    await vi.advanceTimersByTimeAsync(4999);
+    expect(calls).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(calls).toHaveLength(2);
+    await controller.stop(1000);
+  });
+
   it("a shared ReconcilePacer spaces reconcile starts over every controller", async () => {
     const pacer = new ReconcilePacer(2);
     const starts: number[] = [];
@@ -346,5 +390,30 @@ describe("Controller lanes and pacing", () => {
     expect((await stopped)[0]).toBe(false);
     await vi.advanceTimersByTimeAsync(5000);
     expect(starts.length).toBeLessThanOrEqual(before + 1);
+  });
+});
+
+describe("Controller and the event loop", () => {
+  it("lets timers run between passes that never wait on I/O (no stall until the queue is empty)", async () => {
+    let passes = 0;
+    const reconciler = {
+      async reconcile(): Promise<Outcome> {
+        // A pass served entirely from caches: some CPU, no I/O.
+        const until = performance.now() + 0.05;
+        while (performance.now() < until) {
+          // busy
+        }
+        passes++;
+        return outcome.done();
+      },
+    };
+    const controller = new Controller({ name: "cached", reconciler, logger, workers: 8 });
+    for (let index = 0; index < 2000; index++) controller.enqueue(`ns/object-${index}`);
+    const passesWhenTimerRan = new Promise<number>((resolve) => setTimeout(() => resolve(passes), 0));
+    controller.start();
+    // Without turns of the event loop the timer would only run once all 2,000 passes (~100 ms of CPU) are done.
+    expect(await passesWhenTimerRan).toBeLessThan(2000);
+    while (passes < 2000) await new Promise((resolve) => setTimeout(resolve, 5));
+    await controller.stop(5000);
   });
 });

@@ -90,6 +90,29 @@ describe("EventRecorder", () => {
     expect(await listEvents()).toHaveLength(3);
   });
 
+  it("remembers a bounded number of series, the least recently used forgotten first", async () => {
+    const events = new EventRecorder({
+      kubeConfig: cluster.kubeConfig,
+      reportingInstance: "test-replica",
+      logger: silentLogger,
+      maxTracked: 2,
+    });
+    const say = async (note: string): Promise<void> => {
+      events.warning(widget, "Failed", note, "Reconcile");
+      await events.flush();
+    };
+    await say("first");
+    await say("second");
+    await say("first"); // used again: now the most recent
+    await say("third"); // the map is full: "second" is forgotten
+    await say("first"); // still remembered: a repeat
+    await say("second"); // a new Event, not a repeat
+    const written = await listEvents();
+    expect(written.filter((event) => event.note === "second")).toHaveLength(2);
+    expect(written.filter((event) => event.note === "first")).toHaveLength(1);
+    expect(written.find((event) => event.note === "first")?.series?.count).toBe(3);
+  });
+
   it("never throws when the API refuses the event", async () => {
     const events = recorder();
     cluster.double.faults.failNext(1, 500, { path: "/events" });

@@ -1,6 +1,6 @@
 // `gpuvm-operator run`: parse flags and environment, build the Manager, register the four controllers, start,
 // and resolve with 0 after SIGTERM/SIGINT once the graceful drain has finished.
-import { KubeConfig } from "@kubernetes/client-node";
+import { KubeConfig } from "@kubernetes/client-node/dist/config.js";
 import { registerControllers } from "../../controllers/index.ts";
 import { createLogger, helpText, Manager, parseConfig } from "../../runtime/index.ts";
 

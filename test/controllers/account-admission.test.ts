@@ -1,0 +1,159 @@
+// Parking: a reconcile refused because its cloud account's slots are all taken waits, without a timer, until a
+// slot frees; settled work (`high`) is woken before new work, then first come, first served.
+import { pino } from "pino";
+import { describe, expect, it } from "vitest";
+import { AccountBulkhead, DEFAULT_BULKHEAD } from "../../src/cloud/bulkhead.ts";
+import { CloudError } from "../../src/cloud/errors.ts";
+import { AccountAdmissions, PARKED_FALLBACK_MS } from "../../src/controllers/account-admission.ts";
+import type { Outcome, Priority, ReconcileContext, ReconcileRequest } from "../../src/runtime/index.ts";
+
+function provenBulkhead(laneLimit: number): AccountBulkhead {
+  const bulkhead = new AccountBulkhead({ ...DEFAULT_BULKHEAD, laneLimit, rateLimit: undefined });
+  const attempt = bulkhead.startAttempt("GET", "/projects/:projectId");
+  if (attempt instanceof CloudError) throw attempt;
+  attempt.end("success"); // an account that answered: healthy, the lane limit applies
+  return bulkhead;
+}
+
+function context(priority: Priority): ReconcileContext {
+  return { signal: new AbortController().signal, logger: pino({ level: "silent" }), reconcileId: "r", priority };
+}
+
+function request(name: string): ReconcileRequest {
+  return { namespace: "ns", name };
+}
+
+/** An inner reconciler whose passes take a slot (as `connect` does) and end when the test says so. */
+function holdingReconciler(admissions: AccountAdmissions, bulkhead: AccountBulkhead) {
+  const started: string[] = [];
+  const finish = new Map<string, () => void>();
+  return {
+    started,
+    end(name: string): void {
+      finish.get(name)?.();
+    },
+    reconciler: {
+      async reconcile(req: ReconcileRequest): Promise<Outcome> {
+        const key = `${req.namespace}/${req.name}`;
+        admissions.admit(key, bulkhead);
+        started.push(req.name);
+        await new Promise<void>((resolve) => finish.set(req.name, resolve));
+        return { type: "done" };
+      },
+    },
+  };
+}
+
+describe("AccountAdmissions parking", () => {
+  it("parks refused keys without running them and wakes them as slots free, high first", async () => {
+    const bulkhead = provenBulkhead(2);
+    const admissions = new AccountAdmissions("gpuvm");
+    const woken: Array<[string, Priority]> = [];
+    admissions.wakeWith((key, priority) => woken.push([key, priority]));
+    const inner = holdingReconciler(admissions, bulkhead);
+    const wrapped = admissions.wrap(inner.reconciler, () => bulkhead);
+
+    const a = wrapped.reconcile(request("a"), context("normal"));
+    const b = wrapped.reconcile(request("b"), context("normal"));
+    await Promise.resolve();
+    expect(inner.started).toEqual(["a", "b"]);
+
+    // Both slots taken: new work and settled work are parked at once, without a pass.
+    expect(await wrapped.reconcile(request("new-1"), context("normal"))).toEqual({
+      type: "parked",
+      fallbackMs: PARKED_FALLBACK_MS,
+    });
+    await wrapped.reconcile(request("new-2"), context("normal"));
+    await wrapped.reconcile(request("settled"), context("high"));
+    expect(inner.started).toEqual(["a", "b"]);
+    expect(admissions.parkedCount).toBe(3);
+    expect(woken).toEqual([]);
+
+    // One slot frees: the settled key is woken first (queued high, to take the slot before fresh keys).
+    inner.end("a");
+    await a;
+    expect(woken).toEqual([["ns/settled", "high"]]);
+    // A fresh key that reaches a worker first takes the slot; the woken one is parked again, in its own lane.
+    const fresh = wrapped.reconcile(request("fresh"), context("normal"));
+    await Promise.resolve();
+    expect(await wrapped.reconcile(request("settled"), context("high"))).toMatchObject({ type: "parked" });
+    expect(admissions.parkedCount).toBe(3);
+
+    inner.end("b");
+    await b;
+    expect(woken.at(-1)).toEqual(["ns/settled", "high"]);
+    const settled = wrapped.reconcile(request("settled"), context("high"));
+    await Promise.resolve();
+    expect(inner.started).toEqual(["a", "b", "fresh", "settled"]);
+
+    // Then first come, first served among the new ones.
+    inner.end("fresh");
+    await fresh;
+    inner.end("settled");
+    await settled;
+    expect(woken.slice(-2)).toEqual([
+      ["ns/new-1", "high"],
+      ["ns/new-2", "high"],
+    ]);
+    expect(admissions.parkedCount).toBe(0);
+  });
+
+  it("a key woken and refused again keeps the lane it was parked in", async () => {
+    const bulkhead = provenBulkhead(1);
+    const admissions = new AccountAdmissions("gpuvm");
+    const woken: string[] = [];
+    admissions.wakeWith((key) => woken.push(key));
+    const inner = holdingReconciler(admissions, bulkhead);
+    const wrapped = admissions.wrap(inner.reconciler, () => bulkhead);
+
+    const holder = wrapped.reconcile(request("holder"), context("normal"));
+    await Promise.resolve();
+    await wrapped.reconcile(request("resync"), context("low"));
+    await wrapped.reconcile(request("create"), context("normal"));
+    inner.end("holder");
+    await holder;
+    expect(woken).toEqual(["ns/create"]); // normal before low
+    // The woken key arrives from the high lane, finds the slot taken and is parked again: as normal, not high.
+    const taker = wrapped.reconcile(request("taker"), context("normal"));
+    await Promise.resolve();
+    await wrapped.reconcile(request("create"), context("high"));
+    await wrapped.reconcile(request("urgent"), context("high"));
+    inner.end("taker");
+    await taker;
+    expect(woken).toEqual(["ns/create", "ns/urgent"]);
+  });
+
+  it("an account whose circuit is open is left to the pass, which reports it", async () => {
+    const bulkhead = new AccountBulkhead({
+      ...DEFAULT_BULKHEAD,
+      failureThreshold: 1,
+      laneLimit: 2,
+      rateLimit: undefined,
+    });
+    const attempt = bulkhead.startAttempt("GET", "/projects/:projectId");
+    if (attempt instanceof CloudError) throw attempt;
+    attempt.end("failure");
+    expect(bulkhead.health()).toBe("open");
+    const admissions = new AccountAdmissions("gpuvm");
+    admissions.wakeWith(() => undefined);
+    const passes: string[] = [];
+    const wrapped = admissions.wrap(
+      {
+        async reconcile(req) {
+          passes.push(req.name);
+          try {
+            admissions.admit(`${req.namespace}/${req.name}`, bulkhead);
+          } catch (error) {
+            return { type: "retry", error: error as Error };
+          }
+          return { type: "done" };
+        },
+      },
+      () => bulkhead,
+    );
+    const result = await wrapped.reconcile(request("a"), context("normal"));
+    expect(passes).toEqual(["a"]);
+    expect(result.type).toBe("retry");
+    expect(admissions.parkedCount).toBe(0);
+  });
+});
