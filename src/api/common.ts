@@ -20,8 +20,6 @@ export const ANNOTATIONS = {
   /** `"true"` on a GpuVm of a GpuVmPool: removed first when the pool scales down. */
   deleteFirst: "gpucloud.dev/delete-first",
 } as const;
-export const PAUSED_ANNOTATION = ANNOTATIONS.paused;
-export const RESET_ANNOTATION = ANNOTATIONS.resetRequestedAt;
 export const SYNC_PERIOD_ANNOTATION = ANNOTATIONS.syncPeriod;
 /**
  * The shortest `gpucloud.dev/sync-period` honoured: a tenant's object cannot make the operator list its cloud
@@ -273,11 +271,6 @@ export function legacyDefaultCloudName(namespace: string, name: string): string 
   const full = `${namespace}-${name}`.toLowerCase();
   if (full.length <= MAX_CLOUD_NAME_LENGTH) return full;
   return withHash(full, shortHash(full));
-}
-
-/** The name of a resource in the cloud: spec.cloudName when set, else the deterministic default. */
-export function cloudNameOf(object: { metadata: { namespace: string; name: string }; spec: { cloudName?: string } }) {
-  return object.spec.cloudName ?? defaultCloudName(object.metadata.namespace, object.metadata.name);
 }
 
 // ---------------------------------------------------------------------------------------------------------

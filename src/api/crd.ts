@@ -4,7 +4,7 @@
 import { stringify } from "yaml";
 import { z } from "zod";
 import { isRecord } from "../util/is-record.ts";
-import { API_VERSION, celString, GROUP, type KindInfo, type ScaleSubresource, VERSION } from "./common.ts";
+import { celString, GROUP, type KindInfo, type ScaleSubresource, VERSION } from "./common.ts";
 import { KINDS } from "./kinds.ts";
 
 /** A JSON/OpenAPI schema node as the CRD carries it. */
@@ -201,11 +201,4 @@ export function generateCrds(): { fileName: string; yaml: string }[] {
     fileName: crdFileName(info),
     yaml: HEADER + stringify(crdOf(info), { lineWidth: 0, aliasDuplicateObjects: false }),
   }));
-}
-
-/** The schema an object of `apiVersion`/`kind` is validated against, or undefined for other objects. */
-export function schemaForObject(apiVersion: unknown, kind: unknown): SchemaNode | undefined {
-  if (apiVersion !== API_VERSION) return undefined;
-  const info = KINDS.find((candidate) => candidate.kind === kind);
-  return info === undefined ? undefined : openApiSchemaOf(info);
 }

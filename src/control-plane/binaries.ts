@@ -7,6 +7,7 @@ import { access, mkdir, readdir, readFile, rename, rm, stat, writeFile } from "n
 import { homedir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
+import { isProcessAlive } from "../util/process-alive.ts";
 
 const run = promisify(execFile);
 
@@ -209,7 +210,7 @@ async function withLock<T>(lockDir: string, log: (line: string) => void, work: (
       if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
       const owner = Number(await readFile(path.join(lockDir, "pid"), "utf8").catch(() => "0"));
       const age = Date.now() - (await stat(lockDir).catch(() => ({ mtimeMs: Date.now() }))).mtimeMs;
-      if (!isAlive(owner) && age > 5_000) {
+      if (!isProcessAlive(owner) && age > 5_000) {
         await rm(lockDir, { recursive: true, force: true }); // left by a build that was killed
         continue;
       }
@@ -223,16 +224,6 @@ async function withLock<T>(lockDir: string, log: (line: string) => void, work: (
     return await work();
   } finally {
     await rm(lockDir, { recursive: true, force: true });
-  }
-}
-
-function isAlive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
   }
 }
 

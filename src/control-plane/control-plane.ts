@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { parseAllDocuments } from "yaml";
 import { isRecord } from "../util/is-record.ts";
+import { isProcessAlive } from "../util/process-alive.ts";
 import type { KubeBinary } from "./binaries.ts";
 import { type KubeRequest, type KubeResponse, type KubeTarget, kubeExpect, kubeRequest } from "./http.ts";
 
@@ -81,15 +82,6 @@ async function freePort(): Promise<number> {
   });
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
 /**
  * A test runner killed with SIGKILL cannot stop its children. The next start finds their folders (the owner
  * process is gone), stops the processes that still run from them and removes the folders.
@@ -105,7 +97,7 @@ async function sweepAbandoned(log: (line: string) => void): Promise<void> {
     } catch {
       continue; // being created, or not ours
     }
-    if (typeof owner.ownerPid !== "number" || isAlive(owner.ownerPid)) continue;
+    if (typeof owner.ownerPid !== "number" || isProcessAlive(owner.ownerPid)) continue;
     for (const pid of Array.isArray(owner.pids) ? owner.pids : []) {
       if (typeof pid !== "number") continue;
       // Only a process that still runs from this folder: the pid may have been reused since.

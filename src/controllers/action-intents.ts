@@ -2,8 +2,10 @@
 // (`status.actionPending`) is durably recorded. A pass that finds an intent without its operation (the answer
 // was lost, the process died, or the status write after the request failed) looks the operation up instead of
 // sending the action again: a failed status write can never turn into a loop of actions.
+
+import { isCloudError } from "../cloud/errors.ts";
 import type { Operation } from "../cloud/wire.ts";
-import { isCloudError, type Verdict } from "./classify.ts";
+import type { Verdict } from "./classify.ts";
 import type { ManagedSpecBase, Mutation } from "./external.ts";
 import { recordOperation } from "./operation-tracking.ts";
 import { type CloudConnection, conflict, type Pass } from "./reconcile-pass.ts";

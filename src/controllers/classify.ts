@@ -3,7 +3,7 @@
 // a rate limit or an unavailable API with Retry-After waits exactly that long.
 import { REASONS, type Reason } from "../api/common.ts";
 import { CAPABILITIES, capabilityOf } from "../cloud/capabilities.ts";
-import { CloudError } from "../cloud/errors.ts";
+import { isCloudError } from "../cloud/errors.ts";
 import { KubeApiError } from "../runtime/index.ts";
 import type { Outcome } from "./external.ts";
 
@@ -70,10 +70,6 @@ export const CHANGE_INSTEAD =
 /** How to let go of an object whose cloud resource this server cannot delete. */
 export const ORPHAN_TO_RELEASE =
   "set spec.deletionPolicy: Orphan to release this object and keep the cloud resource (remove it by other means)";
-
-export function isCloudError(error: unknown): error is CloudError {
-  return error instanceof CloudError;
-}
 
 export function cloudStatus(error: unknown): number | undefined {
   return isCloudError(error) ? error.status : undefined;

@@ -6,6 +6,8 @@
 // listing the family:
 // `readOne` collects the ids asked for and lists them together (at most 150 per call, one such list in flight,
 // at most one a second), so a VM whose operation settled costs a share of one call, not ceil(N/500) calls.
+import { setTimeout as sleep } from "node:timers/promises";
+
 export interface SnapshotView<T> {
   byId: ReadonlyMap<string, T>;
   byName: ReadonlyMap<string, T>;
@@ -266,8 +268,4 @@ export class FamilySnapshot<T> {
     this.#options.onRefresh?.(items.length, this.#now() - startedAt);
     return view;
   }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

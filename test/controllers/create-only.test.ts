@@ -7,8 +7,8 @@ import {
   condition,
   type Env,
   eventsAbout,
-  type ManagedView,
   NAMESPACE,
+  reasonOf,
   SSH_KEY,
   startEnv,
   vmSpec,
@@ -23,7 +23,6 @@ afterAll(async () => {
   await env?.close();
 });
 
-const reasonOf = (o: ManagedView | undefined) => condition(o, "Ready")?.reason;
 const OTHER_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHNlY29uZGtleWZvcnRoZW9wZXJhdG9ydGVzdHM other@example";
 
 async function keySecret(name: string, key: string): Promise<void> {

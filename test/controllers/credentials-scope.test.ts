@@ -2,7 +2,17 @@
 // rejected key names the Secret and key; the default Secret is read whatever namespaces the operator watches.
 import { afterEach, describe, expect, it } from "vitest";
 import type { Vm } from "../../src/cloud/wire.ts";
-import { condition, type Env, eventsAbout, type ManagedView, NAMESPACE, startEnv, vmSpec, WATCHED } from "./harness.ts";
+import {
+  condition,
+  type Env,
+  eventsAbout,
+  type ManagedView,
+  NAMESPACE,
+  reasonOf,
+  startEnv,
+  vmSpec,
+  WATCHED,
+} from "./harness.ts";
 
 let env: Env | undefined;
 afterEach(async () => {
@@ -10,7 +20,6 @@ afterEach(async () => {
   env = undefined;
 });
 
-const reasonOf = (o: ManagedView | undefined) => condition(o, "Ready")?.reason;
 const SECRET = "gpucloud-credentials";
 
 async function cloudVmNames(e: Env): Promise<string[]> {

@@ -2,15 +2,13 @@
 // restart, the credentials-in-use finalizer on the Secret, and an organization without a payment method.
 import { EventsV1Api, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { afterEach, describe, expect, it } from "vitest";
-import { condition, type Env, NAMESPACE, startEnv, vmSpec, WATCHED } from "./harness.ts";
+import { condition, type Env, NAMESPACE, reasonOf, startEnv, vmSpec, WATCHED } from "./harness.ts";
 
 let env: Env | undefined;
 afterEach(async () => {
   await env?.close();
   env = undefined;
 });
-
-const reasonOf = (o: Parameters<typeof condition>[0]) => condition(o, "Ready")?.reason;
 
 async function writeSecret(e: Env, data: Record<string, string>): Promise<void> {
   const body = { metadata: { name: "gpucloud-credentials", labels: WATCHED }, stringData: data };

@@ -55,6 +55,9 @@ export function condition(object: ManagedView | undefined, type: string): Condit
   return object?.status?.conditions?.find((c) => c.type === type);
 }
 
+/** The reason of the object's Ready condition. */
+export const reasonOf = (object: ManagedView | undefined): string | undefined => condition(object, "Ready")?.reason;
+
 export interface Env {
   sim: RunningSimulator;
   double: RunningKubeDouble;

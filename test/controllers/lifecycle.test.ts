@@ -1,7 +1,7 @@
 // Journeys per kind through the real runtime: simulator (latency 0) + Kubernetes API test double over HTTP.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Disk, FirewallRule, Vm, VpcNetwork } from "../../src/cloud/wire.ts";
-import { condition, type Env, startEnv, vmSpec } from "./harness.ts";
+import { condition, type Env, reasonOf, startEnv, vmSpec } from "./harness.ts";
 
 let env: Env;
 beforeAll(async () => {
@@ -19,7 +19,6 @@ const cloudNetworks = async (): Promise<VpcNetwork[]> =>
   items(await env.cloud<{ items: VpcNetwork[] }>("vpc/networks"));
 const cloudRules = async (): Promise<FirewallRule[]> =>
   items(await env.cloud<{ items: FirewallRule[] }>("vpc/firewall-rules"));
-const reasonOf = (o: Parameters<typeof condition>[0]) => condition(o, "Ready")?.reason;
 
 describe("GpuNetwork", () => {
   it("creates, reports Ready with observedGeneration, and deletes", async () => {

@@ -5,7 +5,7 @@ import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GROUP, VERSION } from "../../src/api/common.ts";
 import type { Operation, Vm } from "../../src/cloud/wire.ts";
-import { condition, type Env, type ManagedView, NAMESPACE, startEnv, vmSpec } from "./harness.ts";
+import { condition, type Env, type ManagedView, NAMESPACE, reasonOf, startEnv, vmSpec } from "./harness.ts";
 
 const MERGE = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
@@ -18,7 +18,6 @@ afterAll(async () => {
   await env?.close();
 });
 
-const reasonOf = (o: ManagedView | undefined) => condition(o, "Ready")?.reason;
 const cloudVms = async (): Promise<Vm[]> => (await env.cloud<{ items: Vm[] }>("vms?limit=500")).items;
 const vmOperations = async (id: string): Promise<Operation[]> =>
   (await env.cloud<{ items: Operation[] }>(`vms/operations?resource_id=${id}`)).items;

@@ -2,7 +2,7 @@
 // through the real runtime (the Kubernetes API test double validates status against the CRD like the API server).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Operation } from "../../src/cloud/wire.ts";
-import { condition, type Env, eventsAbout, type ManagedView, startEnv, vmSpec } from "./harness.ts";
+import { condition, type Env, eventsAbout, reasonOf, startEnv, vmSpec } from "./harness.ts";
 
 let env: Env;
 beforeAll(async () => {
@@ -12,7 +12,6 @@ afterAll(async () => {
   await env?.close();
 });
 
-const reasonOf = (o: ManagedView | undefined) => condition(o, "Ready")?.reason;
 const operationsOf = async (id: string): Promise<string[]> =>
   (await env.cloud<{ items: Operation[] }>(`vms/operations?resource_id=${id}`)).items.map(
     (op) => op.metadata.operation_name,

@@ -2,7 +2,7 @@
 // from the resources themselves, what the server cannot do stalls as NotSupported and says how to let go.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Disk, FirewallRule } from "../../src/cloud/wire.ts";
-import { condition, type Env, type ManagedView, startEnv, vmSpec } from "./harness.ts";
+import { condition, type Env, reasonOf, startEnv, vmSpec } from "./harness.ts";
 
 const LATENCY_MS = 300;
 let env: Env;
@@ -13,7 +13,6 @@ afterAll(async () => {
   await env?.close();
 });
 
-const reasonOf = (o: ManagedView | undefined) => condition(o, "Ready")?.reason;
 const state = async () =>
   (await env.admin("GET", "/state")) as {
     disks: { id: string; size: string }[];

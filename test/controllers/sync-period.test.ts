@@ -5,7 +5,7 @@
 import { EventsV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FirewallRule, Vm } from "../../src/cloud/wire.ts";
-import { condition, type Env, startEnv, vmSpec } from "./harness.ts";
+import { type Env, reasonOf, startEnv, vmSpec } from "./harness.ts";
 
 let env: Env;
 beforeAll(async () => {
@@ -16,7 +16,6 @@ afterAll(async () => {
 });
 
 const SYNC = { "gpucloud.dev/sync-period": "10s" };
-const reasonOf = (o: Parameters<typeof condition>[0]) => condition(o, "Ready")?.reason;
 const cloudRule = async (id: string | undefined): Promise<FirewallRule | undefined> =>
   (await env.cloud<{ items: FirewallRule[] }>("vpc/firewall-rules")).items.find((r) => r.id === id);
 const cloudVm = async (id: string | undefined): Promise<Vm | undefined> =>

@@ -2,7 +2,7 @@
 // and they still end by themselves once the user acts: the dependency index wakes the object when its target
 // appears. The requeue of such a stall is made longer than each test here, so only a wake-up can move it.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { condition, type Env, NAMESPACE, SSH_KEY, startEnv, vmSpec, WATCHED } from "./harness.ts";
+import { condition, type Env, NAMESPACE, reasonOf, SSH_KEY, startEnv, vmSpec, WATCHED } from "./harness.ts";
 
 let env: Env;
 beforeAll(async () => {
@@ -11,8 +11,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await env?.close();
 });
-
-const reasonOf = (o: Parameters<typeof condition>[0]) => condition(o, "Ready")?.reason;
 
 describe("a reference to something that does not exist", () => {
   it("a GpuDisk: Stalled ReferenceNotFound naming the field, then Ready once the disk is created", async () => {

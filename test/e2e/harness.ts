@@ -8,6 +8,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
 import { operatorArgs, READY_LINE } from "../../src/cli/commands/playground.ts";
+import { eventually } from "../../src/util/eventually.ts";
 
 const run = promisify(execFile);
 export const REPO_ROOT = path.resolve(import.meta.dirname, "../..");
@@ -75,26 +76,7 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-/** Polls `check` until it returns a value other than undefined. */
-export async function eventually<T>(
-  description: string,
-  check: () => Promise<T | undefined>,
-  timeoutMs = 60_000,
-  intervalMs = 200,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const value = await check();
-      if (value !== undefined) return value;
-    } catch (error) {
-      lastError = error; // keep polling: the thing may not exist yet
-    }
-    await sleep(intervalMs);
-  }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${description}`, { cause: lastError });
-}
+export { eventually };
 
 export interface Playground {
   process: RunningProcess;

@@ -4,9 +4,9 @@ import {
   formatOperatorLogLine,
   operatorArgs,
   PLAYGROUND_DEFAULTS,
-  PlaygroundUsageError,
   parsePlaygroundArgs,
 } from "../../src/cli/commands/playground.ts";
+import { UsageError } from "../../src/cli/usage.ts";
 import { RunningProcess } from "./harness.ts";
 
 describe("gpuvm-operator playground command line", () => {
@@ -43,7 +43,7 @@ describe("gpuvm-operator playground command line", () => {
     [["--profile", "spec"], "--profile: expected one of contract, seed-only"],
     [["extra"], "extra"],
   ])("refuses %j", (argv, mention) => {
-    expect(() => parsePlaygroundArgs(argv)).toThrow(PlaygroundUsageError);
+    expect(() => parsePlaygroundArgs(argv)).toThrow(UsageError);
     expect(() => parsePlaygroundArgs(argv)).toThrow(mention);
   });
 

@@ -4,6 +4,7 @@
 import { randomUUID } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import {
   CoordinationV1Api,
   CoreV1Api,
@@ -34,24 +35,6 @@ const REPO_ROOT = path.resolve(import.meta.dirname, "../../..");
 const MAIN_SCRIPT = path.join(REPO_ROOT, "src/cli/main.ts");
 export const LEASE = { namespace: "gpuvm-system", name: "gpuvm-operator.gpucloud.dev" };
 export const REPLICA_NAMES = ["replica-a", "replica-b"] as const;
-
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Polls `check` every 250 ms until it gives a value; throws after `timeoutMs`. */
-export async function until<T>(what: string, timeoutMs: number, check: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const value = await check();
-      if (value !== undefined) return value;
-    } catch (error) {
-      lastError = error;
-    }
-    await sleep(250);
-  }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`, { cause: lastError });
-}
 
 export class Rig {
   readonly sim: RunningSimulator;

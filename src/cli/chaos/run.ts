@@ -3,11 +3,13 @@
 // VM type change are in flight), stop the faults and time the convergence, watch memory and descriptors while
 // steady, delete everything, and check what is left, the processes and the logs.
 import { loadavg } from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { FaultConfigInput } from "../../simulator/faults.ts";
+import { eventually } from "../../util/eventually.ts";
 import { checkOwnership, cloudInventory, type Flatness, flatness, scanLogs } from "./checks.ts";
 import type { ChaosProfile } from "./profiles.ts";
 import { type Random, seededRandom } from "./random.ts";
-import { REPLICA_NAMES, Rig, sleep, until } from "./rig.ts";
+import { REPLICA_NAMES, Rig } from "./rig.ts";
 import {
   GROUP_VERSION,
   HEALTHY_NAMESPACES,
@@ -24,6 +26,9 @@ import {
   poolMembers,
   vmSpecOf,
 } from "./workload.ts";
+
+/** How often the run looks again while it waits for the cluster to reach a state. */
+const POLL_MS = 250;
 
 export interface ChaosOptions {
   profile: ChaosProfile;
@@ -164,7 +169,7 @@ class ChaosRun {
       this.#before = new Set((await cloudInventory(rig.cloud, rig.sim.projectId)).map((resource) => resource.id));
       for (const name of REPLICA_NAMES) rig.replicas.start(name);
       this.#timers.push(setInterval(() => void rig.replicas.sample(), 2000));
-      await until("a leader", 120_000, () => rig.leader());
+      await eventually("a leader", () => rig.leader(), 120_000, POLL_MS);
       this.#options.say(`leader elected; ${this.#healthy.length} healthy and ${this.#hostile.length} hostile objects`);
       this.#phase("hostile tenants");
       await this.#hostileTenants();
@@ -208,8 +213,11 @@ class ChaosRun {
   async #timeToReady(object: ObjectSpec): Promise<number> {
     const begin = performance.now();
     await this.#rig.apply(object);
-    await until(`${object.name} Ready`, 180_000, async () =>
-      isReady(await this.#rig.read(object)) ? true : undefined,
+    await eventually(
+      `${object.name} Ready`,
+      async () => (isReady(await this.#rig.read(object)) ? true : undefined),
+      180_000,
+      POLL_MS,
     );
     return Math.round(performance.now() - begin);
   }
@@ -289,10 +297,15 @@ class ChaosRun {
 
   /** SIGKILL the replica leading now: a Lease still naming a process killed before does not count. */
   async #killLeader(why: string): Promise<void> {
-    const leader = await until("a new leader to kill", 60_000, async () => {
-      const current = await this.#rig.leader();
-      return current !== undefined && !this.#killed.has(current.identity) ? current : undefined;
-    });
+    const leader = await eventually(
+      "a new leader to kill",
+      async () => {
+        const current = await this.#rig.leader();
+        return current !== undefined && !this.#killed.has(current.identity) ? current : undefined;
+      },
+      60_000,
+      POLL_MS,
+    );
     this.#killed.add(leader.identity);
     this.#kills++;
     this.#options.say(`SIGKILL ${leader.name} (${why}), kill ${this.#kills} of ${this.#profile.kills}`);
@@ -303,10 +316,15 @@ class ChaosRun {
   async #killInFlight(change: "disk resize" | "VM type change"): Promise<void> {
     const kind = change === "disk resize" ? "GpuDisk" : "GpuVm";
     const candidates = this.#healthy.filter((object) => object.kind === kind);
-    const target = await until(`a Ready ${kind} to change`, this.#profile.chaosMs, async () => {
-      const object = this.#random.pick(candidates);
-      return isReady(await this.#rig.read(object)) ? object : undefined;
-    });
+    const target = await eventually(
+      `a Ready ${kind} to change`,
+      async () => {
+        const object = this.#random.pick(candidates);
+        return isReady(await this.#rig.read(object)) ? object : undefined;
+      },
+      this.#profile.chaosMs,
+      POLL_MS,
+    );
     const spec = change === "disk resize" ? { size: "200GiB" } : { type: "a40.2x" };
     await this.#rig.patchSpec(target, spec);
     target.spec = { ...target.spec, ...spec };
@@ -329,10 +347,15 @@ class ChaosRun {
     const wanted = this.#wanted();
     let live: LiveObject[] = [];
     try {
-      live = await until("every healthy object Ready", this.#profile.convergeTimeoutMs, async () => {
-        const objects = await listObjects(custom, HEALTHY_NAMESPACES);
-        return objects.length === wanted && objects.every(readyNow) ? objects : undefined;
-      });
+      live = await eventually(
+        "every healthy object Ready",
+        async () => {
+          const objects = await listObjects(custom, HEALTHY_NAMESPACES);
+          return objects.length === wanted && objects.every(readyNow) ? objects : undefined;
+        },
+        this.#profile.convergeTimeoutMs,
+        POLL_MS,
+      );
       this.#convergeMs = Math.round(performance.now() - stopped);
       this.#check(
         "every healthy object Ready",
@@ -384,7 +407,7 @@ class ChaosRun {
       }
     }
     const gone = async () => ((await listObjects(custom, namespaces)).length === 0 ? true : undefined);
-    await until("every object gone", this.#profile.deleteTimeoutMs, gone).catch(() => undefined);
+    await eventually("every object gone", gone, this.#profile.deleteTimeoutMs, POLL_MS).catch(() => undefined);
     const stuck = await listObjects(custom, namespaces);
     this.#check(
       "no finalizer left",

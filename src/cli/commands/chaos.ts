@@ -4,10 +4,9 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { parseArgs } from "node:util";
 import { isProfileName, PROFILES } from "../chaos/profiles.ts";
 import type { ChaosReport } from "../chaos/run.ts";
-import { UsageError } from "./simulator.ts";
+import { flagsOrExitCode, parseFlags, UsageError } from "../usage.ts";
 
 const HELP = `Usage: gpuvm-operator chaos [flags]        (npm run chaos -- [flags])
 
@@ -38,27 +37,19 @@ interface ChaosFlags {
 }
 
 export function parseChaosArgs(argv: string[]): ChaosFlags | "help" {
-  let values: ReturnType<typeof parse>["values"];
-  function parse(args: string[]) {
-    return parseArgs({
-      args,
-      strict: true,
-      allowPositionals: false,
-      options: {
-        profile: { type: "string" },
-        seed: { type: "string" },
-        out: { type: "string" },
-        "state-dir": { type: "string" },
-        "keep-state": { type: "boolean" },
-        help: { type: "boolean", short: "h" },
-      },
-    });
-  }
-  try {
-    values = parse(argv).values;
-  } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error), { cause: error });
-  }
+  const { values } = parseFlags({
+    args: argv,
+    strict: true,
+    allowPositionals: false,
+    options: {
+      profile: { type: "string" },
+      seed: { type: "string" },
+      out: { type: "string" },
+      "state-dir": { type: "string" },
+      "keep-state": { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
   if (values.help === true) return "help";
   const profileName = values.profile ?? "full";
   if (!isProfileName(profileName)) throw new UsageError(`--profile: expected full or ci, got '${profileName}'`);
@@ -79,18 +70,8 @@ export function parseChaosArgs(argv: string[]): ChaosFlags | "help" {
 }
 
 export async function main(argv: string[]): Promise<number> {
-  let flags: ChaosFlags | "help";
-  try {
-    flags = parseChaosArgs(argv);
-  } catch (error) {
-    if (!(error instanceof UsageError)) throw error;
-    process.stderr.write(`gpuvm-operator chaos: ${error.message}\n\n${HELP}`);
-    return 2;
-  }
-  if (flags === "help") {
-    process.stdout.write(HELP);
-    return 0;
-  }
+  const flags = await flagsOrExitCode("chaos", HELP, () => parseChaosArgs(argv));
+  if (typeof flags === "number") return flags;
   const stateDir = flags.stateDir ?? (await mkdtemp(path.join(tmpdir(), "gpuvm-chaos-")));
   const say = (line: string): void => void process.stderr.write(`[chaos] ${line}\n`);
   say(`profile ${flags.profile.name}, seed ${flags.seed}, state in ${stateDir}`);

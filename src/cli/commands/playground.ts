@@ -7,12 +7,13 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { chmod, mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { createInterface } from "node:readline";
-import { parseArgs } from "node:util";
 import { SECRET_WATCH_LABEL } from "../../api/common.ts";
 import { type KubeTarget, kubeRequest as sendKubeRequest } from "../../control-plane/http.ts";
 import { formatLogLine } from "../../runtime/logging.ts";
 import { isSimulatorProfile, SIMULATOR_PROFILES, type SimulatorProfile } from "../../simulator/profiles.ts";
+import { shellQuote } from "../../util/shell-quote.ts";
 import { OPERATOR_NODE_FLAGS } from "../node-flags.ts";
+import { flagsOrExitCode, parseFlags, UsageError } from "../usage.ts";
 
 const REPO_ROOT = path.resolve(import.meta.dirname, "../../..");
 const MAIN_SCRIPT = path.join(REPO_ROOT, "src/cli/main.ts");
@@ -47,10 +48,6 @@ export interface PlaygroundOptions {
   shards: number;
 }
 
-export class PlaygroundUsageError extends Error {
-  override name = "PlaygroundUsageError";
-}
-
 const HELP = `Usage: gpuvm-operator playground [flags]
 
 Starts the GPU cloud API simulator, a Kubernetes API and the operator, creates the Secret
@@ -80,33 +77,28 @@ function parsePort(flag: string, text: string | undefined, fallback: number): nu
   if (text === undefined) return fallback;
   const port = Number(text);
   if (!/^\d+$/.test(text) || port > 65_535) {
-    throw new PlaygroundUsageError(`--${flag}: expected a port number 0-65535, got "${text}"`);
+    throw new UsageError(`--${flag}: expected a port number 0-65535, got "${text}"`);
   }
   return port;
 }
 
-/** Parses the playground's flags; "help" for --help; throws PlaygroundUsageError on bad input. */
+/** Parses the playground's flags; "help" for --help; throws UsageError on bad input. */
 export function parsePlaygroundArgs(argv: string[]): PlaygroundOptions | "help" {
-  let values: ReturnType<typeof parseFlags>["values"];
-  try {
-    values = parseFlags(argv).values;
-  } catch (error) {
-    throw new PlaygroundUsageError(error instanceof Error ? error.message : String(error), { cause: error });
-  }
+  const { values } = playgroundFlags(argv);
   if (values.help === true) return "help";
   const latencyText = values["latency-ms"];
   const latencyMs = latencyText === undefined ? PLAYGROUND_DEFAULTS.latencyMs : Number(latencyText);
   if (latencyText !== undefined && !/^\d+$/.test(latencyText)) {
-    throw new PlaygroundUsageError(`--latency-ms: expected a whole number of milliseconds, got "${latencyText}"`);
+    throw new UsageError(`--latency-ms: expected a whole number of milliseconds, got "${latencyText}"`);
   }
   const shardsText = values.shards;
   const shards = shardsText === undefined ? 1 : Number(shardsText);
   if (shardsText !== undefined && (!/^\d+$/.test(shardsText) || shards < 1 || shards > 16)) {
-    throw new PlaygroundUsageError(`--shards: expected a whole number from 1 to 16, got "${shardsText}"`);
+    throw new UsageError(`--shards: expected a whole number from 1 to 16, got "${shardsText}"`);
   }
   const profile = values.profile ?? "contract";
   if (!isSimulatorProfile(profile)) {
-    throw new PlaygroundUsageError(`--profile: expected one of ${SIMULATOR_PROFILES.join(", ")}, got "${profile}"`);
+    throw new UsageError(`--profile: expected one of ${SIMULATOR_PROFILES.join(", ")}, got "${profile}"`);
   }
   return {
     port: parsePort("port", values.port, PLAYGROUND_DEFAULTS.port),
@@ -125,11 +117,11 @@ export function parsePlaygroundArgs(argv: string[]): PlaygroundOptions | "help" 
 function parseKube(text: string | undefined): "double" | "real" {
   if (text === undefined || text === "double") return "double";
   if (text === "real") return "real";
-  throw new PlaygroundUsageError(`--kube: expected double or real, got "${text}"`);
+  throw new UsageError(`--kube: expected double or real, got "${text}"`);
 }
 
-function parseFlags(argv: string[]) {
-  return parseArgs({
+function playgroundFlags(argv: string[]) {
+  return parseFlags({
     args: argv,
     strict: true,
     allowPositionals: false,
@@ -191,10 +183,6 @@ export function operatorArgs(input: OperatorArgsInput): string[] {
 /** The ports of shard `index`: the base ports + 2·index (0 stays 0: a free port). */
 export function shardPort(base: number, index: number): number {
   return base === 0 ? 0 : base + 2 * index;
-}
-
-function shellQuote(argument: string): string {
-  return /^[\w@%+=:,./-]+$/.test(argument) ? argument : `'${argument.replaceAll("'", `'"'"'`)}'`;
 }
 
 class PlaygroundSetupError extends Error {
@@ -385,19 +373,8 @@ function nextSteps(options: {
 }
 
 export async function main(argv: string[]): Promise<number> {
-  let options: PlaygroundOptions | "help";
-  try {
-    options = parsePlaygroundArgs(argv);
-  } catch (error) {
-    process.stderr.write(
-      `gpuvm-operator playground: ${error instanceof Error ? error.message : String(error)}\n\n${HELP}`,
-    );
-    return 2;
-  }
-  if (options === "help") {
-    process.stdout.write(HELP);
-    return 0;
-  }
+  const options = await flagsOrExitCode("playground", HELP, () => parsePlaygroundArgs(argv));
+  if (typeof options === "number") return options;
   return runPlayground(options);
 }
 

@@ -1,6 +1,5 @@
 // `gpuvm-operator simulator`: run the GPU cloud API simulator until SIGINT/SIGTERM.
 import { readFile } from "node:fs/promises";
-import { parseArgs } from "node:util";
 import { z } from "zod";
 import { VM_TYPES } from "../../cloud/wire.ts";
 import { LOCATIONS } from "../../simulator/catalogue.ts";
@@ -8,6 +7,7 @@ import { FaultConfigSchema } from "../../simulator/faults.ts";
 import type { SimulatorOptions } from "../../simulator/index.ts";
 import { isSimulatorProfile, SIMULATOR_PROFILES } from "../../simulator/profiles.ts";
 import { serveUntilSignal } from "../serve-until-signal.ts";
+import { flagsOrExitCode, parseFlags, UsageError } from "../usage.ts";
 
 const HELP = `Usage: gpuvm-operator simulator [flags]
 
@@ -55,13 +55,6 @@ const ConfigFile = z.strictObject({
   maxRequestBytes: z.number().int().min(1024).optional(),
 });
 
-export class UsageError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = "UsageError";
-  }
-}
-
 function parseInteger(flag: string, value: string, min: number): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < min)
@@ -96,33 +89,25 @@ async function readConfig(path: string): Promise<SimulatorOptions> {
 
 /** Flags (and the config file they name) → simulator options. */
 export async function parseSimulatorArgs(argv: string[]): Promise<SimulatorOptions | "help"> {
-  let values: ReturnType<typeof parse>["values"];
-  function parse(args: string[]) {
-    return parseArgs({
-      args,
-      strict: true,
-      allowPositionals: false,
-      options: {
-        profile: { type: "string" },
-        "operation-retention-ms": { type: "string" },
-        port: { type: "string" },
-        host: { type: "string" },
-        "api-key": { type: "string" },
-        user: { type: "string" },
-        "latency-ms": { type: "string" },
-        "state-file": { type: "string" },
-        config: { type: "string" },
-        "rate-limit": { type: "string" },
-        "max-request-bytes": { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-    });
-  }
-  try {
-    values = parse(argv).values;
-  } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error), { cause: error });
-  }
+  const { values } = parseFlags({
+    args: argv,
+    strict: true,
+    allowPositionals: false,
+    options: {
+      profile: { type: "string" },
+      "operation-retention-ms": { type: "string" },
+      port: { type: "string" },
+      host: { type: "string" },
+      "api-key": { type: "string" },
+      user: { type: "string" },
+      "latency-ms": { type: "string" },
+      "state-file": { type: "string" },
+      config: { type: "string" },
+      "rate-limit": { type: "string" },
+      "max-request-bytes": { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
   if (values.help === true) return "help";
   const options: SimulatorOptions = values.config === undefined ? {} : await readConfig(values.config);
   if (values.profile !== undefined) {
@@ -156,18 +141,8 @@ export async function parseSimulatorArgs(argv: string[]): Promise<SimulatorOptio
 }
 
 export async function main(argv: string[]): Promise<number> {
-  let options: SimulatorOptions | "help";
-  try {
-    options = await parseSimulatorArgs(argv);
-  } catch (error) {
-    if (!(error instanceof UsageError)) throw error;
-    process.stderr.write(`gpuvm-operator simulator: ${error.message}\n\n${HELP}`);
-    return 2;
-  }
-  if (options === "help") {
-    process.stdout.write(HELP);
-    return 0;
-  }
+  const options = await flagsOrExitCode("simulator", HELP, () => parseSimulatorArgs(argv));
+  if (typeof options === "number") return options;
   const { startSimulator } = await import("../../simulator/index.ts");
   let simulator: Awaited<ReturnType<typeof startSimulator>>;
   try {

@@ -1,6 +1,7 @@
 // ssh <gpuvm>: read the GpuVm's status.sshDestination through the current kubeconfig, then run ssh to it
 // (or print the command with --print). Arguments after `--` go to ssh.
 import { z } from "zod";
+import { shellQuote } from "../../../util/shell-quote.ts";
 import type { Command } from "../command.ts";
 import type { Context } from "../context.ts";
 import { ApiError, AuthError, CliError, NotFoundError } from "../errors.ts";
@@ -16,11 +17,6 @@ const GpuVmView = z.looseObject({
     })
     .optional(),
 });
-
-/** Quote a word for a POSIX shell when it needs it. */
-export function shellQuote(word: string): string {
-  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
-}
 
 async function readGpuVm(ctx: Context, name: string, namespaceFlag: string | undefined) {
   const k8s = await import("@kubernetes/client-node");
