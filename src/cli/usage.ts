@@ -6,7 +6,7 @@ export class UsageError extends Error {
   override name = "UsageError";
 }
 
-/** Node's parseArgs; an unknown flag or a missing value is a UsageError. */
+/** Node's parseArgs (its defaults: strict, no positionals); an unknown flag or a missing value is a UsageError. */
 export function parseFlags<T extends ParseArgsConfig>(config: T): ReturnType<typeof parseArgs<T>> {
   try {
     return parseArgs(config);

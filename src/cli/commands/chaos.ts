@@ -39,8 +39,6 @@ interface ChaosFlags {
 export function parseChaosArgs(argv: string[]): ChaosFlags | "help" {
   const { values } = parseFlags({
     args: argv,
-    strict: true,
-    allowPositionals: false,
     options: {
       profile: { type: "string" },
       seed: { type: "string" },

@@ -123,8 +123,6 @@ function parseKube(text: string | undefined): "double" | "real" {
 function playgroundFlags(argv: string[]) {
   return parseFlags({
     args: argv,
-    strict: true,
-    allowPositionals: false,
     options: {
       port: { type: "string" },
       "cloud-port": { type: "string" },

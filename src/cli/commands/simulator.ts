@@ -91,8 +91,6 @@ async function readConfig(path: string): Promise<SimulatorOptions> {
 export async function parseSimulatorArgs(argv: string[]): Promise<SimulatorOptions | "help"> {
   const { values } = parseFlags({
     args: argv,
-    strict: true,
-    allowPositionals: false,
     options: {
       profile: { type: "string" },
       "operation-retention-ms": { type: "string" },
