@@ -20,6 +20,9 @@ export class DependencyIndex {
       const slash = reference.indexOf("/");
       return `${reference.slice(0, slash)}/${namespace}/${reference.slice(slash + 1)}`;
     });
+    // Every pass records its references; the same ones again change nothing.
+    const previous = this.#targets.get(self);
+    if (previous?.length === targets.length && previous.every((target, index) => target === targets[index])) return;
     const former = this.#former.get(self) ?? new Set<string>();
     for (const old of this.#targets.get(self) ?? []) {
       this.#dependents.get(old)?.get(kind)?.delete(key);

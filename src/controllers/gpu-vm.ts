@@ -2,7 +2,7 @@
 // as GpuDisk references or ids), power state through START/STOP, RESET on a new reset annotation, a type change
 // within its family through STOP → UPDATE type → START (one step per reconcile), data disks through UPDATE
 // disks, connection details published to a Secret or ConfigMap owned by the GpuVm.
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import { ANNOTATIONS, REASONS, SECRET_WATCH_HINT } from "../api/common.ts";
 import { type GpuVmSpec, GpuVmSpec as GpuVmSpecSchema, GpuVmStatus, MAX_RESET_VALUE_LENGTH } from "../api/gpu-vm.ts";
 import type { DiskRef } from "../cloud/wire.ts";
@@ -47,7 +47,23 @@ interface CreateInputs {
   createOnly: Record<string, CreateOnlyValue>;
 }
 
-const digestOf = (value: string): string => createHash("sha256").update(value).digest("hex").slice(0, 16);
+/**
+ * Recent digests by value: VMs mostly share an image and a key, and every pass of a VM digests them again. Only
+ * short values are kept (images, keys), so that the memo stays small next to the objects.
+ */
+const recentDigests = new Map<string, string>();
+const RECENT_DIGESTS = 256;
+const MEMO_MAX_LENGTH = 2048;
+
+function digestOf(value: string): string {
+  const known = recentDigests.get(value);
+  if (known !== undefined) return known;
+  const digest = hash("sha256", value).slice(0, 16);
+  if (value.length > MEMO_MAX_LENGTH) return digest;
+  if (recentDigests.size >= RECENT_DIGESTS) recentDigests.delete(recentDigests.keys().next().value ?? "");
+  recentDigests.set(value, digest);
+  return digest;
+}
 
 function resolveCreateInputs(deps: KindDeps, mr: ManagedObject<GpuVmSpec>): CreateInputs | Blocked {
   const ns = mr.metadata.namespace;

@@ -19,7 +19,7 @@ import { gpuFirewallRule } from "./gpu-firewall-rule.ts";
 import { gpuNetwork } from "./gpu-network.ts";
 import { gpuVm } from "./gpu-vm.ts";
 import type { KindDefinition, KindDeps, OwnedObject } from "./kind-support.ts";
-import { parseManaged } from "./kind-support.ts";
+import { ManagedParser } from "./kind-support.ts";
 import { type KubeAccess, ManagedReconciler, type ReconcileTiming } from "./managed-reconciler.ts";
 import { cloudOperationsSample, registerOperatorMetrics } from "./metrics.ts";
 import { ClaimIndex } from "./ownership.ts";
@@ -92,10 +92,20 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
     }),
   );
 
+  // One parse per informer object, shared by its reconciler and every kind that reads it as a dependency.
+  const parsers = new Map<string, ManagedParser<ManagedSpecBase>>();
+  const parserOf = (kind: KindDefinition<ManagedSpecBase>): ManagedParser<ManagedSpecBase> => {
+    let parser = parsers.get(kind.kind);
+    if (parser === undefined) {
+      parser = new ManagedParser(kind.specSchema, kind.statusSchema);
+      parsers.set(kind.kind, parser);
+    }
+    return parser;
+  };
   const parse = (kindName: string, raw: unknown): ManagedObject | undefined => {
     const kind = kindByName.get(kindName);
     if (kind === undefined || raw === undefined) return undefined;
-    const parsed = parseManaged(raw, kind.specSchema, kind.statusSchema);
+    const parsed = parserOf(kind).parse(raw);
     return parsed.ok ? parsed.object : undefined;
   };
 
@@ -232,9 +242,10 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
     if (informer === undefined) continue;
     const kube = kubeAccessFor(manager, resource, (namespace, name) => informer.get(namespace, name));
     const admissions = new AccountAdmissions(kind.kind.toLowerCase());
+    const parser = parserOf(kind);
     const managed: Reconciler = new ManagedReconciler<ManagedSpecBase>({
       kind: kind.kind,
-      parse: (raw) => parseManaged(raw, kind.specSchema, kind.statusSchema),
+      parse: (raw) => parser.parse(raw),
       locations: (spec) => kind.locations(spec),
       kube,
       ...(claimIndexes.get(kind.kind) ? { claims: claimIndexes.get(kind.kind) } : {}),

@@ -1,6 +1,7 @@
 // Pieces every kind file shares: parsing an informer object into the reconciler's view, looking a resource up
 // in its family snapshot (a direct GET only to confirm an id that a fresh list no longer shows), and the
 // dependencies a kind reads from Kubernetes (other objects, Secrets, ConfigMaps).
+import { isDeepStrictEqual } from "node:util";
 import { z } from "zod";
 import { ObjectMeta, REASONS, type Reason } from "../api/common.ts";
 import { isCloudError, isUnsupported } from "../cloud/errors.ts";
@@ -55,6 +56,46 @@ export function parseManaged<Spec extends ManagedSpecBase>(
     return { ok: false, object: { ...base, spec: {} }, message: `invalid spec: ${issues.join("; ")}` };
   }
   return { ok: true, object: { ...base, spec: spec.data } };
+}
+
+/**
+ * Parses each informer object of a kind once. The informer replaces its object on every change, so the raw
+ * object's identity stands for its resourceVersion, and a WeakMap keyed by it forgets a parse with the object.
+ * Every call hands out a copy whose top level and metadata are its own: a pass moves metadata.resourceVersion
+ * after its own write and replaces status, and that must not leak into the next pass. Spec and status are shared
+ * and never changed in place (a pass drafts a copy). Where the parsed spec or status equals the raw one (the API
+ * server applied the CRD's defaults already), the raw one is kept: a parse costs its shell, not a second copy.
+ */
+export class ManagedParser<Spec extends ManagedSpecBase> {
+  readonly #specSchema: z.ZodType<Spec>;
+  readonly #statusSchema: z.ZodType;
+  readonly #parsed = new WeakMap<object, Parsed<Spec>>();
+
+  constructor(specSchema: z.ZodType<Spec>, statusSchema: z.ZodType) {
+    this.#specSchema = specSchema;
+    this.#statusSchema = statusSchema;
+  }
+
+  parse(raw: unknown): Parsed<Spec> {
+    if (typeof raw !== "object" || raw === null) return parseManaged(raw, this.#specSchema, this.#statusSchema);
+    let parsed = this.#parsed.get(raw);
+    if (parsed === undefined) {
+      parsed = parseManaged(raw, this.#specSchema, this.#statusSchema);
+      if (parsed.object !== undefined) shareWithRaw(parsed.object, raw as Record<string, unknown>);
+      this.#parsed.set(raw, parsed);
+    }
+    if (parsed.ok) return { ok: true, object: ownCopy(parsed.object) };
+    return parsed.object === undefined ? parsed : { ...parsed, object: ownCopy(parsed.object) };
+  }
+}
+
+function shareWithRaw(object: ManagedObject, raw: Record<string, unknown>): void {
+  if (isDeepStrictEqual(object.spec, raw.spec)) object.spec = raw.spec as ManagedObject["spec"];
+  if (isDeepStrictEqual(object.status, raw.status)) object.status = raw.status as ManagedStatusBase;
+}
+
+function ownCopy<T extends ManagedObject>(object: T): T {
+  return { ...object, metadata: { ...object.metadata } };
 }
 
 /** Read access to Kubernetes objects a kind depends on (informer caches; same namespace only). */

@@ -10,6 +10,7 @@
 // fallback requeue covers lost wake-ups.
 import { ANNOTATIONS, FINALIZER, MIN_SYNC_PERIOD_MS } from "../api/common.ts";
 import { formatDuration, syncPeriodOf } from "../runtime/index.ts";
+import { cloneJson } from "../util/clone-json.ts";
 import { resolvePendingAction } from "./action-intents.ts";
 import { nameConflict, ownershipOf } from "./adoption.ts";
 import { classify, REASON, type Reason, TERMINAL_REASONS, type Verdict } from "./classify.ts";
@@ -160,7 +161,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
   ): Promise<Outcome> {
     if (!parsed.ok) {
       if (parsed.object === undefined) return { type: "terminal", error: new Error(parsed.message) };
-      const draft = structuredClone(parsed.object.status);
+      const draft = cloneJson(parsed.object.status);
       const invalid = verdict(REASON.InvalidSpec, parsed.message, DONE, {
         stalled: true,
         event: "Warning",
@@ -170,7 +171,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     const mr = parsed.object;
     const pass: Pass<Spec> = {
       mr,
-      draft: structuredClone(mr.status),
+      draft: cloneJson(mr.status),
       key,
       cloudName: cloudNameFor(mr),
       signal: ctx.signal,

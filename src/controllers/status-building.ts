@@ -10,8 +10,14 @@ import { syncedCondition } from "./synced.ts";
 
 /** Kubernetes writes metav1.Time (condition lastTransitionTime) at whole seconds: RFC 3339 without a fraction. */
 export function formatKubeTime(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
+  const second = Math.floor(ms / 1000);
+  if (second !== lastFormatted.second)
+    lastFormatted = { second, text: new Date(second * 1000).toISOString().replace(/\.\d{3}Z$/, "Z") };
+  return lastFormatted.text;
 }
+
+/** Every pass stamps the current time: formatted once per second. */
+let lastFormatted = { second: Number.NaN, text: "" };
 
 /**
  * Stamp the verdict onto the draft: conditions (keeping each lastTransitionTime while its status holds),
@@ -97,11 +103,15 @@ export interface BuiltStatus {
   /** The verdict written (a StatusRejected one when a value from outside could not be fitted). */
   verdict: Verdict;
   readyStatus: Condition["status"];
+  /** The draft is the status the object has: nothing to write. */
+  unchanged: boolean;
 }
 
 /**
  * The status a pass writes: the draft with the verdict's conditions, fitted to the CRD (in place). A value that
  * cannot be fitted (an identity too long for its field) is dropped and turns the verdict into StatusRejected.
+ * A draft equal to the status the object has needs no fitting: the API server accepted that status against the
+ * same schema (most passes, every resync of an unchanged object, end here).
  */
 export function buildStatus(
   mr: ManagedObject,
@@ -109,14 +119,18 @@ export function buildStatus(
   result: Verdict,
   options: { nowMs: number; fit(status: ManagedStatusBase): string[]; rejectedRetryMs: number },
 ): BuiltStatus {
+  const readyStatus = applyVerdict(mr, draft, result, options.nowMs);
+  if (isDeepStrictEqual(mr.status, draft)) return { verdict: result, readyStatus, unchanged: true };
+  // The conditions carry messages with cloud text: fitted with the rest.
   const problems = options.fit(draft);
-  const verdict =
-    problems.length > 0
-      ? statusRejected(`values from the cloud do not fit the CRD: ${problems.join("; ")}`, options.rejectedRetryMs)
-      : result;
-  const readyStatus = applyVerdict(mr, draft, verdict, options.nowMs);
-  options.fit(draft); // the conditions carry messages with cloud text
-  return { verdict, readyStatus };
+  if (problems.length === 0) return { verdict: result, readyStatus, unchanged: isDeepStrictEqual(mr.status, draft) };
+  const verdict = statusRejected(
+    `values from the cloud do not fit the CRD: ${problems.join("; ")}`,
+    options.rejectedRetryMs,
+  );
+  const rejectedStatus = applyVerdict(mr, draft, verdict, options.nowMs);
+  options.fit(draft);
+  return { verdict, readyStatus: rejectedStatus, unchanged: isDeepStrictEqual(mr.status, draft) };
 }
 
 /** Write conditions, observedGeneration and status once; emit an event when the Ready story changed. */
@@ -132,7 +146,7 @@ export async function finish<Spec extends ManagedSpecBase>(
   const rejectedRetryMs = services.timing.terminalRetryMs;
   const built = buildStatus(mr, draft, result, { nowMs: services.now(), fit: services.fit, rejectedRetryMs });
   let { verdict } = built;
-  if (!isDeepStrictEqual(mr.status, draft)) {
+  if (!built.unchanged) {
     const written = await services.writeStatus(mr, draft);
     if (written.type === "conflict") return after(0);
     if (written.type === "invalid") verdict = await writeRejected(services, mr, written.message, logger);

@@ -296,3 +296,60 @@ describe("the status builder, fed random cloud answers", () => {
     expect(rejected).toBeLessThan(RUNS_PER_KIND);
   });
 });
+
+describe("the status builder, on a pass that changes nothing", () => {
+  const verdict: Verdict = {
+    ready: true,
+    reason: REASON.Available,
+    message: "cloud resource x (id vm-1) is available",
+    progressing: false,
+    stalled: false,
+    outcome: { type: "done" },
+  };
+  const nowMs = Date.parse("2026-11-22T10:00:00Z");
+
+  it("fits no status that equals the one the object has, and fits one that changed", () => {
+    const fits: ManagedStatusBase[] = [];
+    const fit = (status: ManagedStatusBase): string[] => {
+      fits.push(status);
+      return [];
+    };
+    // The status the last pass wrote (and the API server accepted).
+    const written: ManagedStatusBase = { id: "vm-1", state: "STATE_RUNNING" };
+    buildStatus(objectWith({}), written, verdict, { nowMs, fit, rejectedRetryMs: 600_000 });
+    fits.length = 0;
+
+    const draft = structuredClone(written);
+    const again = buildStatus(objectWith(written), draft, verdict, { nowMs: nowMs + 30_000, fit, rejectedRetryMs: 1 });
+    expect(again).toMatchObject({ unchanged: true, readyStatus: "True", verdict });
+    expect(draft).toEqual(written);
+    expect(fits).toEqual([]);
+
+    const drifted = { ...structuredClone(written), state: "STATE_STOPPED" };
+    const changed = buildStatus(objectWith(written), drifted, verdict, { nowMs, fit, rejectedRetryMs: 1 });
+    expect(changed.unchanged).toBe(false);
+    expect(fits).toHaveLength(1);
+  });
+
+  it("still turns a changed status with an identity that cannot be fitted into StatusRejected", () => {
+    const written: ManagedStatusBase = { id: "vm-1" };
+    buildStatus(objectWith({}), written, verdict, { nowMs, fit: () => [], rejectedRetryMs: 1 });
+    const draft: ManagedStatusBase = { ...structuredClone(written), id: "x".repeat(100) };
+    const problems = ["status.id: 100 characters, the CRD allows 64 (an id is never shortened)"];
+    const built = buildStatus(objectWith(written), draft, verdict, {
+      nowMs,
+      fit: (status) => {
+        if (typeof status.id === "string" && status.id.length > 64) {
+          delete status.id;
+          return problems;
+        }
+        return [];
+      },
+      rejectedRetryMs: 600_000,
+    });
+    expect(built.verdict.reason).toBe(REASON.StatusRejected);
+    expect(built.readyStatus).toBe("False");
+    expect(draft.conditions?.find((c) => c.type === "Stalled")?.status).toBe("True");
+    expect(draft.lastError).toContain(problems[0]);
+  });
+});

@@ -6,6 +6,8 @@ import { CloudError } from "../../src/cloud/errors.ts";
 import { classify, ReconcileError } from "../../src/controllers/classify.ts";
 import { CredentialStore, parseCredentialsSecret, type SecretLike } from "../../src/controllers/credentials.ts";
 import { DependencyIndex } from "../../src/controllers/dependency-index.ts";
+import { gpuVm } from "../../src/controllers/gpu-vm.ts";
+import { ManagedParser } from "../../src/controllers/kind-support.ts";
 import { FamilySnapshot } from "../../src/controllers/snapshots.ts";
 import { KubeApiError } from "../../src/runtime/index.ts";
 
@@ -346,5 +348,57 @@ describe("DependencyIndex", () => {
     expect(index.targets("GpuVm", "ns", "trainer", "GpuDisk").sort()).toEqual(["ns/data", "ns/scratch"]);
     expect(index.dependents("GpuVm", "GpuDisk", "ns", "scratch")).toEqual([]);
     expect(index.targets("GpuVm", "ns", "other", "GpuDisk")).toEqual([]);
+  });
+});
+
+describe("ManagedParser", () => {
+  const raw = () => ({
+    apiVersion: "gpucloud.dev/v1alpha1",
+    kind: "GpuVm",
+    metadata: { namespace: "ns", name: "trainer", uid: "u-1", generation: 2, resourceVersion: "41" },
+    spec: { type: "a100.1x", location: "us-east1-a", sshPublicKey: "ssh-ed25519 AAAA k" },
+    status: { id: "vm-1", observedGeneration: 2 },
+  });
+
+  it("parses an informer object once, and no pass's changes reach the next pass", () => {
+    const parser = new ManagedParser(gpuVm.specSchema, gpuVm.statusSchema);
+    const schema = vi.spyOn(gpuVm.specSchema, "safeParse");
+    const object = raw();
+    const first = parser.parse(object);
+    if (!first.ok) throw new Error(first.message);
+    // What a pass does to its object: its own write moves the version, an intent replaces the status.
+    first.object.metadata.resourceVersion = "42";
+    first.object.status = { id: "vm-1", observedGeneration: 2, lastError: "an intent" };
+    const second = parser.parse(object);
+    if (!second.ok) throw new Error(second.message);
+    expect(second.object.metadata.resourceVersion).toBe("41");
+    expect(second.object.status).toEqual({ id: "vm-1", observedGeneration: 2 });
+    expect(schema).toHaveBeenCalledTimes(1);
+    // The informer's next object (a new version) is parsed afresh.
+    const next = parser.parse({ ...raw(), metadata: { ...raw().metadata, resourceVersion: "43" } });
+    expect(next.object?.metadata.resourceVersion).toBe("43");
+    expect(schema).toHaveBeenCalledTimes(2);
+    schema.mockRestore();
+  });
+
+  it("keeps the informer's spec and status when parsing changed nothing (no second copy per object)", () => {
+    const parser = new ManagedParser(gpuVm.specSchema, gpuVm.statusSchema);
+    const object = raw();
+    const withDefaults = parser.parse(object);
+    // The API server applies the CRD's defaults; an object that has them all parses to what it is.
+    const defaulted = { ...object, spec: withDefaults.object?.spec };
+    const parsed = parser.parse(defaulted);
+    expect(parsed.object?.spec).toBe(defaulted.spec);
+    expect(parsed.object?.status).toBe(object.status);
+  });
+
+  it("hands out an invalid spec's object with its message, every time", () => {
+    const parser = new ManagedParser(gpuVm.specSchema, gpuVm.statusSchema);
+    const object = { ...raw(), spec: { type: 7 } };
+    const first = parser.parse(object);
+    const second = parser.parse(object);
+    expect(first.ok).toBe(false);
+    expect(second).toEqual(first);
+    expect(second.object).not.toBe(first.object);
   });
 });
