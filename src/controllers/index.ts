@@ -356,7 +356,12 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
   );
 
   registerOperatorMetrics(manager.metrics.registry, {
-    kinds: MANAGED_KINDS.map((kind) => ({ kind: kind.kind, list: () => informers.get(kind.kind)?.list() ?? [] })),
+    kinds: MANAGED_KINDS.flatMap((kind) => {
+      const informer = informers.get(kind.kind);
+      return informer === undefined
+        ? []
+        : [{ kind: kind.kind, list: () => informer.list(), on: informer.on.bind(informer) }];
+    }),
     accounts: () => credentials.accounts(),
     logger,
   });

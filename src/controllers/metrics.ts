@@ -1,19 +1,27 @@
-// The operator's own gauges, computed at scrape time from the informer caches (no extra API calls), and GPU
-// usage read from the cloud rarely (once an hour per account, in the background of a scrape). The cloud
-// refreshes usage once a day shortly after midnight UTC, so the gauge reads the last complete day (and the
-// current day only where a server has it).
+// The operator's own gauges, kept from the informer caches (no extra API calls), and GPU usage read from the
+// cloud rarely (once an hour per account, in the background of a scrape). The per-object gauges are counts kept
+// up to date from informer events (an object's old contribution out, its new one in): a scrape costs the number
+// of distinct label sets, not a walk over every object. The cloud refreshes usage once a day shortly after
+// midnight UTC, so the gauge reads the last complete day (and the current day only where a server has it).
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { Gauge, type Registry } from "prom-client";
 import { DISK_PRICE_PER_GB_HOUR, OPERATION_FAMILIES } from "../cloud/wire.ts";
-import type { CloudOperationsSample } from "../runtime/index.ts";
+import type { CloudOperationsSample, InformerEvent } from "../runtime/index.ts";
 import type { CloudAccount } from "./cloud-account.ts";
 
 /** What the usage gauge reads of an account. */
 export type MetricsAccount = Pick<CloudAccount, "projectId" | "client">;
 
+/** The informer of a kind as the gauges read it: the objects there now, then every change. */
+export interface CountedKind {
+  kind: string;
+  list(): KubernetesObject[];
+  on(handler: (event: InformerEvent<KubernetesObject>) => void): () => void;
+}
+
 export interface OperatorMetricsSources {
-  kinds: { kind: string; list(): KubernetesObject[] }[];
+  kinds: CountedKind[];
   accounts(): MetricsAccount[];
   logger: Logger;
   now?: () => number;
@@ -72,8 +80,100 @@ export function cloudOperationsSample(accounts: readonly CloudAccount[], now: nu
   });
 }
 
+type ReadyStatus = "True" | "False" | "Unknown";
+
+interface LabelledCount<Labels> {
+  labels: Labels;
+  count: number;
+}
+
+/**
+ * Objects per kind and Ready status, per condition (namespace, kind, type, status, reason) and the estimated cost
+ * per namespace and kind, kept from informer events. An update brings the object it replaced: its contribution
+ * is taken out before the new one goes in, so the counts always equal a walk over the cache.
+ */
+export class ManagedObjectCounts {
+  readonly #kinds: string[];
+  readonly #ready = new Map<string, Record<ReadyStatus, number>>();
+  readonly #conditions = new Map<
+    string,
+    LabelledCount<Record<"namespace" | "kind" | "type" | "status" | "reason", string>>
+  >();
+  readonly #costs = new Map<string, LabelledCount<{ namespace: string; kind: string }> & { dollars: number }>();
+
+  constructor(kinds: readonly CountedKind[]) {
+    this.#kinds = kinds.map((source) => source.kind);
+    for (const { kind, list, on } of kinds) {
+      this.#ready.set(kind, { True: 0, False: 0, Unknown: 0 });
+      for (const object of list()) this.#count(kind, object, 1);
+      on((event) => {
+        if (event.type !== "add") this.#count(kind, event.previous ?? event.object, -1);
+        if (event.type !== "delete") this.#count(kind, event.object, 1);
+      });
+    }
+  }
+
+  ready(): { kind: string; ready: ReadyStatus; count: number }[] {
+    return this.#kinds.flatMap((kind) =>
+      Object.entries(this.#ready.get(kind) ?? {}).map(([ready, count]) => ({
+        kind,
+        ready: ready as ReadyStatus,
+        count,
+      })),
+    );
+  }
+
+  conditions(): Iterable<LabelledCount<Record<"namespace" | "kind" | "type" | "status" | "reason", string>>> {
+    return this.#conditions.values();
+  }
+
+  costs(): Iterable<{ labels: { namespace: string; kind: string }; dollars: number }> {
+    return this.#costs.values();
+  }
+
+  #count(kind: string, object: KubernetesObject, sign: 1 | -1): void {
+    const status = statusOf(object);
+    const namespace = object.metadata?.namespace ?? "";
+    const ready = status.conditions?.find((c) => c.type === "Ready")?.status;
+    const readyCounts = this.#ready.get(kind);
+    if (readyCounts !== undefined) readyCounts[ready === "True" || ready === "False" ? ready : "Unknown"] += sign;
+    for (const condition of status.conditions ?? []) {
+      if (condition.type === undefined) continue;
+      const conditionStatus = condition.status ?? "Unknown";
+      const reason = condition.reason ?? "";
+      // A plain joined key: this runs for every condition of every changed object.
+      const key = `${namespace}\u0000${kind}\u0000${condition.type}\u0000${conditionStatus}\u0000${reason}`;
+      const labels = { namespace, kind, type: condition.type, status: conditionStatus, reason };
+      adjust(this.#conditions, key, sign, () => ({ labels, count: 0 }));
+    }
+    const costKey = `${namespace}\u0000${kind}`;
+    const cost = adjust(this.#costs, costKey, sign, () => ({ labels: { namespace, kind }, count: 0, dollars: 0 }));
+    if (cost !== undefined) cost.dollars += sign * estimatedHourlyCost(kind, status);
+  }
+}
+
+/** Counts `key` up or down; an entry that falls to zero goes (no gauge for a label set nothing has any more). */
+function adjust<Entry extends { count: number }>(
+  entries: Map<string, Entry>,
+  key: string,
+  sign: 1 | -1,
+  create: () => Entry,
+): Entry | undefined {
+  let entry = entries.get(key);
+  if (entry === undefined) {
+    if (sign < 0) return undefined;
+    entry = create();
+    entries.set(key, entry);
+  }
+  entry.count += sign;
+  if (entry.count > 0) return entry;
+  entries.delete(key);
+  return undefined;
+}
+
 export function registerOperatorMetrics(registry: Registry, sources: OperatorMetricsSources): void {
   const now = sources.now ?? Date.now;
+  const counts = new ManagedObjectCounts(sources.kinds);
   new Gauge({
     name: "gpucloud_managed_resources",
     help: "Managed objects per kind and Ready status",
@@ -81,15 +181,7 @@ export function registerOperatorMetrics(registry: Registry, sources: OperatorMet
     registers: [registry],
     collect(this: Gauge<"kind" | "ready">) {
       this.reset();
-      for (const { kind, list } of sources.kinds) {
-        const counts = { True: 0, False: 0, Unknown: 0 };
-        for (const object of list()) {
-          const ready = statusOf(object).conditions?.find((c) => c.type === "Ready")?.status;
-          if (ready === "True" || ready === "False") counts[ready]++;
-          else counts.Unknown++;
-        }
-        for (const [ready, count] of Object.entries(counts)) this.set({ kind, ready }, count);
-      }
+      for (const { kind, ready, count } of counts.ready()) this.set({ kind, ready }, count);
     },
   });
   new Gauge({
@@ -99,23 +191,7 @@ export function registerOperatorMetrics(registry: Registry, sources: OperatorMet
     registers: [registry],
     collect(this: Gauge<"namespace" | "kind" | "type" | "status" | "reason">) {
       this.reset();
-      const counts = new Map<string, { labels: Record<string, string>; count: number }>();
-      for (const { kind, list } of sources.kinds) {
-        for (const object of list()) {
-          const namespace = object.metadata?.namespace ?? "";
-          for (const condition of statusOf(object).conditions ?? []) {
-            if (condition.type === undefined) continue;
-            const status = condition.status ?? "Unknown";
-            const reason = condition.reason ?? "";
-            // A plain joined key: this runs for every condition of every object at each scrape.
-            const key = `${namespace}\u0000${kind}\u0000${condition.type}\u0000${status}\u0000${reason}`;
-            const entry = counts.get(key);
-            if (entry !== undefined) entry.count++;
-            else counts.set(key, { labels: { namespace, kind, type: condition.type, status, reason }, count: 1 });
-          }
-        }
-      }
-      for (const { labels, count } of counts.values()) this.set(labels, count);
+      for (const { labels, count } of counts.conditions()) this.set(labels, count);
     },
   });
   new Gauge({
@@ -125,14 +201,8 @@ export function registerOperatorMetrics(registry: Registry, sources: OperatorMet
     registers: [registry],
     collect(this: Gauge<"namespace" | "kind">) {
       this.reset();
-      for (const { kind, list } of sources.kinds) {
-        const perNamespace = new Map<string, number>();
-        for (const object of list()) {
-          const namespace = object.metadata?.namespace ?? "";
-          perNamespace.set(namespace, (perNamespace.get(namespace) ?? 0) + estimatedHourlyCost(kind, statusOf(object)));
-        }
-        for (const [namespace, cost] of perNamespace) this.set({ namespace, kind }, Math.round(cost * 1e6) / 1e6);
-      }
+      // Rounded to a millionth: sums kept by adding and subtracting carry float dust.
+      for (const { labels, dollars } of counts.costs()) this.set(labels, Math.max(0, Math.round(dollars * 1e6) / 1e6));
     },
   });
   const usage = new Map<string, UsageReading>();

@@ -4,6 +4,7 @@ import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
 import type { CloudAccount } from "../../src/controllers/cloud-account.ts";
 import { cloudOperationsSample, lastCompleteUsageDay, registerOperatorMetrics } from "../../src/controllers/metrics.ts";
+import type { InformerEvent } from "../../src/runtime/index.ts";
 import { Metrics } from "../../src/runtime/metrics.ts";
 
 const logger = pino({ level: "silent" });
@@ -44,6 +45,7 @@ describe("operator metrics", () => {
             object("team-a", stalled("CredentialsInvalid")),
             object("team-b", stalled("InvalidSpec")),
           ],
+          on: () => () => undefined,
         },
       ],
       accounts: () => [],
@@ -56,6 +58,64 @@ describe("operator metrics", () => {
     expect(text).toContain(
       'gpucloud_managed_resource_conditions{namespace="team-b",kind="GpuVm",type="Ready",status="False",reason="InvalidSpec"} 1',
     );
+  });
+
+  it("follows informer events, never walking the cache again at a scrape", async () => {
+    const registry = new Registry();
+    const running = (hourlyPriceUSD: number) => ({
+      state: "STATE_RUNNING",
+      hourlyPriceUSD,
+      conditions: [{ type: "Ready", status: "True", reason: "Available" }],
+    });
+    const first = object("team-a", running(1.1));
+    const handlers: ((event: InformerEvent<KubernetesObject>) => void)[] = [];
+    let walks = 0;
+    registerOperatorMetrics(registry, {
+      kinds: [
+        {
+          kind: "GpuVm",
+          list: () => {
+            walks++;
+            return [first];
+          },
+          on: (handler) => {
+            handlers.push(handler);
+            return () => undefined;
+          },
+        },
+      ],
+      accounts: () => [],
+      logger,
+    });
+    const emit = (event: InformerEvent<KubernetesObject>) => {
+      for (const handler of handlers) handler(event);
+    };
+    const second = object("team-a", stalled("CredentialsInvalid"));
+    emit({ type: "add", object: second });
+    const gauge = (text: string, line: string) => text.split("\n").find((l) => l.startsWith(line));
+    let text = await registry.metrics();
+    expect(gauge(text, 'gpucloud_managed_resources{kind="GpuVm",ready="True"}')).toMatch(/ 1$/);
+    expect(gauge(text, 'gpucloud_managed_resources{kind="GpuVm",ready="False"}')).toMatch(/ 1$/);
+    expect(gauge(text, 'gpucloud_estimated_hourly_cost_dollars{namespace="team-a",kind="GpuVm"}')).toMatch(/ 1.1$/);
+
+    // The stalled one becomes Ready and runs; the first one goes.
+    const recovered = { ...second, status: running(2.2) } as KubernetesObject;
+    emit({ type: "update", object: recovered, previous: second });
+    emit({ type: "delete", object: first });
+    text = await registry.metrics();
+    expect(gauge(text, 'gpucloud_managed_resources{kind="GpuVm",ready="True"}')).toMatch(/ 1$/);
+    expect(gauge(text, 'gpucloud_managed_resources{kind="GpuVm",ready="False"}')).toMatch(/ 0$/);
+    expect(gauge(text, 'gpucloud_estimated_hourly_cost_dollars{namespace="team-a",kind="GpuVm"}')).toMatch(/ 2.2$/);
+    expect(text).not.toContain('reason="CredentialsInvalid"');
+    expect(gauge(text, 'gpucloud_managed_resource_conditions{namespace="team-a",kind="GpuVm",type="Ready"')).toMatch(
+      /status="True",reason="Available"} 1$/,
+    );
+
+    emit({ type: "delete", object: recovered });
+    text = await registry.metrics();
+    expect(text).not.toContain("gpucloud_estimated_hourly_cost_dollars{");
+    expect(text).not.toContain("gpucloud_managed_resource_conditions{");
+    expect(walks).toBe(1);
   });
 
   it("reports the age of the oldest operation in flight, and 0 when none is", async () => {
