@@ -39,7 +39,8 @@ async function metricValue(metrics: Metrics, name: string, labels: Record<string
 
 describe("Controller", () => {
   beforeEach(() => {
-    vi.useFakeTimers();
+    // From a whole second: resyncs come due on whole seconds (resyncTickMs), the periods below are whole seconds.
+    vi.useFakeTimers({ now: 0 });
   });
   afterEach(() => {
     vi.useRealTimers();
@@ -278,10 +279,40 @@ describe("Controller", () => {
 
 describe("Controller lanes and pacing", () => {
   beforeEach(() => {
-    vi.useFakeTimers();
+    // From a whole second: resyncs come due on whole seconds (resyncTickMs), the periods below are whole seconds.
+    vi.useFakeTimers({ now: 0 });
   });
   afterEach(() => {
     vi.useRealTimers();
+  });
+
+  it("brings the resyncs due within one second together, at most a tenth of the period later", async () => {
+    const { calls, reconciler } = scripted([]);
+    const controller = new Controller({
+      name: "ticks",
+      reconciler,
+      logger,
+      workers: 2,
+      resyncPeriodFor: (request) => (request.name === "short" ? 2000 : 10_000),
+      resyncJitter: 0,
+    });
+    const passes = (name: string) => calls.filter((call) => call.request.name === name).length;
+    controller.start();
+    controller.enqueue("ns/a");
+    controller.enqueue("ns/short");
+    await vi.advanceTimersByTimeAsync(300);
+    controller.enqueue("ns/b");
+    await vi.advanceTimersByTimeAsync(600);
+    controller.enqueue("ns/c");
+    await vi.advanceTimersByTimeAsync(10_999 - 900);
+    expect([passes("a"), passes("b"), passes("c")]).toEqual([2, 1, 1]); // a: due at 10 s exactly
+    await vi.advanceTimersByTimeAsync(1);
+    expect([passes("b"), passes("c")]).toEqual([2, 2]); // 10.3 s and 10.9 s: both at 11 s, in one wake-up
+    // A 2-s period is rounded to a tenth of it (200 ms), not to a whole second: every 2 s, as asked.
+    expect(passes("short")).toBe(6);
+    const stopped = controller.stop(100);
+    await vi.advanceTimersByTimeAsync(100);
+    await stopped;
   });
 
   it("schedules the periodic resync in the low lane", async () => {
