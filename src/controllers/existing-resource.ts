@@ -81,6 +81,12 @@ export async function reconcileExisting<Spec extends ManagedSpecBase>(
   });
 }
 
+const CREATE_ONLY_APPLIED = {
+  status: "True",
+  reason: REASON.CreateOnlyFieldsApplied,
+  message: "created with the current create-only values",
+} as const;
+
 /**
  * Whether the resource still has the create-only values the spec asks for now (image, SSH key and scripts,
  * inline or from a Secret/ConfigMap): the cloud cannot change them, so a change is reported, never applied.
@@ -90,19 +96,17 @@ export async function reconcileExisting<Spec extends ManagedSpecBase>(
 function createOnlyState<Spec extends ManagedSpecBase>(pass: Pass<Spec>, observed: Existing): Pass<Spec>["upToDate"] {
   const current = observed.createOnly;
   if (current === undefined) return undefined;
-  const digests = Object.fromEntries(Object.entries(current).map(([field, value]) => [field, value.digest]));
   const recorded = pass.draft.createOnlyDigests as Record<string, string> | undefined;
-  if (recorded === undefined) pass.draft.createOnlyDigests = digests;
-  const before = recorded ?? digests;
-  const fields = [...new Set([...Object.keys(before), ...Object.keys(digests)])].sort();
-  const changed = fields.filter((field) => before[field] !== digests[field]);
-  if (changed.length === 0) {
-    return {
-      status: "True",
-      reason: REASON.CreateOnlyFieldsApplied,
-      message: "created with the current create-only values",
-    };
+  if (recorded === undefined) {
+    pass.draft.createOnlyDigests = Object.fromEntries(
+      Object.entries(current).map(([field, value]) => [field, value.digest]),
+    );
+    return CREATE_ONLY_APPLIED;
   }
+  const changed = [...new Set([...Object.keys(recorded), ...Object.keys(current)])]
+    .sort()
+    .filter((field) => recorded[field] !== current[field]?.digest);
+  if (changed.length === 0) return CREATE_ONLY_APPLIED;
   const what = changed.map((field) => `${field} (${current[field]?.source ?? "removed"})`).join(", ");
   return {
     status: "False",

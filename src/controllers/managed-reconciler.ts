@@ -10,7 +10,7 @@
 // fallback requeue covers lost wake-ups.
 import { ANNOTATIONS, FINALIZER, MIN_SYNC_PERIOD_MS } from "../api/common.ts";
 import { formatDuration, syncPeriodOf } from "../runtime/index.ts";
-import { cloneJson } from "../util/clone-json.ts";
+import { cloneJson } from "../util/json-values.ts";
 import { resolvePendingAction } from "./action-intents.ts";
 import { nameConflict, ownershipOf } from "./adoption.ts";
 import { classify, REASON, type Reason, TERMINAL_REASONS, type Verdict } from "./classify.ts";

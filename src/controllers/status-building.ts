@@ -1,8 +1,8 @@
 // The end of every pass: the verdict becomes the three kstatus conditions (Ready, Reconciling, Stalled), Synced
 // (synced.ts) and observedGeneration; status is written once and only when it changed; an event is emitted only when the Ready
 // story (status or reason) changed.
-import { isDeepStrictEqual } from "node:util";
 import type { Logger } from "pino";
+import { sameJson } from "../util/json-values.ts";
 import { REASON, type Verdict } from "./classify.ts";
 import type { Condition, ManagedObject, ManagedSpecBase, ManagedStatusBase, Outcome } from "./external.ts";
 import { after, type PassServices } from "./reconcile-pass.ts";
@@ -120,17 +120,17 @@ export function buildStatus(
   options: { nowMs: number; fit(status: ManagedStatusBase): string[]; rejectedRetryMs: number },
 ): BuiltStatus {
   const readyStatus = applyVerdict(mr, draft, result, options.nowMs);
-  if (isDeepStrictEqual(mr.status, draft)) return { verdict: result, readyStatus, unchanged: true };
+  if (sameJson(mr.status, draft)) return { verdict: result, readyStatus, unchanged: true };
   // The conditions carry messages with cloud text: fitted with the rest.
   const problems = options.fit(draft);
-  if (problems.length === 0) return { verdict: result, readyStatus, unchanged: isDeepStrictEqual(mr.status, draft) };
+  if (problems.length === 0) return { verdict: result, readyStatus, unchanged: sameJson(mr.status, draft) };
   const verdict = statusRejected(
     `values from the cloud do not fit the CRD: ${problems.join("; ")}`,
     options.rejectedRetryMs,
   );
   const rejectedStatus = applyVerdict(mr, draft, verdict, options.nowMs);
   options.fit(draft);
-  return { verdict, readyStatus: rejectedStatus, unchanged: isDeepStrictEqual(mr.status, draft) };
+  return { verdict, readyStatus: rejectedStatus, unchanged: sameJson(mr.status, draft) };
 }
 
 /** Write conditions, observedGeneration and status once; emit an event when the Ready story changed. */
