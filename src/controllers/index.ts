@@ -232,7 +232,7 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
     if (informer === undefined) continue;
     const kube = kubeAccessFor(manager, resource, (namespace, name) => informer.get(namespace, name));
     const admissions = new AccountAdmissions(kind.kind.toLowerCase());
-    const managed: Reconciler = new ManagedReconciler<ManagedSpecBase>({
+    const managed = new ManagedReconciler<ManagedSpecBase>({
       kind: kind.kind,
       parse: (raw) => parseManaged(raw, kind.specSchema, kind.statusSchema),
       locations: (spec) => kind.locations(spec),
@@ -287,6 +287,7 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
       name: kind.kind.toLowerCase(),
       resource,
       reconciler,
+      isEcho: (key, resourceVersion) => managed.isEcho(key, resourceVersion),
       watches: [...watched].map((watchedKind) => ({
         resource:
           watchedKind === "Secret"
