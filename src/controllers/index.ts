@@ -222,7 +222,10 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
   });
   for (const kind of MANAGED_KINDS) {
     informers.get(kind.kind)?.on((event) => {
-      for (const key of usage.apply(kind.kind, event.type, event.object)) usageController.enqueue(key);
+      for (const key of usage.apply(kind.kind, event.type, event.object)) {
+        const slash = key.indexOf("/");
+        if (secretUsage.needsLook(key.slice(0, slash), key.slice(slash + 1))) usageController.enqueue(key);
+      }
     });
   }
 
