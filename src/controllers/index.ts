@@ -6,7 +6,7 @@ import type { z } from "zod";
 import { FINALIZER, GROUP, SECRET_WATCH_LABEL, SECRET_WATCH_SELECTOR, VERSION } from "../api/common.ts";
 import { structuralSchemaOf } from "../api/crd.ts";
 import type { OperationFamily } from "../cloud/wire.ts";
-import type { Controller, KubeResource, Manager, Reconciler } from "../runtime/index.ts";
+import type { Controller, KubeResource, Manager } from "../runtime/index.ts";
 import { CONFIG_MAPS, KubeApiError, SECRETS } from "../runtime/index.ts";
 import { ApiUrlPolicy } from "../util/api-url.ts";
 import { AccountAdmissions } from "./account-admission.ts";
@@ -232,7 +232,10 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
   });
   for (const kind of MANAGED_KINDS) {
     informers.get(kind.kind)?.on((event) => {
-      for (const key of usage.apply(kind.kind, event.type, event.object)) usageController.enqueue(key);
+      for (const key of usage.apply(kind.kind, event.type, event.object)) {
+        const slash = key.indexOf("/");
+        if (secretUsage.needsLook(key.slice(0, slash), key.slice(slash + 1))) usageController.enqueue(key);
+      }
     });
   }
 
@@ -243,7 +246,7 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
     const kube = kubeAccessFor(manager, resource, (namespace, name) => informer.get(namespace, name));
     const admissions = new AccountAdmissions(kind.kind.toLowerCase());
     const parser = parserOf(kind);
-    const managed: Reconciler = new ManagedReconciler<ManagedSpecBase>({
+    const managed = new ManagedReconciler<ManagedSpecBase>({
       kind: kind.kind,
       parse: (raw) => parser.parse(raw),
       locations: (spec) => kind.locations(spec),
@@ -298,6 +301,7 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
       name: kind.kind.toLowerCase(),
       resource,
       reconciler,
+      isEcho: (key, resourceVersion) => managed.isEcho(key, resourceVersion),
       watches: [...watched].map((watchedKind) => ({
         resource:
           watchedKind === "Secret"
