@@ -5,6 +5,7 @@
 //   npm run bench                                  # everything (about an hour on 2 cores)
 //   npm run bench -- --only burst --n 100,1000     # some of it
 //   npm run bench -- --only burst --n 1000 --cpu-prof   # plus the operator's CPU profile (top entries printed)
+//   npm run bench -- --only adoption --node-flags="--heap-growing-percent=50"   # V8 flags against the defaults
 //
 // Scenarios: burst (N mixed objects at once), adoption (N existing VMs taken over by spec.id), steady (after
 // the largest burst: whole resync periods with nothing to do), change (one spec change at a time among them),
@@ -42,6 +43,8 @@ const { values } = parseArgs({
     "cpu-prof": { type: "boolean", default: false },
     /** More operator flags, space-separated (to try a setting against the defaults). */
     "operator-flags": { type: "string", default: "" },
+    /** More V8/Node flags for the operator, space-separated, after the defaults of src/cli/node-flags.ts. */
+    "node-flags": { type: "string", default: "" },
     out: { type: "string", default: path.join(REPO_ROOT, "bench/results/runs") },
   },
 });
@@ -59,6 +62,8 @@ const baseFlags = [
   `${values["sync-period-s"]}s`,
   ...(values["operator-flags"] ?? "").split(" ").filter((flag) => flag !== ""),
 ];
+const nodeFlags = (values["node-flags"] ?? "").split(" ").filter((flag) => flag !== "");
+const operatorNodeArgs = nodeFlags.length > 0 ? { operatorNodeArgs: nodeFlags } : {};
 const runId = new Date()
   .toISOString()
   .replaceAll(":", "-")
@@ -133,6 +138,8 @@ if (only.has("burst") || only.has("steady") || only.has("change")) {
       n,
       variant: "ours",
       operatorFlags: baseFlags,
+      ...operatorNodeArgs,
+      ...operatorNodeArgs,
       latencyMs,
       rate,
       timeoutMs: timeoutFor(n),
@@ -168,6 +175,7 @@ if (only.has("adoption")) {
     n,
     variant: "ours",
     operatorFlags: baseFlags,
+    ...operatorNodeArgs,
     latencyMs,
     rate,
     timeoutMs: timeoutFor(n),
@@ -194,6 +202,7 @@ if (only.has("anchors")) {
       n,
       variant: anchor.variant,
       operatorFlags: [...baseFlags, ...anchor.flags],
+      ...operatorNodeArgs,
       latencyMs,
       rate,
       timeoutMs: Number(values["anchor-timeout-s"]) * 1000,
