@@ -8,6 +8,7 @@ import { CredentialStore, parseCredentialsSecret, type SecretLike } from "../../
 import { DependencyIndex } from "../../src/controllers/dependency-index.ts";
 import { FamilySnapshot } from "../../src/controllers/snapshots.ts";
 import { KubeApiError } from "../../src/runtime/index.ts";
+import { StringInterner } from "../../src/util/intern.ts";
 
 const http = (status: number, extra: Partial<ConstructorParameters<typeof CloudError>[0]> = {}) =>
   new CloudError({ kind: "http", status, message: `status ${status}`, method: "GET", route: "/x", ...extra });
@@ -121,6 +122,28 @@ describe("FamilySnapshot", () => {
     advance(1);
     await snapshot.read(1001);
     expect(calls()).toBe(2);
+  });
+
+  it("holds one copy of each repeated string of its resources (lists, lists by ids, remembered reads)", async () => {
+    const interner = new StringInterner();
+    const vm = (id: string) => ({ id, name: `vm-${id}`, location: "us-east1-a", project_id: "p-1" });
+    const snapshot = new FamilySnapshot({
+      list: async () => [vm("1"), vm("2")],
+      listIds: async (ids) => ids.map(vm),
+      idOf: (item) => item.id,
+      nameOf: (item) => item.name,
+      maxAgeMs: 10_000,
+      fullListUpTo: 0,
+      idsIntervalMs: 0,
+      interner,
+    });
+    await snapshot.read();
+    expect(interner.hits).toBe(2); // the second VM's location and project
+    await snapshot.readOne("3", Date.now());
+    expect(interner.hits).toBe(4);
+    snapshot.remember(vm("4"));
+    expect(interner.hits).toBe(6);
+    expect((await snapshot.read()).byId.get("4")?.location).toBe("us-east1-a");
   });
 
   describe("readOne: one resource refreshed by id in a large family", () => {
