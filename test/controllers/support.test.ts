@@ -9,7 +9,7 @@ import { DependencyIndex } from "../../src/controllers/dependency-index.ts";
 import { ClaimIndex } from "../../src/controllers/ownership.ts";
 import { FamilySnapshot } from "../../src/controllers/snapshots.ts";
 import { KubeApiError } from "../../src/runtime/index.ts";
-import { StringInterner } from "../../src/util/intern.ts";
+import { StringInterner, sharedInterner } from "../../src/util/intern.ts";
 
 const http = (status: number, extra: Partial<ConstructorParameters<typeof CloudError>[0]> = {}) =>
   new CloudError({ kind: "http", status, message: `status ${status}`, method: "GET", route: "/x", ...extra });
@@ -360,6 +360,13 @@ describe("DependencyIndex", () => {
     expect(index.dependents("GpuVm", "GpuDisk", "elsewhere", "data")).toEqual([]);
     index.record("GpuVm", "ns", "trainer", ["Secret/creds"]);
     expect(index.dependents("GpuVm", "GpuDisk", "ns", "data")).toEqual([]);
+  });
+
+  it("holds one string for a target many objects share (the credentials Secret), not one per object", () => {
+    const index = new DependencyIndex();
+    const hits = sharedInterner.hits;
+    for (let i = 0; i < 100; i++) index.record("GpuVm", "ns", `vm-${i}`, ["Secret/shared-creds"]);
+    expect(sharedInterner.hits - hits).toBeGreaterThanOrEqual(99);
   });
 
   it("names the targets of one dependent, including those it referred to before (detached later)", () => {
