@@ -212,7 +212,10 @@ async function legacyResource<Spec extends ManagedSpecBase>(
   const found = await connection.external.findByName(legacy, pass.signal);
   if (found === undefined) return undefined;
   const projectId = pass.draft.projectId ?? "";
-  if (pass.services.claims.holdersOf(projectId, found.id).some((key) => key !== pass.key)) return undefined;
+  // Another object holds it, or is creating it under that name (its own default name now): not a leftover.
+  const { claims } = pass.services;
+  const others = [...claims.holdersOf(projectId, found.id), ...claims.claimantsOfName(projectId, legacy)];
+  if (others.some((key) => key !== pass.key)) return undefined;
   return `a cloud resource named ${legacy} (id ${found.id}), this object's default name before version 0.2, exists and no object manages it: set spec.id: ${found.id} to manage it, or delete it`;
 }
 

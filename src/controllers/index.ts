@@ -6,7 +6,7 @@ import type { z } from "zod";
 import { FINALIZER, GROUP, SECRET_WATCH_LABEL, SECRET_WATCH_SELECTOR, VERSION } from "../api/common.ts";
 import { structuralSchemaOf } from "../api/crd.ts";
 import type { OperationFamily } from "../cloud/wire.ts";
-import type { Controller, KubeResource, Manager, Reconciler } from "../runtime/index.ts";
+import type { Controller, KubeResource, Manager } from "../runtime/index.ts";
 import { CONFIG_MAPS, KubeApiError, SECRETS } from "../runtime/index.ts";
 import { ApiUrlPolicy } from "../util/api-url.ts";
 import { AccountAdmissions } from "./account-admission.ts";
@@ -222,7 +222,10 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
   });
   for (const kind of MANAGED_KINDS) {
     informers.get(kind.kind)?.on((event) => {
-      for (const key of usage.apply(kind.kind, event.type, event.object)) usageController.enqueue(key);
+      for (const key of usage.apply(kind.kind, event.type, event.object)) {
+        const slash = key.indexOf("/");
+        if (secretUsage.needsLook(key.slice(0, slash), key.slice(slash + 1))) usageController.enqueue(key);
+      }
     });
   }
 
@@ -232,7 +235,7 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
     if (informer === undefined) continue;
     const kube = kubeAccessFor(manager, resource, (namespace, name) => informer.get(namespace, name));
     const admissions = new AccountAdmissions(kind.kind.toLowerCase());
-    const managed: Reconciler = new ManagedReconciler<ManagedSpecBase>({
+    const managed = new ManagedReconciler<ManagedSpecBase>({
       kind: kind.kind,
       parse: (raw) => parseManaged(raw, kind.specSchema, kind.statusSchema),
       locations: (spec) => kind.locations(spec),
@@ -287,6 +290,7 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
       name: kind.kind.toLowerCase(),
       resource,
       reconciler,
+      isEcho: (key, resourceVersion) => managed.isEcho(key, resourceVersion),
       watches: [...watched].map((watchedKind) => ({
         resource:
           watchedKind === "Secret"

@@ -88,6 +88,11 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     };
   }
 
+  /** An update event at this version only echoes our own write (see OwnWrites.isEcho): it needs no pass. */
+  isEcho(key: string, resourceVersion: string): boolean | Promise<boolean> {
+    return this.#ownWrites.isEcho(key, resourceVersion);
+  }
+
   async reconcile(request: ReconcileRequest, ctx: ReconcileContext): Promise<Outcome> {
     const key = `${request.namespace}/${request.name}`;
     const raw = this.#options.kube.get(request.namespace, request.name);

@@ -1,7 +1,8 @@
 // What our own writes did to each object: every resourceVersion they replaced and the one the last write made.
-// A pass can write several times (finalizer, intent, final status), and the watch event of each write wakes the
-// key; a cache still at any replaced version has not seen all of our writes yet, and acting on it would repeat
-// work. Shared by the managed reconciler and the GpuVmPool reconciler.
+// A pass can write several times (finalizer, intent, final status). A cache still at any replaced version has not
+// seen all of our writes yet, and acting on it would repeat work. The watch event of each write is only its echo:
+// the pass that wrote has decided what comes next, so the echo starts no pass of its own (`isEcho`), unless a
+// pass is waiting for it (it found the cache behind). Shared by the managed reconciler and the GpuVmPool reconciler.
 import type { ManagedObject, ManagedStatusBase } from "./external.ts";
 import type { KubeAccess, WriteResult } from "./reconcile-pass.ts";
 
@@ -12,6 +13,10 @@ interface Written {
 
 export class OwnWrites {
   readonly #byKey = new Map<string, Written>();
+  /** Keys whose last pass found the cache behind our writes: the echo of our last write must wake them. */
+  readonly #awaitingEcho = new Set<string>();
+  /** key → the write being sent (settles with the version it made, undefined when it made none). */
+  readonly #inFlight = new Map<string, Promise<string | undefined>>();
 
   /**
    * The version our last write made when the cache shows one our writes replaced (the cache is behind); else
@@ -20,9 +25,51 @@ export class OwnWrites {
    */
   behind(key: string, cachedVersion: string): string | undefined {
     const own = this.#byKey.get(key);
-    if (own?.superseded.has(cachedVersion)) return own.last;
+    if (own?.superseded.has(cachedVersion)) {
+      this.#awaitingEcho.add(key);
+      return own.last;
+    }
     this.#byKey.delete(key);
+    this.#awaitingEcho.delete(key);
     return undefined;
+  }
+
+  /**
+   * Whether an update event at `version` is only the echo of our own write (then no pass needs to start for it).
+   * An event that arrives while a write of the key is in flight is answered once the write has its version (the
+   * watch often delivers the event before the write's answer). False for anything else, and for a key whose
+   * pass waits for the echo.
+   */
+  isEcho(key: string, version: string): boolean | Promise<boolean> {
+    const known = this.#knownEcho(key, version);
+    if (known) return true;
+    const flight = this.#inFlight.get(key);
+    if (flight === undefined) return false;
+    return flight.then((made) => made === version && this.#knownEcho(key, version));
+  }
+
+  #knownEcho(key: string, version: string): boolean {
+    const own = this.#byKey.get(key);
+    if (own === undefined || this.#awaitingEcho.has(key)) return false;
+    if (own.last === version) {
+      // The cache has caught up with every write: nothing left to recognise.
+      this.#byKey.delete(key);
+      return true;
+    }
+    return own.superseded.has(version);
+  }
+
+  /** Marks a write of `key` as in flight until the returned function is called with the version it made. */
+  protected sending(key: string): (made: string | undefined) => void {
+    let settle: (made: string | undefined) => void = () => undefined;
+    const flight = new Promise<string | undefined>((resolve) => {
+      settle = resolve;
+    });
+    this.#inFlight.set(key, flight);
+    return (made) => {
+      if (this.#inFlight.get(key) === flight) this.#inFlight.delete(key);
+      settle(made);
+    };
   }
 
   /** Our write moved the object from version `from` to `to` ("unchanged" writes keep the version: no-op). */
@@ -36,6 +83,7 @@ export class OwnWrites {
 
   forget(key: string): void {
     this.#byKey.delete(key);
+    this.#awaitingEcho.delete(key);
   }
 }
 
@@ -57,19 +105,27 @@ export class GuardedWrites extends OwnWrites {
   async writeStatus(mr: ManagedObject, status: ManagedStatusBase): Promise<WriteResult> {
     const problems = this.#fit?.(status) ?? [];
     if (problems.length > 0) return { type: "invalid", message: problems.join("; ") };
-    const written = await this.#kube.writeStatus(mr, status);
-    if (written.type === "written") this.#moved(mr, written.resourceVersion);
-    return written;
+    return this.#tracked(mr, () => this.#kube.writeStatus(mr, status));
   }
 
   async setFinalizer(mr: ManagedObject, present: boolean): Promise<WriteResult> {
-    const written = await this.#kube.setFinalizer(mr, present);
-    if (written.type === "written") this.#moved(mr, written.resourceVersion);
-    return written;
+    return this.#tracked(mr, () => this.#kube.setFinalizer(mr, present));
   }
 
-  #moved(mr: ManagedObject, version: string): void {
-    this.advance(`${mr.metadata.namespace}/${mr.metadata.name}`, mr.metadata.resourceVersion, version);
-    mr.metadata.resourceVersion = version;
+  async #tracked(mr: ManagedObject, write: () => Promise<WriteResult>): Promise<WriteResult> {
+    const key = `${mr.metadata.namespace}/${mr.metadata.name}`;
+    const settle = this.sending(key);
+    let made: string | undefined;
+    try {
+      const written = await write();
+      if (written.type === "written") {
+        this.advance(key, mr.metadata.resourceVersion, written.resourceVersion);
+        mr.metadata.resourceVersion = written.resourceVersion;
+        made = written.resourceVersion;
+      }
+      return written;
+    } finally {
+      settle(made);
+    }
   }
 }

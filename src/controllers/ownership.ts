@@ -197,6 +197,15 @@ export class ClaimIndex {
     return first !== undefined ? this.#blockedBy(self.key, first.key, first.why) : undefined;
   }
 
+  /** Keys of the objects that hold or intend a cloud name in a project (their creates reserve it first). */
+  claimantsOfName(projectId: string, name: string): string[] {
+    const keys = new Set(this.#byName.get(slot(projectId, name)) ?? []);
+    for (const [key, reservation] of this.#reservations) {
+      if (reservation.projectId === projectId && reservation.name === name) keys.add(key);
+    }
+    return [...keys];
+  }
+
   /** Keys of the objects that hold a resource id in a project (to wake them when it is gone). */
   holdersOf(projectId: string, id: string): string[] {
     return holdersAt(this.#byId, slot(projectId, id));

@@ -58,6 +58,19 @@ export class SecretUsageReconciler implements Reconciler {
     this.#options = options;
   }
 
+  /**
+   * Whether a change of the Secret's users calls for a pass: its finalizer is not what its use says (the first
+   * user came or the last one went), or it is being deleted (the Event names who holds it). Another user of a
+   * Secret that holds the finalizer changes nothing: a burst of 10,000 objects wakes it once, not 10,000 times.
+   */
+  needsLook(namespace: string, name: string): boolean {
+    const secret = this.#options.secrets.get(namespace, name);
+    if (secret === undefined) return false; // its own informer event brings it when it appears
+    const held = (secret.metadata?.finalizers ?? []).includes(CREDENTIALS_FINALIZER);
+    const deleting = secret.metadata?.deletionTimestamp !== undefined && secret.metadata.deletionTimestamp !== null;
+    return deleting || held !== this.#options.usersOf(namespace, name, 0).count > 0;
+  }
+
   async reconcile(request: ReconcileRequest, ctx: ReconcileContext): Promise<Outcome> {
     const secret = this.#options.secrets.get(request.namespace, request.name);
     if (secret === undefined) return { type: "done" };

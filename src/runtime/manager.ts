@@ -54,6 +54,12 @@ export interface ControllerRegistration {
   /** Default: --sync-period; per object: annotation gpucloud.dev/sync-period. */
   syncPeriodMs?: number;
   watches?: WatchMapping[];
+  /**
+   * Whether an update of the controller's own object at `resourceVersion` only echoes a write its reconciler made
+   * (the pass that wrote decided what comes next): such an event enqueues nothing. May answer later (a promise)
+   * when the write is still awaiting its answer. Without it, every event enqueues (controller-runtime's default).
+   */
+  isEcho?(key: string, resourceVersion: string): boolean | Promise<boolean>;
 }
 
 /** Informer tuning, mostly for tests (short stale windows, fast restarts). */
@@ -213,7 +219,21 @@ export class Manager {
     });
     informer.on((event) => {
       const name = event.object.metadata?.name;
-      if (name) controller.enqueue(keyOf(event.object.metadata?.namespace, name), priorityOf(event));
+      if (!name) return;
+      const key = keyOf(event.object.metadata?.namespace, name);
+      const version = event.object.metadata?.resourceVersion;
+      const echo = event.type === "update" && version !== undefined ? registration.isEcho?.(key, version) : false;
+      if (echo === true) return;
+      if (echo === false || echo === undefined) {
+        controller.enqueue(key, priorityOf(event));
+        return;
+      }
+      echo.then(
+        (isEcho) => {
+          if (!isEcho) controller.enqueue(key, priorityOf(event));
+        },
+        () => controller.enqueue(key, priorityOf(event)),
+      );
     });
     for (const watch of registration.watches ?? []) {
       const selection = watch.labelSelector === undefined ? {} : { labelSelector: watch.labelSelector };

@@ -1,4 +1,5 @@
 import type { AddressInfo } from "node:net";
+import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import type { OperatorConfig } from "../../src/runtime/config.ts";
@@ -102,6 +103,45 @@ describe("Manager against the Kubernetes API test double", () => {
     const widget = await cluster.getWidget("default", "w1");
     expect(await manager.kube.patchStatus(WIDGETS, widget, { phase: "Ready", size: 3 })).toEqual({ type: "unchanged" });
     expect(proxy.writes("/widgets/w1/status")).toBe(1);
+  });
+
+  it("starts no pass for an event its registration calls the echo of its own write", async () => {
+    const manager = newManager();
+    const widgets = manager.informerFor<WidgetObject>(WIDGETS);
+    const reconciled: ReconcileRequest[] = [];
+    const written = new Set<string>();
+    let writing: Promise<unknown> = Promise.resolve();
+    manager.addController({
+      name: "widget",
+      resource: WIDGETS,
+      // The version a write made is known once its answer is in: an event that overtakes it waits for it.
+      isEcho: (_key, version) => writing.then(() => written.has(version)),
+      reconciler: {
+        async reconcile(request) {
+          reconciled.push(request);
+          const widget = widgets.get(request.namespace, request.name);
+          if (widget === undefined) return outcome.done();
+          const write = manager.kube.patchStatus(WIDGETS, widget, { size: widget.spec?.size }).then((result) => {
+            const version = result.type === "written" ? result.object.metadata?.resourceVersion : undefined;
+            if (version !== undefined) written.add(version);
+          });
+          writing = write;
+          await write;
+          return outcome.done();
+        },
+      },
+    });
+    await cluster.createWidget("default", "echo", { size: 3 });
+    await manager.start();
+    await eventually(async () => expect((await cluster.getWidget("default", "echo")).status).toEqual({ size: 3 }));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(reconciled).toHaveLength(1);
+    // Somebody else's change is news.
+    await cluster.custom.patchNamespacedCustomObject(
+      { ...WIDGETS, namespace: "default", name: "echo", body: { spec: { size: 4 } } },
+      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+    );
+    await eventually(() => expect(reconciled).toHaveLength(2));
   });
 
   it("answers a stale resourceVersion with conflict, never an overwrite", async () => {
