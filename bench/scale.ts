@@ -7,7 +7,8 @@
 //   npm run bench -- --only burst --n 1000 --cpu-prof   # plus the operator's CPU profile (top entries printed)
 //   npm run bench -- --only adoption --node-flags="--heap-growing-percent=50"   # V8 flags against the defaults
 //
-// Scenarios: burst (N mixed objects at once), adoption (N existing VMs taken over by spec.id), steady (after
+// Scenarios: burst (N mixed objects at once; and again on a running operator: --warm 100 brings 100 other objects
+// to Ready first, so the one-time compilation of a fresh process is not counted), adoption (N existing VMs taken over by spec.id), steady (after
 // the largest burst: whole resync periods with nothing to do), change (one spec change at a time among them),
 // anchors (the same burst with the defaults of ACK: one worker; Crossplane: 1 reconcile/s overall; the Terraform
 // provider: every operation polled on its own every 2 s). Raw results go to bench/results/runs/ (git-ignored).
@@ -32,6 +33,8 @@ const { values } = parseArgs({
   options: {
     only: { type: "string", default: "burst,steady,change,adoption,anchors" },
     n: { type: "string", default: "100,1000,3000,10000" },
+    /** Bursts measured again after a warm-up of as many other objects (a running operator, not a fresh one). */
+    warm: { type: "string", default: "100" },
     "anchor-n": { type: "string", default: "1000" },
     "adopt-n": { type: "string", default: "10000" },
     "sync-period-s": { type: "string", default: "30" },
@@ -166,6 +169,29 @@ if (only.has("burst") || only.has("steady") || only.has("change")) {
   }
 }
 
+const warmSizes = (values.warm ?? "")
+  .split(",")
+  .map(Number)
+  .filter((n) => n > 0);
+if (only.has("burst")) {
+  for (const n of warmSizes) {
+    log(`burst of ${n} after a warm-up of ${n} other objects`);
+    const { result } = await runBurst({
+      workDir: path.join(workRoot, `burst-warm-${n}`),
+      n,
+      variant: "ours",
+      operatorFlags: baseFlags,
+      latencyMs,
+      rate,
+      timeoutMs: timeoutFor(n),
+      warmup: n,
+      log,
+    });
+    report.bursts.push(result);
+    save();
+  }
+}
+
 if (only.has("adoption")) {
   const n = Number(values["adopt-n"]);
   log(`adoption of ${n} existing VMs (spec.id)`);
@@ -230,7 +256,12 @@ export function printSummary(all: Report): string {
   );
   lines.push("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
   for (const r of [...all.bursts, ...(all.adoption ? [all.adoption] : [])]) {
-    const label = r.scenario === "adoption" ? `${r.n} (adopting existing VMs)` : String(r.n);
+    const label =
+      r.scenario === "adoption"
+        ? `${r.n} (adopting existing VMs)`
+        : r.warmup > 0
+          ? `${r.n} (running operator: ${r.warmup} others first)`
+          : String(r.n);
     const ready = r.timedOut
       ? `${r.ready} of ${r.n} after ${fixed(r.timeToAllReadySeconds)} s`
       : `${fixed(r.timeToAllReadySeconds)} s`;
