@@ -4,7 +4,8 @@
 FROM node:24-slim
 WORKDIR /app
 ENV NODE_ENV=production
-# The operator's V8 flags (src/cli/node-flags.ts): a young generation of at most 8 MiB per semi-space.
+# The operator's V8 flags (src/cli/node-flags.ts): a young generation of at most 8 MiB per semi-space. The run
+# command sets --heap-growing-percent=50 itself (Node refuses it in NODE_OPTIONS).
 ENV NODE_OPTIONS=--max-semi-space-size=8
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force

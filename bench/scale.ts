@@ -5,6 +5,7 @@
 //   npm run bench                                  # everything (about an hour on 2 cores)
 //   npm run bench -- --only burst --n 100,1000     # some of it
 //   npm run bench -- --only burst --n 1000 --cpu-prof   # plus the operator's CPU profile (top entries printed)
+//   npm run bench -- --only adoption --node-flags="--heap-growing-percent=50"   # V8 flags against the defaults
 //
 // Scenarios: burst (N mixed objects at once; and again on a running operator: --warm 100 brings 100 other objects
 // to Ready first, so the one-time compilation of a fresh process is not counted), adoption (N existing VMs taken over by spec.id), steady (after
@@ -45,6 +46,8 @@ const { values } = parseArgs({
     "cpu-prof": { type: "boolean", default: false },
     /** More operator flags, space-separated (to try a setting against the defaults). */
     "operator-flags": { type: "string", default: "" },
+    /** More V8/Node flags for the operator, space-separated, after the defaults of src/cli/node-flags.ts. */
+    "node-flags": { type: "string", default: "" },
     out: { type: "string", default: path.join(REPO_ROOT, "bench/results/runs") },
   },
 });
@@ -62,6 +65,8 @@ const baseFlags = [
   `${values["sync-period-s"]}s`,
   ...(values["operator-flags"] ?? "").split(" ").filter((flag) => flag !== ""),
 ];
+const nodeFlags = (values["node-flags"] ?? "").split(" ").filter((flag) => flag !== "");
+const operatorNodeArgs = nodeFlags.length > 0 ? { operatorNodeArgs: nodeFlags } : {};
 const runId = new Date()
   .toISOString()
   .replaceAll(":", "-")
@@ -136,6 +141,7 @@ if (only.has("burst") || only.has("steady") || only.has("change")) {
       n,
       variant: "ours",
       operatorFlags: baseFlags,
+      ...operatorNodeArgs,
       latencyMs,
       rate,
       timeoutMs: timeoutFor(n),
@@ -174,6 +180,7 @@ if (only.has("burst")) {
       n,
       variant: "ours",
       operatorFlags: baseFlags,
+      ...operatorNodeArgs,
       latencyMs,
       rate,
       timeoutMs: timeoutFor(n),
@@ -194,6 +201,7 @@ if (only.has("adoption")) {
     n,
     variant: "ours",
     operatorFlags: baseFlags,
+    ...operatorNodeArgs,
     latencyMs,
     rate,
     timeoutMs: timeoutFor(n),
@@ -220,6 +228,7 @@ if (only.has("anchors")) {
       n,
       variant: anchor.variant,
       operatorFlags: [...baseFlags, ...anchor.flags],
+      ...operatorNodeArgs,
       latencyMs,
       rate,
       timeoutMs: Number(values["anchor-timeout-s"]) * 1000,

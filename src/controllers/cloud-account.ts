@@ -6,7 +6,8 @@
 import type { Logger } from "pino";
 import type { CloudClient } from "../cloud/client.ts";
 import { isCloudError, OperationTracker, TrackerStoppedError } from "../cloud/index.ts";
-import type { Disk, FirewallRule, Operation, OperationFamily, Vm, VpcNetwork } from "../cloud/wire.ts";
+import type { Disk, FirewallRule, Operation, OperationFamily, VpcNetwork } from "../cloud/wire.ts";
+import { summarizeVm, type VmSummary } from "./gpu-vm-mappers.ts";
 import type { OperationProgress } from "./managed-reconciler.ts";
 import { FamilySnapshot } from "./snapshots.ts";
 
@@ -79,7 +80,8 @@ export class CloudAccount {
   readonly client: CloudClient;
   readonly projectId: string;
   readonly credentialKey: string;
-  readonly vms: FamilySnapshot<Vm>;
+  /** VMs as the controllers read them (summarizeVm): the family may hold 10,000 and more. */
+  readonly vms: FamilySnapshot<VmSummary>;
   readonly disks: FamilySnapshot<Disk>;
   readonly networks: FamilySnapshot<VpcNetwork>;
   readonly firewallRules: FamilySnapshot<FirewallRule>;
@@ -107,14 +109,17 @@ export class CloudAccount {
     this.credentialKey = options.credentialKey;
     const { client, projectId } = options;
     const common = { maxAgeMs: options.snapshotMaxAgeMs, now: this.#now };
-    this.vms = new FamilySnapshot<Vm>({
+    this.vms = new FamilySnapshot<VmSummary>({
       ...common,
       list: async (signal) => {
-        const items: Vm[] = [];
-        for await (const vm of client.vms.listAll(projectId, { limit: VM_PAGE_LIMIT }, { signal })) items.push(vm);
+        const items: VmSummary[] = [];
+        for await (const vm of client.vms.listAll(projectId, { limit: VM_PAGE_LIMIT }, { signal })) {
+          items.push(summarizeVm(vm));
+        }
         return items;
       },
-      listIds: async (ids, signal) => (await client.vms.list(projectId, { ids, limit: ids.length }, { signal })).items,
+      listIds: async (ids, signal) =>
+        (await client.vms.list(projectId, { ids, limit: ids.length }, { signal })).items.map(summarizeVm),
       idOf: (vm) => vm.id,
       nameOf: (vm) => vm.name,
       onRefresh: () => options.onListCall?.("vm"),

@@ -4,6 +4,8 @@
 // side effects: a settled VM operation that attaches or detaches disks wakes the GpuDisks the VM refers to, and
 // those it referred to before (a detach happens after the reference is gone). References never cross namespaces.
 
+import { sharedInterner } from "../util/intern.ts";
+
 export class DependencyIndex {
   /** `TargetKind/namespace/name` → dependent keys per dependent kind. */
   readonly #dependents = new Map<string, Map<string, Set<string>>>();
@@ -16,9 +18,10 @@ export class DependencyIndex {
   record(kind: string, namespace: string, name: string, references: readonly string[]): void {
     const self = `${kind}/${namespace}/${name}`;
     const key = `${namespace}/${name}`;
+    // Interned: most objects of a namespace refer to the same credentials Secret (one string, not one each).
     const targets = references.map((reference) => {
       const slash = reference.indexOf("/");
-      return `${reference.slice(0, slash)}/${namespace}/${reference.slice(slash + 1)}`;
+      return sharedInterner.intern(`${reference.slice(0, slash)}/${namespace}/${reference.slice(slash + 1)}`);
     });
     // Every pass records its references; the same ones again change nothing.
     const previous = this.#targets.get(self);

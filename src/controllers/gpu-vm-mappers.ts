@@ -1,6 +1,14 @@
 // Pure mappers of GpuVm (table-tested in test/controllers/mappers.test.ts): the observed VM as status fields,
 // the one next step towards the spec, and the connection details users get.
-import { type DiskRef, normalizeVmState, VM_TYPE_INFO, type Vm, type VmType, vmFamily } from "../cloud/wire.ts";
+import {
+  type DiskRef,
+  normalizeVmState,
+  VM_TYPE_INFO,
+  type Vm,
+  type VmDisk,
+  type VmType,
+  vmFamily,
+} from "../cloud/wire.ts";
 import { REASON } from "./classify.ts";
 import type { Observation } from "./external.ts";
 
@@ -10,14 +18,48 @@ export function isTransitional(state: string): boolean {
   return !SETTLED_STATES.has(normalizeVmState(state));
 }
 
+/**
+ * What the controllers read of a VM: the VM family's snapshot holds this, not the cloud's whole answer (each
+ * disk's serial number, block size, type, location and timestamps; each interface's MAC, network, subnet; the
+ * commitment, template and group fields...), which was twice the size for every VM it holds.
+ */
+export type VmSummary = Pick<Vm, "id" | "name" | "type" | "state" | "location" | "ssh_destination" | "created_at"> & {
+  disks: Pick<VmDisk, "id" | "name" | "mode" | "attachment_type">[];
+  network_interfaces: { ips: { private_ipv4: { address: string }; public_ipv4: { address: string } }[] }[];
+};
+
+export function summarizeVm(vm: Vm): VmSummary {
+  return {
+    id: vm.id,
+    name: vm.name,
+    type: vm.type,
+    state: vm.state,
+    location: vm.location,
+    ssh_destination: vm.ssh_destination,
+    created_at: vm.created_at,
+    disks: vm.disks.map((disk) => ({
+      id: disk.id,
+      name: disk.name,
+      mode: disk.mode,
+      attachment_type: disk.attachment_type,
+    })),
+    network_interfaces: vm.network_interfaces.map((nic) => ({
+      ips: nic.ips.map((ip) => ({
+        private_ipv4: { address: ip.private_ipv4.address },
+        public_ipv4: { address: ip.public_ipv4.address },
+      })),
+    })),
+  };
+}
+
 /** Data disks of a VM (the boot disk has attachment_type `os`). */
-export function dataDisks(vm: Vm): { id: string; name: string; mode: string }[] {
+export function dataDisks(vm: VmSummary): { id: string; name: string; mode: string }[] {
   return vm.disks
     .filter((disk) => disk.attachment_type !== "os")
     .map((d) => ({ id: d.id, name: d.name, mode: d.mode }));
 }
 
-export function vmAtProvider(vm: Vm): Record<string, unknown> {
+export function vmAtProvider(vm: VmSummary): Record<string, unknown> {
   const ip = vm.network_interfaces.flatMap((nic) => nic.ips)[0];
   const info = VM_TYPE_INFO[vm.type as VmType] as (typeof VM_TYPE_INFO)[VmType] | undefined;
   const state = normalizeVmState(vm.state);
@@ -83,7 +125,7 @@ export function diskChange(desired: DesiredVm, observed: ObservedVm["disks"]): s
   return [...attach, ...detach].join(", ") || "reorder disks";
 }
 
-export function observedVmOf(vm: Vm): ObservedVm {
+export function observedVmOf(vm: VmSummary): ObservedVm {
   return { type: vm.type, state: vm.state, disks: dataDisks(vm) };
 }
 
@@ -113,7 +155,7 @@ export function nextVmStep(desired: DesiredVm, vm: ObservedVm): VmStep {
   return { action: "none" };
 }
 
-export function observeVm(desired: DesiredVm | undefined, vm: Vm): Extract<Observation, { exists: true }> {
+export function observeVm(desired: DesiredVm | undefined, vm: VmSummary): Extract<Observation, { exists: true }> {
   const state = normalizeVmState(vm.state);
   const atProvider = vmAtProvider(vm);
   if (desired !== undefined && vmFamily(desired.type) !== vmFamily(vm.type)) {

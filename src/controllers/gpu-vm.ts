@@ -7,7 +7,13 @@ import { ANNOTATIONS, REASONS, SECRET_WATCH_HINT } from "../api/common.ts";
 import { type GpuVmSpec, GpuVmSpec as GpuVmSpecSchema, GpuVmStatus, MAX_RESET_VALUE_LENGTH } from "../api/gpu-vm.ts";
 import type { DiskRef } from "../cloud/wire.ts";
 import type { CreateOnlyValue, ExternalClient, ManagedObject } from "./external.ts";
-import { connectionDetails, type DesiredVm, nextVmStepFromObservation, observeVm } from "./gpu-vm-mappers.ts";
+import {
+  connectionDetails,
+  type DesiredVm,
+  nextVmStepFromObservation,
+  observeVm,
+  summarizeVm,
+} from "./gpu-vm-mappers.ts";
 import {
   type Blocked,
   blocked,
@@ -201,7 +207,9 @@ export const gpuVm: KindDefinition<GpuVmSpec> = {
         return { type: "ready" };
       },
       async observe(mr, options, signal) {
-        const vm = await findResource(account.vms, mr, options, (id) => client.vms.get(projectId, id, { signal }));
+        const vm = await findResource(account.vms, mr, options, async (id) =>
+          summarizeVm(await client.vms.get(projectId, id, { signal })),
+        );
         if (vm === undefined) return { exists: false };
         const found = observeVm(desired, vm);
         const observed = { ...found, atProvider: namedDisks(deps, mr, projectId, found.atProvider) };

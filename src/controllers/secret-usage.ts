@@ -13,6 +13,7 @@ import type {
   ReconcileRequest,
   Reconciler,
 } from "../runtime/index.ts";
+import { sharedInterner } from "../util/intern.ts";
 import { isRecord } from "../util/is-record.ts";
 import { credentialsRefNameOf } from "./credentials.ts";
 
@@ -145,7 +146,9 @@ export class CredentialsUsage {
     const key = keyOfObject(kind, object);
     if (key === undefined) return [];
     const before = this.#references.get(key);
-    const after = type === "delete" ? undefined : referenceOf(object);
+    const referenced = type === "delete" ? undefined : referenceOf(object);
+    // Interned: most objects share a handful of references (one string each, not one per object).
+    const after = referenced === undefined ? undefined : sharedInterner.intern(referenced);
     if (before === after) return [];
     const user = userOf(key);
     if (before !== undefined) {

@@ -7,6 +7,7 @@
 // `readOne` collects the ids asked for and lists them together (at most 150 per call, one such list in flight,
 // at most one a second), so a VM whose operation settled costs a share of one call, not ceil(N/500) calls.
 import { setTimeout as sleep } from "node:timers/promises";
+import { type StringInterner, sharedInterner } from "../util/intern.ts";
 
 export interface SnapshotView<T> {
   byId: ReadonlyMap<string, T>;
@@ -47,6 +48,8 @@ export interface SnapshotOptions<T> {
    * call too, and it also shows what vanished meanwhile.
    */
   fullListUpTo?: number;
+  /** One copy of each repeated string of the resources held (default: the process's shared table). */
+  interner?: StringInterner;
 }
 
 interface IdWaiter<T> {
@@ -74,8 +77,11 @@ export class FamilySnapshot<T> {
   #idsRunning = false;
   #lastIdsStartedAt = Number.NEGATIVE_INFINITY;
 
+  readonly #interner: StringInterner;
+
   constructor(options: SnapshotOptions<T>) {
     this.#options = options;
+    this.#interner = options.interner ?? sharedInterner;
     this.#now = options.now ?? Date.now;
   }
 
@@ -150,6 +156,7 @@ export class FamilySnapshot<T> {
   /** Put one freshly read item into the current view (a direct GET is newer than the list). */
   remember(item: T): void {
     if (this.#view === undefined) return;
+    this.#interner.internDeep(item);
     this.#put(this.#options.idOf(item), item, this.#view);
   }
 
@@ -208,7 +215,8 @@ export class FamilySnapshot<T> {
     this.#lastIdsStartedAt = startedAt;
     try {
       const items = await listIds([...batch.keys()], new AbortController().signal);
-      const found = new Map(items.map((item) => [this.#options.idOf(item), item]));
+      // Held until the next list: one copy of each repeated string (project, location, state, type).
+      const found = new Map(items.map((item) => [this.#options.idOf(item), this.#interner.internDeep(item)]));
       this.#view ??= { byId: new Map(), byName: new Map(), fetchedAt: Number.NEGATIVE_INFINITY };
       for (const [id, waiters] of batch) {
         const item = found.get(id);
@@ -245,6 +253,7 @@ export class FamilySnapshot<T> {
     const byId = new Map<string, T>();
     const byName = new Map<string, T>();
     for (const item of items) {
+      this.#interner.internDeep(item);
       byId.set(this.#options.idOf(item), item);
       byName.set(this.#options.nameOf(item), item);
     }

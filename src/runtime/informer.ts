@@ -18,6 +18,7 @@ import type { KubeConfig, KubernetesListObject, KubernetesObject } from "@kubern
 import { ListWatch } from "@kubernetes/client-node/dist/cache.js";
 import { Watch } from "@kubernetes/client-node/dist/watch.js";
 import type { Logger } from "pino";
+import { type StringInterner, sharedInterner } from "../util/intern.ts";
 import {
   collectionPath,
   type KubeResource,
@@ -91,6 +92,8 @@ export interface InformerOptions {
    * nobody here reads them, and they are a third or more of a typical object.
    */
   transform?: (object: KubernetesObject) => void;
+  /** One copy of each repeated string of cached objects (default: the process's shared table). */
+  interner?: StringInterner;
   /** Lifecycle hook for metrics/tests: "restart" (with reason) and "relist". */
   onLifecycle?: (event: { type: "restart" | "relist" | "error"; reason: string }) => void;
 }
@@ -478,6 +481,9 @@ export class ResilientInformer<T extends KubernetesObject = KubernetesObject> im
     const previous = objects.get(name);
     const version = object.metadata?.resourceVersion;
     if (previous !== undefined && version !== undefined && previous.metadata?.resourceVersion === version) return;
+    // Cached until the next change: one copy of each repeated string (namespace, finalizers, condition reasons,
+    // references), not one per object (see util/intern.ts).
+    (this.#options.interner ?? sharedInterner).internDeep(object);
     objects.set(name, object);
     this.#emit(previous === undefined ? { type: "add", object } : { type: "update", object, previous });
   }

@@ -127,6 +127,7 @@ export class WorkQueue {
     const existing = this.#deadlines.get(key);
     if (existing !== undefined && existing <= readyAt) return;
     this.#deadlines.set(key, readyAt);
+    if (this.#delayed.length >= 2 * this.#deadlines.size + 1024) this.#compactDelayed();
     this.#heapPush({ key, readyAt, priority });
     this.#armDelayTimer();
   }
@@ -205,6 +206,11 @@ export class WorkQueue {
   /** Keys with a pending delayed add. */
   delayedLen(): number {
     return this.#deadlines.size;
+  }
+
+  /** Entries the delay heap holds: one per pending deadline plus superseded ones not dropped yet. */
+  delayedEntries(): number {
+    return this.#delayed.length;
   }
 
   /** The pending delayed deadline of a key (epoch ms), if any. */
@@ -320,6 +326,19 @@ export class WorkQueue {
       this.add(top.key, top.priority);
     }
     this.#armDelayTimer();
+  }
+
+  /**
+   * Drops superseded entries (an earlier deadline for the key, or addNow, replaced them). They would be skipped
+   * when they fire, but a key requeued many times within a long delay (a burst under a 10-minute resync) left
+   * one each meanwhile: tens of thousands at 10,000 objects. Run when they outnumber the live ones, so O(1)
+   * amortised per add. A sorted array is a valid min-heap.
+   */
+  #compactDelayed(): void {
+    const live = this.#delayed.filter((entry) => this.#deadlines.get(entry.key) === entry.readyAt);
+    live.sort((a, b) => a.readyAt - b.readyAt);
+    this.#delayed.length = 0;
+    for (const entry of live) this.#delayed.push(entry);
   }
 
   #heapPush(entry: DelayedEntry): void {

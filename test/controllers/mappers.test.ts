@@ -3,7 +3,13 @@ import { describe, expect, it } from "vitest";
 import type { FirewallRule, Vm } from "../../src/cloud/wire.ts";
 import { compareDiskSize } from "../../src/controllers/gpu-disk.ts";
 import { type DesiredRule, normalizePorts, ruleDrift } from "../../src/controllers/gpu-firewall-rule.ts";
-import { connectionDetails, type DesiredVm, nextVmStep, observeVm } from "../../src/controllers/gpu-vm-mappers.ts";
+import {
+  connectionDetails,
+  type DesiredVm,
+  nextVmStep,
+  observeVm,
+  summarizeVm,
+} from "../../src/controllers/gpu-vm-mappers.ts";
 
 describe("compareDiskSize", () => {
   it.each([
@@ -174,6 +180,27 @@ describe("nextVmStep", () => {
         disks: observed.disks.filter((d) => d.attachment_type !== "os"),
       }).action,
     ).toBe(action);
+  });
+
+  it("a VM's summary (what the snapshot holds) observes as the whole answer does, at half its size", () => {
+    const boot = { ...dataDisk, id: "b1", name: "boot", attachment_type: "os" };
+    for (const whole of [
+      vm("STATE_RUNNING", "a100.1x", [boot, dataDisk]),
+      vm("STATE_STOPPING", "a100.2x", [boot]),
+      { ...vm("STATE_RUNNING"), network_interfaces: [] },
+    ]) {
+      const summary = summarizeVm(whole);
+      const desiredVms: DesiredVm[] = [
+        want,
+        { ...want, disks: [{ id: "d2", mode: "read-write" }] },
+        { ...want, type: "a40.1x" },
+      ];
+      for (const desired of desiredVms) {
+        expect(observeVm(desired, summary)).toEqual(observeVm(desired, whole));
+      }
+      expect(JSON.stringify(summary).length).toBeLessThan(JSON.stringify(whole).length / 2);
+      for (const disk of summary.disks) expect(disk).not.toHaveProperty("serial_number");
+    }
   });
 
   it("a type outside the family is an immutable change", () => {

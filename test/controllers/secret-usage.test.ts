@@ -3,6 +3,7 @@
 // of issue #17: every event of any object re-parsed every object).
 import { describe, expect, it } from "vitest";
 import { CredentialsUsage } from "../../src/controllers/secret-usage.ts";
+import { sharedInterner } from "../../src/util/intern.ts";
 import { condition, NAMESPACE, startEnv, vmSpec } from "./harness.ts";
 
 const FINALIZER = "gpucloud.dev/finalizer";
@@ -22,6 +23,14 @@ describe("CredentialsUsage", () => {
   const local = (namespace: string, refName: string | undefined) => ({
     namespace,
     name: refName ?? "gpucloud-credentials",
+  });
+
+  it("holds one string for a reference many objects share, not one per object", () => {
+    const usage = new CredentialsUsage(local);
+    const hits = sharedInterner.hits;
+    for (let i = 0; i < 100; i++) usage.apply("GpuVm", "add", object(`vm-${i}`));
+    expect(sharedInterner.hits - hits).toBeGreaterThanOrEqual(99);
+    expect(usage.usersOf("team", "gpucloud-credentials").count).toBe(100);
   });
 
   it("counts the objects holding our finalizer per Secret, and says which Secrets changed", () => {

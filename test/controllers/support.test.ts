@@ -8,8 +8,10 @@ import { CredentialStore, parseCredentialsSecret, type SecretLike } from "../../
 import { DependencyIndex } from "../../src/controllers/dependency-index.ts";
 import { gpuVm } from "../../src/controllers/gpu-vm.ts";
 import { ManagedParser } from "../../src/controllers/kind-support.ts";
+import { ClaimIndex } from "../../src/controllers/ownership.ts";
 import { FamilySnapshot } from "../../src/controllers/snapshots.ts";
 import { KubeApiError } from "../../src/runtime/index.ts";
+import { StringInterner, sharedInterner } from "../../src/util/intern.ts";
 
 const http = (status: number, extra: Partial<ConstructorParameters<typeof CloudError>[0]> = {}) =>
   new CloudError({ kind: "http", status, message: `status ${status}`, method: "GET", route: "/x", ...extra });
@@ -123,6 +125,28 @@ describe("FamilySnapshot", () => {
     advance(1);
     await snapshot.read(1001);
     expect(calls()).toBe(2);
+  });
+
+  it("holds one copy of each repeated string of its resources (lists, lists by ids, remembered reads)", async () => {
+    const interner = new StringInterner();
+    const vm = (id: string) => ({ id, name: `vm-${id}`, location: "us-east1-a", project_id: "p-1" });
+    const snapshot = new FamilySnapshot({
+      list: async () => [vm("1"), vm("2")],
+      listIds: async (ids) => ids.map(vm),
+      idOf: (item) => item.id,
+      nameOf: (item) => item.name,
+      maxAgeMs: 10_000,
+      fullListUpTo: 0,
+      idsIntervalMs: 0,
+      interner,
+    });
+    await snapshot.read();
+    expect(interner.hits).toBe(2); // the second VM's location and project
+    await snapshot.readOne("3", Date.now());
+    expect(interner.hits).toBe(4);
+    snapshot.remember(vm("4"));
+    expect(interner.hits).toBe(6);
+    expect((await snapshot.read()).byId.get("4")?.location).toBe("us-east1-a");
   });
 
   describe("readOne: one resource refreshed by id in a large family", () => {
@@ -340,6 +364,13 @@ describe("DependencyIndex", () => {
     expect(index.dependents("GpuVm", "GpuDisk", "ns", "data")).toEqual([]);
   });
 
+  it("holds one string for a target many objects share (the credentials Secret), not one per object", () => {
+    const index = new DependencyIndex();
+    const hits = sharedInterner.hits;
+    for (let i = 0; i < 100; i++) index.record("GpuVm", "ns", `vm-${i}`, ["Secret/shared-creds"]);
+    expect(sharedInterner.hits - hits).toBeGreaterThanOrEqual(99);
+  });
+
   it("names the targets of one dependent, including those it referred to before (detached later)", () => {
     const index = new DependencyIndex();
     index.record("GpuVm", "ns", "trainer", ["GpuDisk/data", "GpuDisk/scratch", "Secret/creds"]);
@@ -400,5 +431,35 @@ describe("ManagedParser", () => {
     expect(first.ok).toBe(false);
     expect(second).toEqual(first);
     expect(second.object).not.toBe(first.object);
+  });
+});
+
+describe("ClaimIndex holders", () => {
+  const vm = (name: string, created: string, id: string) => ({
+    metadata: { namespace: "ns", name, creationTimestamp: created, resourceVersion: "1" },
+    spec: {},
+    status: { id, projectId: "p", cloudName: `cloud-${id}` },
+  });
+
+  it("keeps every object holding one id, and the rest when one goes (one holder is kept without a Set)", () => {
+    const woken: string[] = [];
+    const index = new ClaimIndex({ wake: (key) => woken.push(key) });
+    index.upsert(vm("a", "2026-01-01T00:00:00Z", "id-1"));
+    expect(index.holdersOf("p", "id-1")).toEqual(["ns/a"]);
+    index.upsert(vm("b", "2026-01-02T00:00:00Z", "id-1"));
+    index.upsert(vm("c", "2026-01-03T00:00:00Z", "id-1"));
+    expect(index.holdersOf("p", "id-1").sort()).toEqual(["ns/a", "ns/b", "ns/c"]);
+    const newcomer = { key: "ns/c", createdAtMs: Date.parse("2026-01-03T00:00:00Z"), projectId: "p", id: "id-1" };
+    expect(index.rivalForId(newcomer, "id-1")).toEqual({ key: "ns/a", why: "holds" });
+    index.remove(vm("a", "2026-01-01T00:00:00Z", "id-1"));
+    expect(woken).toEqual(["ns/c"]);
+    expect(index.holdersOf("p", "id-1").sort()).toEqual(["ns/b", "ns/c"]);
+    expect(index.rivalForId(newcomer, "id-1")).toEqual({ key: "ns/b", why: "holds" });
+    index.remove(vm("b", "2026-01-02T00:00:00Z", "id-1"));
+    expect(index.holdersOf("p", "id-1")).toEqual(["ns/c"]);
+    expect(index.rivalForId(newcomer, "id-1")).toBeUndefined();
+    index.upsert(vm("c", "2026-01-03T00:00:00Z", "id-2"));
+    expect(index.holdersOf("p", "id-1")).toEqual([]);
+    expect(index.holdersOf("p", "id-2")).toEqual(["ns/c"]);
   });
 });

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type InformerEvent, ResilientInformer } from "../../src/runtime/informer.ts";
 import { makeListFunction } from "../../src/runtime/resource.ts";
+import { StringInterner } from "../../src/util/intern.ts";
 import { eventually, silentLogger, startTestCluster, type TestCluster, WIDGETS } from "./helpers.ts";
 
 const WIDGET_PATH = { group: WIDGETS.group, version: WIDGETS.version, plural: WIDGETS.plural, namespace: "default" };
@@ -76,6 +77,18 @@ describe("ResilientInformer against the Kubernetes API test double", () => {
       expect(metadata?.resourceVersion).toBeDefined();
     }
     expect(cache.get("default", "listed")?.metadata?.annotations).toEqual({ kept: "yes" });
+  });
+
+  it("caches one copy of each repeated string (namespace, kind, apiVersion in every object)", async () => {
+    await cluster.createWidget("default", "first", { size: 1 });
+    const interner = new StringInterner();
+    const cache = startInformer({ interner });
+    await cache.waitForSync();
+    expect(interner.hits).toBe(0);
+    await cluster.createWidget("default", "second", { size: 1 });
+    await eventually(() => expect(cache.get("default", "second")).toBeDefined());
+    expect(interner.hits).toBeGreaterThanOrEqual(3);
+    expect(cache.get("default", "second")?.metadata?.namespace).toBe("default");
   });
 
   it("lists in pages (limit and continue) and returns them as one list at the first page's version", async () => {

@@ -107,6 +107,28 @@ describe("WorkQueue", () => {
     expect(queue.len()).toBe(0);
   });
 
+  it("drops superseded delayed entries once they outnumber the live ones (bounded, deadlines kept)", async () => {
+    const queue = new WorkQueue({ name: "test" });
+    // 1,000 keys waiting a long resync, each then requeued sooner and sooner (a burst's passes) or taken now.
+    for (let key = 0; key < 1000; key++) queue.addAfter(`ns/${key}`, 600_000);
+    for (let round = 1; round <= 20; round++) {
+      for (let key = 0; key < 1000; key++) queue.addAfter(`ns/${key}`, 600_000 - round * 1000);
+    }
+    for (let key = 0; key < 500; key++) queue.addNow(`ns/${key}`);
+    for (let key = 500; key < 1000; key++) queue.addAfter(`ns/${key}`, 100_000);
+    expect(queue.delayedLen()).toBe(500);
+    expect(queue.delayedEntries()).toBeLessThanOrEqual(2 * 1000 + 1024 + 1);
+    // Every live deadline still fires, once, at its time.
+    expect(queue.len()).toBe(500);
+    await vi.advanceTimersByTimeAsync(99_999);
+    expect(queue.len()).toBe(500);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(queue.len()).toBe(1000);
+    expect(queue.delayedLen()).toBe(0);
+    await vi.advanceTimersByTimeAsync(600_000);
+    expect(queue.len()).toBe(1000);
+  });
+
   it("orders delayed keys by deadline and wakes a waiting worker", async () => {
     const queue = new WorkQueue({ name: "test" });
     queue.addAfter("ns/late", 300);

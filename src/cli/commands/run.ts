@@ -3,6 +3,7 @@
 import { KubeConfig } from "@kubernetes/client-node/dist/config.js";
 import { registerControllers } from "../../controllers/index.ts";
 import { createLogger, helpText, Manager, parseConfig } from "../../runtime/index.ts";
+import { applyRuntimeV8Flags } from "../node-flags.ts";
 
 export async function main(argv: string[]): Promise<number> {
   const parsed = parseConfig(argv, process.env);
@@ -15,6 +16,7 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const config = parsed.config;
+  applyRuntimeV8Flags();
   const logger = createLogger({ level: config.logLevel, format: config.logFormat, timeFormat: config.logTimeFormat });
   const kubeConfig = new KubeConfig();
   try {
