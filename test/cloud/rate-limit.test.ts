@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { credentialKeyOf, sharedBucketFor, TokenBucket } from "../../src/cloud/rate-limit.ts";
 
 describe("TokenBucket", () => {
@@ -120,6 +120,61 @@ describe("TokenBucket adapting to the server", () => {
     const started = performance.now();
     await Promise.all([bucket.take(), bucket.take()]);
     expect(performance.now() - started).toBeGreaterThanOrEqual(280);
+  });
+});
+
+describe("TokenBucket releasing queued callers in batches", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  /** When each of `count` callers queued on an empty bucket got its token, in ms of fake time. */
+  async function releaseTimes(
+    options: { batchWindowMs?: number; urgentAt?: number },
+    count: number,
+  ): Promise<number[]> {
+    vi.useFakeTimers({ now: 0 });
+    const bucket = new TokenBucket({ ratePerSec: 20, burst: 40, reserve: 4, now: () => Date.now(), ...options });
+    for (let i = 0; i < 36; i++) await bucket.take(); // the burst spent: from here on callers queue
+    const times: number[] = new Array(count);
+    const takes = Array.from({ length: count }, (_, index) =>
+      bucket.take(undefined, { urgent: index === options.urgentAt }).then(() => {
+        times[index] = Date.now();
+      }),
+    );
+    await vi.advanceTimersByTimeAsync(5_000);
+    await Promise.all(takes);
+    return times;
+  }
+
+  it("lets queued callers go in batches of what the rate grants in half a second, at the same pace", async () => {
+    const times = await releaseTimes({}, 30);
+    // 20/s: ten tokens every 500 ms, so three groups of ten at 500, 1,000 and 1,500 ms.
+    expect(new Set(times)).toEqual(new Set([500, 1000, 1500]));
+    expect(times.filter((t) => t === 500)).toHaveLength(10);
+    expect(Math.max(...times)).toBe(1500); // the rate is unchanged: 30 tokens take 1.5 s either way
+  });
+
+  it("releases them one by one with batchWindowMs 0, as fast in total", async () => {
+    const times = await releaseTimes({ batchWindowMs: 0 }, 30);
+    expect(new Set(times).size).toBe(30);
+    expect(times[0]).toBe(50);
+    expect(Math.max(...times)).toBe(1500);
+  });
+
+  it("never holds an urgent caller for a batch", async () => {
+    const times = await releaseTimes({ urgentAt: 25 }, 30);
+    expect(times[25]).toBe(50); // the next token, not the next batch
+    expect(Math.max(...times)).toBe(1500);
+  });
+
+  it("a short queue waits only for its own tokens", async () => {
+    const times = await releaseTimes({}, 3);
+    expect(times).toEqual([150, 150, 150]);
+  });
+
+  it("refuses a negative window", () => {
+    expect(() => new TokenBucket({ ratePerSec: 1, burst: 1, batchWindowMs: -1 })).toThrow(RangeError);
   });
 });
 
