@@ -20,7 +20,6 @@ import { credentialKeyOf, sharedBucketFor, type TokenBucket, type TokenBucketOpt
 import {
   DEFAULT_MAX_RESPONSE_BYTES,
   type EndpointCall,
-  type FetchFunction,
   type HttpMethod,
   type RequestObserver,
   Transport,
@@ -83,7 +82,6 @@ export interface CloudClientOptions {
   maxResponseBytes?: number;
   observer?: RequestObserver;
   logger?: Logger;
-  fetch?: FetchFunction;
   /** First retry delay (default 250 ms), doubled per retry with jitter, capped at backoffLimitMs (5 s). */
   backoffBaseMs?: number;
   backoffLimitMs?: number;
@@ -199,7 +197,6 @@ export function createCloudClient(options: CloudClientOptions) {
     maxResponseBytes: options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
     observer: options.observer,
     logger,
-    fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
   });
   const passwordAuth =
     "password" in credentials ? new PasswordAuthenticator(credentials, transport, transport.logger) : undefined;

@@ -50,7 +50,6 @@ export { credentialKeyOf, sharedBucketFor, TokenBucket, type TokenBucketOptions 
 export { compareSizes, formatSize, InvalidSizeError, parseSize, sizesEqual } from "./sizes.ts";
 export {
   DEFAULT_MAX_RESPONSE_BYTES,
-  type FetchFunction,
   type RequestEvent,
   type RequestObserver,
 } from "./transport.ts";

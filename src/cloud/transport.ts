@@ -1,11 +1,13 @@
 // HTTP transport of the cloud client on ky 2: one deadline per call (attempts, backoffs and rate-limit waits
 // included), bounded retries with backoff and jitter, Retry-After, the account's bulkhead (token bucket, circuit
-// breaker), answers cut off at a size limit while they stream in, redirects refused, every URL checked to stay
+// breaker), answers cut off at a size limit while they stream in (sent with undici's request under ky, read into
+// one buffer: buffered-fetch.ts), redirects refused, every URL checked to stay
 // below the base URL, the request observer, debug logging with redaction, and the mapping of every failure to a
 // CloudError. Authentication lives one level up (auth.ts); this layer just sends a header.
 import ky, { HTTPError, type Options, type ShouldRetryState, TimeoutError } from "ky";
 import type { Logger } from "pino";
 import type { z } from "zod";
+import { type FetchFunction, sendRequest } from "./buffered-fetch.ts";
 import type { AccountBulkhead, AttemptHandle } from "./bulkhead.ts";
 import { CloudError, cloudErrorFromHttp, parseRetryAfter } from "./errors.ts";
 import type { TokenBucket } from "./rate-limit.ts";
@@ -20,8 +22,6 @@ export interface RequestEvent {
   durationMs: number;
 }
 export type RequestObserver = (event: RequestEvent) => void;
-
-export type FetchFunction = (input: Request | string | URL, init?: RequestInit) => Promise<Response>;
 
 export interface EndpointCall<T> {
   method: HttpMethod;
@@ -58,7 +58,6 @@ export interface TransportOptions {
   maxResponseBytes: number;
   observer: RequestObserver | undefined;
   logger: Logger;
-  fetch: FetchFunction;
 }
 
 /** Default answer size limit: a full page of 500 VMs is well below 1 MiB. */
@@ -179,6 +178,8 @@ export class Transport {
   /** false vetoes; undefined lets ky decide (status list, Retry-After, network errors, timeouts). */
   #shouldRetry(call: EndpointCall<unknown>, { error }: ShouldRetryState): boolean | undefined {
     if (call.signal?.aborted) return false;
+    // Our own verdicts (an answer over the size limit, a refused attempt) would be the same again.
+    if (error instanceof CloudError) return false;
     const idempotent = IDEMPOTENT.has(call.method);
     if (error instanceof HTTPError) {
       const status = error.response.status;
@@ -206,12 +207,12 @@ export class Transport {
   }
 
   /**
-   * Wraps fetch so that each attempt (retries included) passes the account's circuit breaker, is observed and
-   * logged once, never follows a redirect, and has its body cut off at the size limit.
+   * The fetch ky sends each attempt (retries included) with: it passes the account's circuit breaker, is observed
+   * and logged once, never follows a redirect, and reads the body into one buffer, cut off at the size limit
+   * (buffered-fetch.ts).
    */
   #instrumentedFetch(call: EndpointCall<unknown>, authorization: string | undefined): FetchFunction {
     const { observer } = this.#options;
-    const baseFetch = this.#options.fetch;
     return async (input, init) => {
       const attempt = this.#options.bulkhead?.startAttempt(call.method, call.route);
       if (attempt instanceof CloudError) throw attempt;
@@ -226,80 +227,46 @@ export class Transport {
         }
         this.#logAttempt(call, input, authorization, status, durationMs);
       };
-      let response: Response;
-      try {
-        response = await baseFetch(input, { ...init, redirect: "manual" });
-      } catch (error) {
-        report("error");
-        attempt?.end(call.signal?.aborted ? "neutral" : "failure");
-        throw error;
-      }
-      report(response.status);
-      this.#adaptRate(response);
-      return this.#limitBody(response, call, attempt);
+      return this.#sendBuffered(call, input, init, attempt, report);
     };
   }
 
+  /** One attempt with undici's `request`; the answer's body is read into one buffer, up to the size limit. */
+  async #sendBuffered(
+    call: EndpointCall<unknown>,
+    input: Request | string | URL,
+    init: RequestInit | undefined,
+    attempt: AttemptHandle | undefined,
+    report: (status: number | "error") => void,
+  ): Promise<Response> {
+    let head: Awaited<ReturnType<typeof sendRequest>>;
+    try {
+      head = await sendRequest(input, init);
+    } catch (error) {
+      report("error");
+      attempt?.end(call.signal?.aborted ? "neutral" : "failure");
+      throw error;
+    }
+    report(head.status);
+    this.#adaptRate(head);
+    try {
+      const response = await head.read(this.#options.maxResponseBytes, () =>
+        tooLarge(call, this.#options.maxResponseBytes),
+      );
+      attempt?.end(head.status >= 500 ? "failure" : "success");
+      return response;
+    } catch (error) {
+      attempt?.end(call.signal?.aborted ? "neutral" : "failure");
+      throw error;
+    }
+  }
+
   /** Every answer tells the account's bucket whether the server took the request (see rate-limit.ts). */
-  #adaptRate(response: Response): void {
+  #adaptRate(response: { status: number; headers: Headers }): void {
     const limiter = this.#options.rateLimiter;
     if (limiter === undefined) return;
     if (response.status === 429) limiter.throttled(parseRetryAfter(response.headers.get("retry-after")));
     else if (response.status < 500) limiter.accepted();
-  }
-
-  /**
-   * The answer with its body cut off at maxResponseBytes while it streams in (never buffered first); a declared
-   * Content-Length above the limit fails at once. The attempt's outcome is reported when the body ends.
-   */
-  #limitBody(response: Response, call: EndpointCall<unknown>, attempt: AttemptHandle | undefined): Response {
-    const byStatus = response.status >= 500 ? "failure" : "success";
-    const max = this.#options.maxResponseBytes;
-    const declared = Number(response.headers.get("content-length") ?? Number.NaN);
-    if (Number.isFinite(declared) && declared > max) {
-      void response.body?.cancel().catch(() => undefined);
-      attempt?.end("failure");
-      throw tooLarge(call, max);
-    }
-    const body = response.body;
-    if (body === null) {
-      attempt?.end(byStatus);
-      return response;
-    }
-    const reader = body.getReader();
-    let received = 0;
-    const limited = new ReadableStream<Uint8Array>({
-      pull: async (controller) => {
-        try {
-          const chunk = await reader.read();
-          if (chunk.done) {
-            attempt?.end(byStatus);
-            controller.close();
-            return;
-          }
-          received += chunk.value.byteLength;
-          if (received > max) {
-            attempt?.end("failure");
-            void reader.cancel().catch(() => undefined);
-            controller.error(tooLarge(call, max));
-            return;
-          }
-          controller.enqueue(chunk.value);
-        } catch (error) {
-          attempt?.end(call.signal?.aborted ? "neutral" : "failure");
-          controller.error(error);
-        }
-      },
-      cancel: async (reason) => {
-        attempt?.end(byStatus);
-        await reader.cancel(reason).catch(() => undefined);
-      },
-    });
-    return new Response(limited, {
-      status: response.status,
-      statusText: response.statusText,
-      headers: response.headers,
-    });
   }
 
   #logAttempt(

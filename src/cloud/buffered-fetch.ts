@@ -1,0 +1,100 @@
+// How the cloud client's requests leave: undici's `request` underneath ky, the answer
+// read as a Node stream into one buffer (cut off at the size limit while it streams in) and handed to ky as a
+// Response over that buffer. WHATWG fetch reads an answer through web streams chunk by chunk, and the size limit
+// wrapped it in one more: in a burst those streams cost a fifth of the operator's CPU for about one cloud call
+// per object. Redirects are never followed (undici's `request` does not), as with `redirect: "manual"`.
+import { type Dispatcher, getGlobalDispatcher, request } from "undici";
+
+export type FetchFunction = (input: Request | string | URL, init?: RequestInit) => Promise<Response>;
+
+/** An answer whose head has arrived; its body is still to be read. */
+export interface AnswerHead {
+  status: number;
+  headers: Headers;
+  /** Reads the body (at most `maxBytes`, else `tooLarge()` is thrown and the rest is not read). */
+  read(maxBytes: number, tooLarge: () => Error): Promise<Response>;
+}
+
+/** Statuses whose Response may not carry a body. */
+const NULL_BODY_STATUSES: ReadonlySet<number> = new Set([101, 204, 205, 304]);
+
+/** Sends what ky hands its fetch (a Request, or a URL and init) with undici's `request`. */
+export async function sendRequest(
+  input: Request | string | URL,
+  init: RequestInit | undefined,
+  dispatcher: Dispatcher = getGlobalDispatcher(),
+): Promise<AnswerHead> {
+  const outgoing = input instanceof Request ? input : new Request(input, init);
+  const headers: Record<string, string> = {};
+  outgoing.headers.forEach((value, name) => {
+    headers[name] = value;
+  });
+  const hasBody = outgoing.body !== null && outgoing.method !== "GET" && outgoing.method !== "HEAD";
+  const body = hasBody ? Buffer.from(await outgoing.arrayBuffer()) : undefined;
+  const signal = init?.signal ?? outgoing.signal;
+  let answer: Dispatcher.ResponseData;
+  try {
+    answer = await request(outgoing.url, {
+      method: outgoing.method as Dispatcher.HttpMethod,
+      headers,
+      ...(body !== undefined ? { body } : {}),
+      ...(signal ? { signal } : {}),
+      dispatcher,
+    });
+  } catch (error) {
+    throw asFetchFailure(error, signal);
+  }
+  const responseHeaders = new Headers();
+  for (const [name, value] of Object.entries(answer.headers)) {
+    if (value === undefined) continue;
+    if (Array.isArray(value)) for (const item of value) responseHeaders.append(name, item);
+    else responseHeaders.set(name, value);
+  }
+  const status = answer.statusCode;
+  return {
+    status,
+    headers: responseHeaders,
+    read: async (maxBytes, tooLarge) => {
+      // An error answer over the limit keeps its status and loses its text; a success over it is refused.
+      const overLimit = (): Response => {
+        answer.body.destroy();
+        if (status < 400) throw tooLarge();
+        const headers = new Headers(responseHeaders);
+        headers.delete("content-length");
+        headers.delete("content-encoding");
+        return new Response(null, { status, headers });
+      };
+      const declared = Number(answer.headers["content-length"] ?? Number.NaN);
+      if (Number.isFinite(declared) && declared > maxBytes) return overLimit();
+      const chunks: Buffer[] = [];
+      let received = 0;
+      let over = false;
+      try {
+        for await (const chunk of answer.body) {
+          const bytes = chunk as Buffer;
+          received += bytes.byteLength;
+          if (received > maxBytes) {
+            over = true;
+            break;
+          }
+          chunks.push(bytes);
+        }
+      } catch (error) {
+        throw asFetchFailure(error, signal);
+      }
+      if (over) return overLimit();
+      const content = NULL_BODY_STATUSES.has(status) ? null : chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+      return new Response(content as ConstructorParameters<typeof Response>[0], { status, headers: responseHeaders });
+    },
+  };
+}
+
+/**
+ * A failure of the connection as WHATWG fetch reports it (`TypeError: fetch failed`, the socket's error as the
+ * cause), so ky recognises a network error; an abort stays the signal's reason.
+ */
+function asFetchFailure(error: unknown, signal: AbortSignal | null | undefined): unknown {
+  if (signal?.aborted) return signal.reason ?? error;
+  if (error instanceof Error && error.name === "AbortError") return error;
+  return new TypeError("fetch failed", { cause: error });
+}
