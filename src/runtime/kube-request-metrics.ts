@@ -11,12 +11,23 @@ export type RestClientLabels = "code" | "method" | "host";
 /** client-go's label for a request that got no HTTP answer (connection refused, reset, aborted, timeout). */
 export const NO_RESPONSE_CODE = "<error>";
 
+const hosts = new Map<string, string>();
+
 function hostOf(origin: Dispatcher.DispatchOptions["origin"]): string {
-  try {
-    return origin === undefined ? "" : new URL(origin).host;
-  } catch {
-    return String(origin);
+  if (origin === undefined) return "";
+  const text = String(origin);
+  let host = hosts.get(text);
+  if (host === undefined) {
+    try {
+      host = new URL(text).host;
+    } catch {
+      host = text;
+    }
+    // The API servers of one process: a handful; bounded all the same.
+    if (hosts.size > 64) hosts.clear();
+    hosts.set(text, host);
   }
+  return host;
 }
 
 /** An interceptor that counts each request once: at its final response status, or as "<error>". */
