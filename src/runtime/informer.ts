@@ -6,7 +6,7 @@
 // - handlers run inside an un-awaited async function → ours are wrapped so a throw is logged, never an
 //   unhandled rejection (and by contract they only enqueue keys);
 // - ListWatch asks for neither bookmarks nor a timeout → a Watch subclass adds allowWatchBookmarks=true and a
-//   jittered timeoutSeconds;
+//   jittered timeoutSeconds (and reads the watch as a Node stream, not through WHATWG fetch: watch-stream.ts);
 // - half-open connections hang silently → a watchdog relists when nothing (not even a bookmark) arrived for
 //   `staleAfterMs`; a list that hangs is aborted after `listTimeoutMs` and counts as an error;
 // - a list answered 404 (CRD not installed) → one actionable error log, then quiet retries; `syncError()`
@@ -16,7 +16,6 @@
 import type { KubeConfig, KubernetesListObject, KubernetesObject } from "@kubernetes/client-node";
 // By path, not the package root (which loads every generated API and model): see kube-client-loading.ts.
 import { ListWatch } from "@kubernetes/client-node/dist/cache.js";
-import { Watch } from "@kubernetes/client-node/dist/watch.js";
 import type { Logger } from "pino";
 import { type StringInterner, sharedInterner } from "../util/intern.ts";
 import {
@@ -29,6 +28,7 @@ import {
 } from "./resource.ts";
 import { statusOf } from "./status.ts";
 import { type Clock, jitter, systemClock, type TimerHandle } from "./time.ts";
+import { StreamingWatch } from "./watch-stream.ts";
 
 export type InformerEventType = "add" | "update" | "delete";
 
@@ -102,7 +102,7 @@ type WatchCallback = (phase: string, apiObject: unknown, watchObject?: unknown) 
 type WatchDone = (error: unknown) => void;
 
 /** A Watch that asks for bookmarks and a server-side timeout, reports activity, and goes silent when retired. */
-class BookmarkingWatch extends Watch {
+class BookmarkingWatch extends StreamingWatch {
   retired = false;
   readonly #timeoutSeconds: () => number;
   readonly #onActivity: () => void;

@@ -1,5 +1,6 @@
 // Shared fixtures of the runtime tests: a Kubernetes API test double serving one small custom resource, a
 // kubeconfig for it, and a polling `eventually` for asynchronous effects.
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
 import { pino } from "pino";
 import { type RunningKubeDouble, startKubeDouble } from "../../src/kube-double/index.ts";
@@ -213,4 +214,22 @@ export function kubeConfigFor(url: string): KubeConfig {
     currentContext: "test",
   });
   return kubeConfig;
+}
+
+/** A plain HTTP server on a free local port answering with `handle`; `close()` also drops open connections. */
+export async function startHttpServer(
+  handle: (request: IncomingMessage, response: ServerResponse) => void,
+): Promise<{ url: string; close: () => Promise<void> }> {
+  const server = createServer(handle);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  if (address === null || typeof address === "string") throw new Error("no address");
+  return {
+    url: `http://127.0.0.1:${address.port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
 }
