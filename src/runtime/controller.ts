@@ -3,6 +3,7 @@
 // carries only namespace/name and the reconciler re-reads the object from the informer cache.
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
+import { lazyChildLogger } from "./logging.ts";
 import type { Metrics, ReconcileResult } from "./metrics.ts";
 import { ownsKey, type Shard } from "./sharding.ts";
 import { type Clock, jitter, systemClock } from "./time.ts";
@@ -338,7 +339,11 @@ export class Controller {
       return;
     }
     const reconcileId = randomUUID();
-    const logger = this.#logger.child({ namespace: request.namespace, name: request.name, reconcileID: reconcileId });
+    const logger = lazyChildLogger(this.#logger, {
+      namespace: request.namespace,
+      name: request.name,
+      reconcileID: reconcileId,
+    });
     const metrics = this.#options.metrics;
     const labels = { controller: this.name };
     this.#activeWorkers++;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/runtime/config.ts";
-import { createLogger, formatLogLine } from "../../src/runtime/logging.ts";
+import { createLogger, formatLogLine, lazyChildLogger } from "../../src/runtime/logging.ts";
 
 function capture(): { lines: string[]; write(text: string): void } {
   const lines: string[] = [];
@@ -41,6 +41,34 @@ describe("createLogger", () => {
     );
     expect(out.lines[1]).toContain('INFO  signed in credentials={"password":"[redacted]"}');
     expect(out.lines.join("\n")).not.toContain('pw"');
+  });
+});
+
+describe("lazyChildLogger", () => {
+  it("writes what the child would write, and makes no child for levels that are off", () => {
+    const out = capture();
+    const parent = createLogger({ level: "info" }, out);
+    let children = 0;
+    const child = parent.child.bind(parent);
+    parent.child = ((bindings: Record<string, unknown>) => {
+      children++;
+      return child(bindings);
+    }) as typeof parent.child;
+    const lazy = lazyChildLogger(parent, { name: "vm-1", reconcileID: "r-1" });
+    lazy.debug({ detail: 1 }, "not written");
+    lazy.trace("nor this");
+    expect(lazy.isLevelEnabled("debug")).toBe(false);
+    expect(children).toBe(1); // isLevelEnabled is read off the child itself
+    const other = lazyChildLogger(parent, { name: "vm-2" });
+    other.debug("off");
+    expect(children).toBe(1);
+    other.warn({ token: "t0k" }, "written");
+    other.error("again");
+    expect(children).toBe(2);
+    expect(out.lines.map((line) => JSON.parse(line) as Record<string, unknown>)).toMatchObject([
+      { name: "vm-2", msg: "written", token: "[redacted]" },
+      { name: "vm-2", msg: "again" },
+    ]);
   });
 });
 
