@@ -22,11 +22,43 @@ export type Parsed<Spec extends ManagedSpecBase> =
   | { ok: true; object: ManagedObject<Spec> }
   | { ok: false; object?: ManagedObject; message: string };
 
+/** A schema's verdict on one value, as zod's safeParse gives it. */
+type Verdict<T> = { success: true; data: T } | { success: false; error: z.ZodError };
+
+/**
+ * Verdicts remembered per value (by identity). The informer hands a new version the previous version's spec or
+ * status object when it did not change (informer.ts `shareUnchanged`), so a status write does not parse the spec
+ * again, nor a finalizer write the status.
+ */
+export interface VerdictMemo {
+  spec: WeakMap<object, Verdict<unknown>>;
+  status: WeakMap<object, Verdict<unknown>>;
+}
+
+/**
+ * The verdict of `schema` on `value`, remembered in `memo` when given. Where the parsed value equals the one given
+ * (the API server applied the CRD's defaults already), the given one is kept: a parse costs no second copy.
+ */
+function verdictOf<T>(schema: z.ZodType<T>, value: unknown, memo?: WeakMap<object, Verdict<unknown>>): Verdict<T> {
+  const remembered = memo !== undefined && typeof value === "object" && value !== null;
+  if (remembered) {
+    const known = memo.get(value);
+    if (known !== undefined) return known as Verdict<T>;
+  }
+  const parsed = schema.safeParse(value);
+  const verdict: Verdict<T> = !parsed.success
+    ? { success: false, error: parsed.error }
+    : { success: true, data: isDeepStrictEqual(parsed.data, value) ? (value as T) : parsed.data };
+  if (remembered) memo.set(value, verdict);
+  return verdict;
+}
+
 /** Informer object → reconciler view. An invalid spec still yields the object, so status can say why. */
 export function parseManaged<Spec extends ManagedSpecBase>(
   raw: unknown,
   specSchema: z.ZodType<Spec>,
   statusSchema: z.ZodType,
+  memo?: VerdictMemo,
 ): Parsed<Spec> {
   const envelope = Envelope.safeParse(raw);
   if (!envelope.success) return { ok: false, message: `malformed object: ${z.prettifyError(envelope.error)}` };
@@ -42,15 +74,16 @@ export function parseManaged<Spec extends ManagedSpecBase>(
     ...(metadata.deletionTimestamp ? { deletionTimestamp: metadata.deletionTimestamp } : {}),
     ...(metadata.creationTimestamp ? { creationTimestamp: metadata.creationTimestamp } : {}),
   };
-  const rawStatus = envelope.data.status ?? {};
-  const status = statusSchema.safeParse(rawStatus);
+  // The raw status, not the envelope's copy of it: its identity is what the memo knows it by.
+  const rawStatus = (raw as { status?: unknown }).status ?? {};
+  const status = verdictOf(statusSchema, rawStatus, memo?.status);
   const base = {
     apiVersion: envelope.data.apiVersion,
     kind: envelope.data.kind,
     metadata: meta,
     status: (status.success ? status.data : rawStatus) as ManagedStatusBase,
   };
-  const spec = specSchema.safeParse(envelope.data.spec ?? {});
+  const spec = verdictOf(specSchema, (raw as { spec?: unknown }).spec ?? {}, memo?.spec);
   if (!spec.success) {
     const issues = spec.error.issues.map((issue) => `spec.${issue.path.join(".")}: ${issue.message}`);
     return { ok: false, object: { ...base, spec: {} }, message: `invalid spec: ${issues.join("; ")}` };
@@ -60,16 +93,17 @@ export function parseManaged<Spec extends ManagedSpecBase>(
 
 /**
  * Parses each informer object of a kind once. The informer replaces its object on every change, so the raw
- * object's identity stands for its resourceVersion, and a WeakMap keyed by it forgets a parse with the object.
+ * object's identity stands for its resourceVersion, and a WeakMap keyed by it forgets a parse with the object;
+ * the verdicts on its spec and status are remembered by theirs (see VerdictMemo).
  * Every call hands out a copy whose top level and metadata are its own: a pass moves metadata.resourceVersion
  * after its own write and replaces status, and that must not leak into the next pass. Spec and status are shared
- * and never changed in place (a pass drafts a copy). Where the parsed spec or status equals the raw one (the API
- * server applied the CRD's defaults already), the raw one is kept: a parse costs its shell, not a second copy.
+ * and never changed in place (a pass drafts a copy).
  */
 export class ManagedParser<Spec extends ManagedSpecBase> {
   readonly #specSchema: z.ZodType<Spec>;
   readonly #statusSchema: z.ZodType;
   readonly #parsed = new WeakMap<object, Parsed<Spec>>();
+  readonly #memo: VerdictMemo = { spec: new WeakMap(), status: new WeakMap() };
 
   constructor(specSchema: z.ZodType<Spec>, statusSchema: z.ZodType) {
     this.#specSchema = specSchema;
@@ -80,18 +114,12 @@ export class ManagedParser<Spec extends ManagedSpecBase> {
     if (typeof raw !== "object" || raw === null) return parseManaged(raw, this.#specSchema, this.#statusSchema);
     let parsed = this.#parsed.get(raw);
     if (parsed === undefined) {
-      parsed = parseManaged(raw, this.#specSchema, this.#statusSchema);
-      if (parsed.object !== undefined) shareWithRaw(parsed.object, raw as Record<string, unknown>);
+      parsed = parseManaged(raw, this.#specSchema, this.#statusSchema, this.#memo);
       this.#parsed.set(raw, parsed);
     }
     if (parsed.ok) return { ok: true, object: ownCopy(parsed.object) };
     return parsed.object === undefined ? parsed : { ...parsed, object: ownCopy(parsed.object) };
   }
-}
-
-function shareWithRaw(object: ManagedObject, raw: Record<string, unknown>): void {
-  if (isDeepStrictEqual(object.spec, raw.spec)) object.spec = raw.spec as ManagedObject["spec"];
-  if (isDeepStrictEqual(object.status, raw.status)) object.status = raw.status as ManagedStatusBase;
 }
 
 function ownCopy<T extends ManagedObject>(object: T): T {

@@ -13,6 +13,7 @@
 //   tells /readyz and the manager's cache-sync timeout why the informer has not synced.
 // The cache itself is ours, fed from every list (so a fresh ListWatch after a restart still reports deletes
 // that happened while we were disconnected) and from watch events.
+import { isDeepStrictEqual } from "node:util";
 import type { KubeConfig, KubernetesListObject, KubernetesObject } from "@kubernetes/client-node";
 // By path, not the package root (which loads every generated API and model): see kube-client-loading.ts.
 import { ListWatch } from "@kubernetes/client-node/dist/cache.js";
@@ -482,8 +483,10 @@ export class ResilientInformer<T extends KubernetesObject = KubernetesObject> im
     const version = object.metadata?.resourceVersion;
     if (previous !== undefined && version !== undefined && previous.metadata?.resourceVersion === version) return;
     // Cached until the next change: one copy of each repeated string (namespace, finalizers, condition reasons,
-    // references), not one per object (see util/intern.ts).
-    (this.#options.interner ?? sharedInterner).internDeep(object);
+    // references), not one per object (see util/intern.ts); what did not change is the previous version's.
+    const interner = this.#options.interner ?? sharedInterner;
+    if (previous === undefined) interner.internDeep(object);
+    else shareUnchanged(object, previous, interner);
     objects.set(name, object);
     this.#emit(previous === undefined ? { type: "add", object } : { type: "update", object, previous });
   }
@@ -512,6 +515,24 @@ export class ResilientInformer<T extends KubernetesObject = KubernetesObject> im
 }
 
 const LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration";
+
+/**
+ * Gives a new version of an object the previous version's parts (spec, status, data: every top-level part but
+ * metadata) where they are equal, and interns the rest. A status write then leaves the spec the very object it
+ * was, so whatever was derived from it by identity (the controllers' parses) still holds, and the new copy dies
+ * young. Parts are never changed in place once cached, so sharing them is safe.
+ */
+export function shareUnchanged(object: object, previous: object, interner: StringInterner): void {
+  const record = object as Record<string, unknown>;
+  const before = previous as Record<string, unknown>;
+  for (const key of Object.keys(record)) {
+    const value = record[key];
+    if (typeof value === "string") record[key] = interner.intern(value);
+    else if (typeof value !== "object" || value === null) continue;
+    else if (key !== "metadata" && isDeepStrictEqual(value, before[key])) record[key] = before[key];
+    else interner.internDeep(value);
+  }
+}
 
 /** The default transform: drop what the operator never reads and costs memory per object. */
 export function stripUnread(object: KubernetesObject): void {

@@ -423,6 +423,33 @@ describe("ManagedParser", () => {
     expect(parsed.object?.status).toBe(object.status);
   });
 
+  it("parses a new version's spec and status only when the informer handed it new ones", () => {
+    const parser = new ManagedParser(gpuVm.specSchema, gpuVm.statusSchema);
+    const specSchema = vi.spyOn(gpuVm.specSchema, "safeParse");
+    const statusSchema = vi.spyOn(gpuVm.statusSchema, "safeParse");
+    const object = raw();
+    parser.parse(object);
+    // A status write: the informer's next object shares the spec object (runtime/informer.ts shareUnchanged).
+    const statusWritten = {
+      ...object,
+      metadata: { ...object.metadata, resourceVersion: "42" },
+      status: { id: "vm-1" },
+    };
+    expect(parser.parse(statusWritten).object?.status).toEqual({ id: "vm-1" });
+    expect(specSchema).toHaveBeenCalledTimes(1);
+    expect(statusSchema).toHaveBeenCalledTimes(2);
+    // A finalizer write shares both.
+    const finalized = { ...statusWritten, metadata: { ...statusWritten.metadata, finalizers: ["f"] } };
+    expect(parser.parse(finalized).object?.metadata.finalizers).toEqual(["f"]);
+    expect(specSchema).toHaveBeenCalledTimes(1);
+    expect(statusSchema).toHaveBeenCalledTimes(2);
+    // A new spec object is parsed, even when equal.
+    parser.parse({ ...finalized, spec: { ...object.spec } });
+    expect(specSchema).toHaveBeenCalledTimes(2);
+    specSchema.mockRestore();
+    statusSchema.mockRestore();
+  });
+
   it("hands out an invalid spec's object with its message, every time", () => {
     const parser = new ManagedParser(gpuVm.specSchema, gpuVm.statusSchema);
     const object = { ...raw(), spec: { type: 7 } };

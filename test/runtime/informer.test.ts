@@ -1,5 +1,6 @@
+import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type InformerEvent, ResilientInformer } from "../../src/runtime/informer.ts";
+import { type InformerEvent, ResilientInformer, shareUnchanged } from "../../src/runtime/informer.ts";
 import { makeListFunction } from "../../src/runtime/resource.ts";
 import { StringInterner } from "../../src/util/intern.ts";
 import { eventually, silentLogger, startTestCluster, type TestCluster, WIDGETS } from "./helpers.ts";
@@ -89,6 +90,28 @@ describe("ResilientInformer against the Kubernetes API test double", () => {
     await eventually(() => expect(cache.get("default", "second")).toBeDefined());
     expect(interner.hits).toBeGreaterThanOrEqual(3);
     expect(cache.get("default", "second")?.metadata?.namespace).toBe("default");
+  });
+
+  it("keeps the previous version's spec object when only metadata changed, and a new one when the spec did", async () => {
+    await cluster.createWidget("default", "kept", { size: 1, nested: { zone: "a" } });
+    const cache = startInformer();
+    await cache.waitForSync();
+    const specOf = () => (cache.get("default", "kept") as { spec?: unknown } | undefined)?.spec;
+    const first = cache.get("default", "kept");
+    const firstSpec = specOf();
+    const patch = (body: object) =>
+      cluster.custom.patchNamespacedCustomObject(
+        { ...WIDGET_PATH, name: "kept", body },
+        setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+      );
+    await patch({ metadata: { labels: { touched: "yes" } } });
+    await eventually(() => expect(cache.get("default", "kept")?.metadata?.labels).toEqual({ touched: "yes" }));
+    const second = cache.get("default", "kept");
+    expect(second).not.toBe(first);
+    expect(specOf()).toBe(firstSpec);
+    await patch({ spec: { size: 2 } });
+    await eventually(() => expect(specOf()).toEqual({ size: 2, nested: { zone: "a" } }));
+    expect(specOf()).not.toBe(firstSpec);
   });
 
   it("lists in pages (limit and continue) and returns them as one list at the first page's version", async () => {
@@ -225,5 +248,26 @@ describe("ResilientInformer against the Kubernetes API test double", () => {
     const cache = startInformer({ namespace: "team-a" });
     await cache.waitForSync();
     expect(cache.list().map((object) => object.metadata?.name)).toEqual(["mine"]);
+  });
+});
+
+describe("shareUnchanged", () => {
+  it("takes every equal top-level part but metadata from the previous version and interns the rest", () => {
+    const interner = new StringInterner();
+    const previous = { kind: "Widget", metadata: { name: "w" }, spec: { size: 1 }, status: { phase: "Ready" } };
+    const next = {
+      kind: "Widget",
+      metadata: { name: "w" },
+      spec: { size: 1 },
+      status: { phase: "Gone" },
+      data: { key: "value" },
+    };
+    const status = next.status;
+    shareUnchanged(next, previous, interner);
+    expect(next.spec).toBe(previous.spec);
+    expect(next.metadata).not.toBe(previous.metadata);
+    expect(next.status).toBe(status);
+    expect(next.data).toEqual({ key: "value" });
+    expect(interner.size).toBeGreaterThanOrEqual(4); // "Widget", "w", "Gone", "value"
   });
 });
