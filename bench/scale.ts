@@ -17,7 +17,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { selfByArea, topEntries } from "./lib/cpu-profile.ts";
-import { REPO_ROOT } from "./lib/processes.ts";
+import { REPO_ROOT, warmCompileCache } from "./lib/processes.ts";
 import {
   type BurstResult,
   type ChangeResult,
@@ -93,6 +93,7 @@ interface Report {
 }
 
 const report: Report = { runId, bursts: [], anchors: [], profiles: {} };
+warmCompileCache();
 
 function profileDir(name: string): string | undefined {
   if (!values["cpu-prof"]) return undefined;

@@ -1,12 +1,12 @@
 // The processes of a bench run, each on its own: the GPU cloud API simulator, the Kubernetes API test double and
 // the operator (the real `gpuvm-operator run` command), so that the operator's CPU and memory are its own and a
 // busy simulator does not stall its event loop. Nothing here knows about scenarios.
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { openSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import path from "node:path";
 import { createInterface } from "node:readline";
-import { OPERATOR_NODE_FLAGS } from "../../src/cli/node-flags.ts";
+import { OPERATOR_NODE_FLAGS, operatorEnvironment } from "../../src/cli/node-flags.ts";
 
 export const REPO_ROOT = path.resolve(import.meta.dirname, "../..");
 const MAIN_SCRIPT = path.join(REPO_ROOT, "src/cli/main.ts");
@@ -22,8 +22,17 @@ function spawnMain(args: string[], options: { nodeArgs?: string[]; logFile?: str
   return spawn(process.execPath, [...(options.nodeArgs ?? []), MAIN_SCRIPT, ...args], {
     cwd: REPO_ROOT,
     stdio: ["ignore", "pipe", log],
-    env: { ...process.env, NODE_ENV: "production" },
+    // As in the image: modules compiled once, type stripping's parser never loaded (src/cli/node-flags.ts).
+    env: { ...operatorEnvironment(), NODE_ENV: "production" },
   });
+}
+
+/**
+ * Fills the operator processes' compile cache before anything is measured, as building the image does: the first
+ * operator would otherwise strip types and compile every module itself (and idle larger than the others).
+ */
+export function warmCompileCache(): void {
+  spawnSync(process.execPath, [MAIN_SCRIPT, "run", "--help"], { env: operatorEnvironment(), stdio: "ignore" });
 }
 
 /** The first stdout lines of a child until `done` says enough (or it exits / times out). */

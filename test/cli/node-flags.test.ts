@@ -1,8 +1,15 @@
 import { spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { applyRuntimeV8Flags, OPERATOR_NODE_FLAGS, OPERATOR_RUNTIME_V8_FLAGS } from "../../src/cli/node-flags.ts";
+import {
+  applyRuntimeV8Flags,
+  LOCAL_COMPILE_CACHE_DIR,
+  OPERATOR_NODE_FLAGS,
+  OPERATOR_RUNTIME_V8_FLAGS,
+  operatorEnvironment,
+} from "../../src/cli/node-flags.ts";
 
 const REPO_ROOT = path.resolve(import.meta.dirname, "../..");
 
@@ -44,8 +51,40 @@ describe("the operator's V8 flags", () => {
     expect(bounded).toBeLessThan(0.75 * plain);
   });
 
-  it("the image's NODE_OPTIONS are OPERATOR_NODE_FLAGS", () => {
+  it("the image's NODE_OPTIONS are OPERATOR_NODE_FLAGS, and it fills its compile cache when built", () => {
     const dockerfile = readFileSync(path.join(REPO_ROOT, "Dockerfile"), "utf8");
     expect(dockerfile).toContain(`ENV NODE_OPTIONS=${OPERATOR_NODE_FLAGS.join(" ")}\n`);
+    const cache = dockerfile.indexOf("ENV NODE_COMPILE_CACHE=/app/");
+    expect(cache).toBeGreaterThan(dockerfile.indexOf("COPY src"));
+    expect(dockerfile.indexOf("RUN node /app/src/cli/main.ts run --help")).toBeGreaterThan(cache);
+  });
+});
+
+describe("the operator's compile cache", () => {
+  it("is set for processes the playground and the bench start, unless the environment chose one", () => {
+    expect(operatorEnvironment({ PATH: "/bin" })).toEqual({
+      PATH: "/bin",
+      NODE_COMPILE_CACHE: LOCAL_COMPILE_CACHE_DIR,
+    });
+    expect(operatorEnvironment({ NODE_COMPILE_CACHE: "/elsewhere" }).NODE_COMPILE_CACHE).toBe("/elsewhere");
+    expect(operatorEnvironment({ NODE_COMPILE_CACHE: "" }).NODE_COMPILE_CACHE).toBe("");
+  });
+
+  it("once filled by `run --help` (as the image is built), the run command's modules load without type stripping's parser", () => {
+    const directory = mkdtempSync(path.join(tmpdir(), "compile-cache-"));
+    try {
+      const env = { ...process.env, NODE_COMPILE_CACHE: directory };
+      const run = path.join(REPO_ROOT, "src/cli/commands/run.ts");
+      const script = `await import(${JSON.stringify(run)}); process.stdout.write(String(process.moduleLoadList.some((m) => m.includes("amaro"))));`;
+      const loadsParser = (): string =>
+        spawnSync(process.execPath, ["--input-type=module", "-e", script], { env, encoding: "utf8" }).stdout;
+      expect(loadsParser()).toBe("true"); // nothing cached yet: this one strips types itself
+      rmSync(directory, { recursive: true, force: true });
+      const warm = spawnSync(process.execPath, [path.join(REPO_ROOT, "src/cli/main.ts"), "run", "--help"], { env });
+      expect(warm.status).toBe(0);
+      expect(loadsParser()).toBe("false");
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
   });
 });

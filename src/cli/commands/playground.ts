@@ -12,7 +12,7 @@ import { type KubeTarget, kubeRequest as sendKubeRequest } from "../../control-p
 import { formatLogLine } from "../../runtime/logging.ts";
 import { isSimulatorProfile, SIMULATOR_PROFILES, type SimulatorProfile } from "../../simulator/profiles.ts";
 import { shellQuote } from "../../util/shell-quote.ts";
-import { OPERATOR_NODE_FLAGS } from "../node-flags.ts";
+import { OPERATOR_NODE_FLAGS, operatorEnvironment } from "../node-flags.ts";
 import { flagsOrExitCode, parseFlags, UsageError } from "../usage.ts";
 
 const REPO_ROOT = path.resolve(import.meta.dirname, "../../..");
@@ -254,7 +254,7 @@ function startOperator(args: string[], label: string): ChildProcess {
     cwd: REPO_ROOT,
     stdio: ["ignore", "pipe", "pipe"],
     // POD_NAME names the replica in its Lease and in the Events it writes (reportingInstance).
-    env: { ...process.env, POD_NAME: `playground-${label}` },
+    env: { ...operatorEnvironment(), POD_NAME: `playground-${label}` },
     // Its own process group: Ctrl-C reaches only the playground, which then stops the operator first.
     detached: true,
   });
