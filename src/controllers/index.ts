@@ -25,7 +25,7 @@ import { cloudOperationsSample, registerOperatorMetrics } from "./metrics.ts";
 import { ClaimIndex } from "./ownership.ts";
 import { POOL_RESOURCE, registerPoolController } from "./pool-controller.ts";
 import { CREDENTIALS_FINALIZER, CredentialsUsage, SecretUsageReconciler } from "./secret-usage.ts";
-import { fitStatus } from "./status-limits.ts";
+import { fitStatusInPlace } from "./status-limits.ts";
 
 export const MANAGED_KINDS: readonly KindDefinition<ManagedSpecBase>[] = [gpuVm, gpuDisk, gpuNetwork, gpuFirewallRule];
 
@@ -379,12 +379,7 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
 /** Fit statuses of a kind to its CRD schema in place (the structural schema the CRD is generated with). */
 function fitterFor(statusSchema: z.ZodType): (status: ManagedStatusBase) => string[] {
   const schema = structuralSchemaOf(statusSchema);
-  return (status) => {
-    const fitted = fitStatus(status, schema);
-    for (const key of Object.keys(status)) delete status[key];
-    Object.assign(status, fitted.value);
-    return fitted.problems;
-  };
+  return (status) => fitStatusInPlace(status, schema);
 }
 
 function kubeAccessFor(

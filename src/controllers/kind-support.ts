@@ -1,11 +1,11 @@
 // Pieces every kind file shares: parsing an informer object into the reconciler's view, looking a resource up
 // in its family snapshot (a direct GET only to confirm an id that a fresh list no longer shows), and the
 // dependencies a kind reads from Kubernetes (other objects, Secrets, ConfigMaps).
-import { isDeepStrictEqual } from "node:util";
 import { z } from "zod";
 import { ObjectMeta, REASONS, type Reason } from "../api/common.ts";
 import { isCloudError, isUnsupported } from "../cloud/errors.ts";
 import type { OperationFamily } from "../cloud/wire.ts";
+import { sameJson } from "../util/json-values.ts";
 import type { CloudAccount } from "./cloud-account.ts";
 import type { ExternalClient, ManagedObject, ManagedSpecBase, ManagedStatusBase, ObserveOptions } from "./external.ts";
 import type { SnapshotView } from "./snapshots.ts";
@@ -37,7 +37,8 @@ export interface VerdictMemo {
 
 /**
  * The verdict of `schema` on `value`, remembered in `memo` when given. Where the parsed value equals the one given
- * (the API server applied the CRD's defaults already), the given one is kept: a parse costs no second copy.
+ * (the API server applied the CRD's defaults already), the given one is kept: a parse costs no second copy. The
+ * comparison is JSON's (sameJson: no copies, unlike util.isDeepStrictEqual): both are JSON-shaped.
  */
 function verdictOf<T>(schema: z.ZodType<T>, value: unknown, memo?: WeakMap<object, Verdict<unknown>>): Verdict<T> {
   const remembered = memo !== undefined && typeof value === "object" && value !== null;
@@ -48,7 +49,7 @@ function verdictOf<T>(schema: z.ZodType<T>, value: unknown, memo?: WeakMap<objec
   const parsed = schema.safeParse(value);
   const verdict: Verdict<T> = !parsed.success
     ? { success: false, error: parsed.error }
-    : { success: true, data: isDeepStrictEqual(parsed.data, value) ? (value as T) : parsed.data };
+    : { success: true, data: sameJson(parsed.data, value) ? (value as T) : parsed.data };
   if (remembered) memo.set(value, verdict);
   return verdict;
 }

@@ -170,9 +170,87 @@ function fitNode(value: unknown, node: SchemaNode, path: string, key: string, wa
   }
 }
 
+/**
+ * Whether fitNode would keep `value` as it is (a field that is undefined counts as absent): a walk that builds
+ * neither copies nor paths, since nearly every status a pass writes already fits.
+ */
+function fitsNode(value: unknown, node: SchemaNode): boolean {
+  if (value === null || value === undefined) return false;
+  switch (node.type) {
+    case "string": {
+      if (typeof value !== "string") return false;
+      if (typeof node.maxLength === "number" && value.length > node.maxLength) return false;
+      if (typeof node.minLength === "number" && value.length < node.minLength) return false;
+      if (Array.isArray(node.enum) && !node.enum.includes(value)) return false;
+      return matchesPattern(node.pattern, value) && matchesFormat(node.format, value);
+    }
+    case "integer":
+    case "number":
+      return typeof value === "number" && fitNumber(value, node) !== DROP;
+    case "boolean":
+      return typeof value === "boolean";
+    case "array":
+      return Array.isArray(value) && arrayFits(value, node);
+    case "object":
+      return isRecord(value) && objectFits(value, node);
+    default:
+      return true;
+  }
+}
+
+function arrayFits(value: unknown[], node: SchemaNode): boolean {
+  if (typeof node.maxItems === "number" && value.length > node.maxItems) return false;
+  const mapKeys = node["x-kubernetes-list-map-keys"];
+  const listType = node["x-kubernetes-list-type"];
+  const unique = listType === "set" || (listType === "map" && Array.isArray(mapKeys));
+  const seen = unique ? new Set<string>() : undefined;
+  for (const item of value) {
+    if (node.items !== undefined && !fitsNode(item, node.items)) return false;
+    if (seen === undefined) continue;
+    const identity =
+      listType === "map" && isRecord(item)
+        ? JSON.stringify((mapKeys as unknown[]).map((k) => item[String(k)]))
+        : JSON.stringify(item);
+    if (seen.has(identity)) return false;
+    seen.add(identity);
+  }
+  return true;
+}
+
+function objectFits(value: Record<string, unknown>, node: SchemaNode): boolean {
+  const properties = node.properties ?? {};
+  const extra = isRecord(node.additionalProperties) ? (node.additionalProperties as SchemaNode) : undefined;
+  const keepUnknown = node["x-kubernetes-preserve-unknown-fields"] === true;
+  for (const key in value) {
+    const child = value[key];
+    if (child === undefined) continue;
+    const childNode = properties[key] ?? extra;
+    if (childNode === undefined) {
+      if (keepUnknown) continue;
+      return false;
+    }
+    if (!fitsNode(child, childNode)) return false;
+  }
+  for (const required of node.required ?? []) {
+    if (value[required] === undefined) return false;
+  }
+  return true;
+}
+
 /** Fit a status to the kind's status schema (a structural schema as the CRD carries it). */
 export function fitStatus<T extends Record<string, unknown>>(status: T, schema: SchemaNode): Fitted<T> {
+  if (isRecord(status) && fitsNode(status, schema)) return { value: status, problems: [] };
   const walk: Walk = { problems: [] };
   const fitted = fitNode(status, schema, "status", "", walk);
   return { value: (fitted === DROP || !isRecord(fitted) ? {} : fitted) as T, problems: walk.problems };
+}
+
+/** Fits `status` to the schema in place (a status that fits is left as it is) and names what could not fit. */
+export function fitStatusInPlace(status: Record<string, unknown>, schema: SchemaNode): string[] {
+  const fitted = fitStatus(status, schema);
+  if (fitted.value !== status) {
+    for (const key of Object.keys(status)) delete status[key];
+    Object.assign(status, fitted.value);
+  }
+  return fitted.problems;
 }

@@ -13,12 +13,12 @@
 //   tells /readyz and the manager's cache-sync timeout why the informer has not synced.
 // The cache itself is ours, fed from every list (so a fresh ListWatch after a restart still reports deletes
 // that happened while we were disconnected) and from watch events.
-import { isDeepStrictEqual } from "node:util";
 import type { KubeConfig, KubernetesListObject, KubernetesObject } from "@kubernetes/client-node";
 // By path, not the package root (which loads every generated API and model): see kube-client-loading.ts.
 import { ListWatch } from "@kubernetes/client-node/dist/cache.js";
 import type { Logger } from "pino";
 import { type StringInterner, sharedInterner } from "../util/intern.ts";
+import { sameJson } from "../util/json-values.ts";
 import {
   collectionPath,
   type KubeResource,
@@ -520,7 +520,8 @@ const LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration";
  * Gives a new version of an object the previous version's parts (spec, status, data: every top-level part but
  * metadata) where they are equal, and interns the rest. A status write then leaves the spec the very object it
  * was, so whatever was derived from it by identity (the controllers' parses) still holds, and the new copy dies
- * young. Parts are never changed in place once cached, so sharing them is safe.
+ * young. Parts are never changed in place once cached, so sharing them is safe. Both versions come from JSON:
+ * sameJson compares them without util.isDeepStrictEqual's cycle detection and copies.
  */
 export function shareUnchanged(object: object, previous: object, interner: StringInterner): void {
   const record = object as Record<string, unknown>;
@@ -529,7 +530,7 @@ export function shareUnchanged(object: object, previous: object, interner: Strin
     const value = record[key];
     if (typeof value === "string") record[key] = interner.intern(value);
     else if (typeof value !== "object" || value === null) continue;
-    else if (key !== "metadata" && isDeepStrictEqual(value, before[key])) record[key] = before[key];
+    else if (key !== "metadata" && sameJson(value, before[key])) record[key] = before[key];
     else interner.internDeep(value);
   }
 }

@@ -3,6 +3,7 @@
 // finalizers likewise with a resourceVersion-guarded merge patch. Pure helpers live here; the HTTP calls are in
 // kube.ts (KubeClient).
 import { ApiException } from "@kubernetes/client-node/dist/gen/apis/exception.js";
+import { sameJson } from "../util/json-values.ts";
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
@@ -12,41 +13,71 @@ export function toJson(value: unknown): JsonValue {
   return JSON.parse(JSON.stringify(value)) as JsonValue;
 }
 
+const isPlainObject = (value: object): boolean => {
+  const prototype: unknown = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
+};
+
+/**
+ * Whether `value` already is what JSON carries: strings, finite numbers, booleans, null, arrays of those and
+ * plain objects (a field that is undefined counts as absent). Then it needs no round trip.
+ */
+function isJsonShaped(value: unknown): boolean {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return true;
+    case "number":
+      return Number.isFinite(value);
+    case "object": {
+      if (value === null) return true;
+      if (Array.isArray(value)) {
+        for (const item of value as unknown[]) if (item === undefined || !isJsonShaped(item)) return false;
+        return true;
+      }
+      if (!isPlainObject(value)) return false;
+      const record = value as Record<string, unknown>;
+      for (const key in record) if (record[key] !== undefined && !isJsonShaped(record[key])) return false;
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+/** `value` as JSON sees it: itself when it is JSON-shaped (undefined fields stay, read as absent), else its round trip. */
+function asJson(value: unknown): JsonValue {
+  return value !== undefined && isJsonShaped(value) ? (value as JsonValue) : toJson(value);
+}
+
 /** Deep equality of JSON values ignoring nothing but key order. */
 export function jsonEqual(a: unknown, b: unknown): boolean {
-  return equalJson(toJson(a), toJson(b));
+  return sameJson(asJson(a), asJson(b));
 }
 
 function isJsonObject(value: JsonValue | undefined): value is { [key: string]: JsonValue } {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-function equalJson(a: JsonValue | undefined, b: JsonValue | undefined): boolean {
-  if (a === b) return true;
-  if (Array.isArray(a) && Array.isArray(b)) {
-    return a.length === b.length && a.every((item, index) => equalJson(item, b[index]));
-  }
-  if (isJsonObject(a) && isJsonObject(b)) {
-    const keys = Object.keys(a);
-    if (keys.length !== Object.keys(b).length) return false;
-    return keys.every((key) => key in b && equalJson(a[key], b[key]));
-  }
-  return false;
-}
-
 /**
  * An RFC 7386 merge patch that turns `from` into `to`: changed keys are set, removed keys become null, arrays
- * are replaced whole. Returns undefined when nothing changed.
+ * are replaced whole. Returns undefined when nothing changed. Statuses are compared where they are (one JSON
+ * round trip only for values JSON would change, such as Dates), not copied at every level: the patch may share
+ * parts of `to`.
  */
 export function createMergePatch(from: unknown, to: unknown): JsonValue | undefined {
-  const source = toJson(from);
-  const target = toJson(to);
-  if (equalJson(source, target)) return undefined;
+  return mergePatchOf(asJson(from), asJson(to));
+}
+
+function mergePatchOf(source: JsonValue | undefined, target: JsonValue): JsonValue | undefined {
+  if (sameJson(source, target)) return undefined;
   if (!isJsonObject(source) || !isJsonObject(target)) return target;
   const patch: { [key: string]: JsonValue } = {};
-  for (const key of Object.keys(source)) if (!(key in target)) patch[key] = null;
-  for (const [key, value] of Object.entries(target)) {
-    const child = key in source ? createMergePatch(source[key], value) : value;
+  for (const key in source) if (source[key] !== undefined && target[key] === undefined) patch[key] = null;
+  for (const key in target) {
+    const value = target[key];
+    if (value === undefined) continue;
+    const child = source[key] === undefined ? value : mergePatchOf(source[key], value);
     if (child !== undefined) patch[key] = child;
   }
   return patch;

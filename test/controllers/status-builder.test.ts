@@ -18,7 +18,7 @@ import { observeVm } from "../../src/controllers/gpu-vm-mappers.ts";
 import { recordOperation } from "../../src/controllers/operation-tracking.ts";
 import type { CloudConnection, Pass } from "../../src/controllers/reconcile-pass.ts";
 import { buildStatus } from "../../src/controllers/status-building.ts";
-import { fitStatus, fitText } from "../../src/controllers/status-limits.ts";
+import { fitStatus, fitStatusInPlace, fitText } from "../../src/controllers/status-limits.ts";
 import { seededRandom } from "./seeded-random.ts";
 
 const SEED = Number(process.env.GPUVM_TEST_SEED ?? 20261122);
@@ -277,17 +277,18 @@ describe("the status builder, fed random cloud answers", () => {
       const draft = randomDraft(gen, kind, previous);
       const built = buildStatus(previous, draft, randomVerdict(gen), {
         nowMs: Date.parse("2026-11-22T10:00:00Z"),
-        fit: (status) => {
-          const fitted = fitStatus(status, schema);
-          for (const key of Object.keys(status)) delete status[key];
-          Object.assign(status, fitted.value);
-          return fitted.problems;
-        },
+        fit: (status) => fitStatusInPlace(status, schema),
         rejectedRetryMs: 600_000,
       });
       if (built.verdict.reason === REASON.StatusRejected) rejected++;
       const valid = validate(draft);
       expect(valid, `seed ${SEED} run ${run}: ${JSON.stringify(validate.errors)}`).toBe(true);
+      // A fitted status fits as it is: fitted again, it comes back itself (no copy) and unchanged.
+      const copy = structuredClone(draft);
+      const again = fitStatus(draft, schema);
+      expect(again.value).toBe(draft);
+      expect(again.problems).toEqual([]);
+      expect(draft).toEqual(copy);
       expect(draft.conditions?.map((c) => c.type)).toEqual(["Ready", "Reconciling", "Stalled", "Synced"]);
       expect(draft.observedGeneration).toBe(3);
     }

@@ -22,4 +22,20 @@ describe("status comparison and merge patches", () => {
     });
     expect(createMergePatch({ b: 1, a: [1] }, { a: [1], b: 1 })).toBeUndefined();
   });
+
+  it("reads undefined fields as absent and compares what JSON would carry (Dates, non-finite numbers)", () => {
+    expect(createMergePatch({ a: 1, b: 2 }, { a: 1, b: undefined })).toEqual({ b: null });
+    expect(createMergePatch({ a: 1, b: undefined }, { a: 1 })).toBeUndefined();
+    expect(createMergePatch({ a: 1 }, { a: 1, b: undefined })).toBeUndefined();
+    const at = "2026-01-01T00:00:00.000Z";
+    expect(createMergePatch({ at }, { at: new Date(at) })).toBeUndefined();
+    expect(createMergePatch({ n: null }, { n: Number.NaN })).toBeUndefined();
+    const patch = createMergePatch(
+      { nested: { keep: 1, gone: 2 }, list: [1] },
+      { nested: { keep: 1, added: { deep: "x", skipped: undefined } }, list: [1, 2] },
+    );
+    // On the wire: no undefined anywhere, removed keys null.
+    expect(JSON.parse(JSON.stringify(patch))).toEqual({ nested: { gone: null, added: { deep: "x" } }, list: [1, 2] });
+    expect(jsonEqual({ at: new Date(at) }, { at })).toBe(true);
+  });
 });
