@@ -149,6 +149,32 @@ describe("FamilySnapshot", () => {
     expect((await snapshot.read()).byId.get("4")?.location).toBe("us-east1-a");
   });
 
+  it("keeps the copy it holds of a resource a new list shows alike, and takes the new one when it changed", async () => {
+    let state = "RUNNING";
+    let clock = 1000;
+    const snapshot = new FamilySnapshot({
+      list: async () => [
+        { id: "1", name: "a", state: "RUNNING", disks: [{ id: "d-1" }] },
+        { id: "2", name: "b", state, disks: [] },
+      ],
+      idOf: (item) => item.id,
+      nameOf: (item) => item.name,
+      maxAgeMs: 10_000,
+      minIntervalMs: 0,
+      now: () => clock,
+    });
+    const first = await snapshot.read();
+    state = "STOPPED";
+    clock += 20_000;
+    const second = await snapshot.read();
+    expect(second).not.toBe(first);
+    // Alike: the long-lived copy stays (the listed one is garbage at once); changed: the new one.
+    expect(second.byId.get("1")).toBe(first.byId.get("1"));
+    expect(second.byName.get("a")).toBe(first.byId.get("1"));
+    expect(second.byId.get("2")).not.toBe(first.byId.get("2"));
+    expect(second.byId.get("2")?.state).toBe("STOPPED");
+  });
+
   describe("readOne: one resource refreshed by id in a large family", () => {
     function large(count: number, idsIntervalMs = 0) {
       const items = new Map(
