@@ -89,6 +89,8 @@ export class CloudAccount {
   readonly #now: () => number;
   readonly #trackers = new Map<OperationFamily, OperationTracker>();
   readonly #operations = new Map<string, Tracked>();
+  /** Operations still pending, per family, with when tracking began: the gauges read these, not every one remembered. */
+  readonly #pendingSince = new Map<OperationFamily, Map<string, number>>();
   /**
    * Settled operations in the order they are to be forgotten, one FIFO per memory length (each in time order):
    * forgetting costs O(1) per operation, not a scan of every remembered one at each settlement.
@@ -180,10 +182,15 @@ export class CloudAccount {
       progress: { state: "pending" },
     };
     this.#operations.set(operationId, tracked);
+    const pendingSince = this.#pendingSince.get(family) ?? new Map<string, number>();
+    this.#pendingSince.set(family, pendingSince);
+    pendingSince.set(operationId, tracked.startedAt);
+    const settled = (): boolean => pendingSince.delete(operationId);
     this.#trackerFor(family)
       .track(operationId)
       .then(
         (outcome) => {
+          settled();
           const settledAt = this.#now();
           // The server cannot show this family's operations: the owners follow their resources instead.
           const unreadable = outcome.vanished && outcome.reason === "unsupported";
@@ -208,6 +215,7 @@ export class CloudAccount {
         },
         (error: unknown) => {
           // Stopped tracker (credentials rotated, shutdown): forget it; the next reconcile tracks it again.
+          settled();
           this.#operations.delete(operationId);
           if (!(error instanceof TrackerStoppedError))
             this.#options.logger.warn({ err: error, operationId }, "tracking failed");
@@ -269,9 +277,8 @@ export class CloudAccount {
   /** When this account began tracking its oldest operation of `family` still pending; undefined when none. */
   oldestInFlightSince(family: OperationFamily): number | undefined {
     let oldest: number | undefined;
-    for (const tracked of this.#operations.values()) {
-      if (tracked.family !== family || tracked.progress.state !== "pending") continue;
-      if (oldest === undefined || tracked.startedAt < oldest) oldest = tracked.startedAt;
+    for (const startedAt of this.#pendingSince.get(family)?.values() ?? []) {
+      if (oldest === undefined || startedAt < oldest) oldest = startedAt;
     }
     return oldest;
   }

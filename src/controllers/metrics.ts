@@ -107,6 +107,9 @@ export class ManagedObjectCounts {
       this.#ready.set(kind, { True: 0, False: 0, Unknown: 0 });
       for (const object of list()) this.#count(kind, object, 1);
       on((event) => {
+        const previous = event.previous;
+        // The informer hands an unchanged status over as the very same object (shareUnchanged): nothing moves.
+        if (event.type === "update" && previous !== undefined && sameCounted(previous, event.object)) return;
         if (event.type !== "add") this.#count(kind, event.previous ?? event.object, -1);
         if (event.type !== "delete") this.#count(kind, event.object, 1);
       });
@@ -143,13 +146,26 @@ export class ManagedObjectCounts {
       const reason = condition.reason ?? "";
       // A plain joined key: this runs for every condition of every changed object.
       const key = `${namespace}\u0000${kind}\u0000${condition.type}\u0000${conditionStatus}\u0000${reason}`;
-      const labels = { namespace, kind, type: condition.type, status: conditionStatus, reason };
-      adjust(this.#conditions, key, sign, () => ({ labels, count: 0 }));
+      const type = condition.type;
+      adjust(this.#conditions, key, sign, () => ({
+        labels: { namespace, kind, type, status: conditionStatus, reason },
+        count: 0,
+      }));
     }
     const costKey = `${namespace}\u0000${kind}`;
     const cost = adjust(this.#costs, costKey, sign, () => ({ labels: { namespace, kind }, count: 0, dollars: 0 }));
     if (cost !== undefined) cost.dollars += sign * estimatedHourlyCost(kind, status);
   }
+}
+
+/** Two versions of an object that count alike: the same status object in the same namespace. */
+function sameCounted(before: KubernetesObject, after: KubernetesObject): boolean {
+  const status = (before as { status?: unknown }).status;
+  return (
+    status !== undefined &&
+    status === (after as { status?: unknown }).status &&
+    before.metadata?.namespace === after.metadata?.namespace
+  );
 }
 
 /** Counts `key` up or down; an entry that falls to zero goes (no gauge for a label set nothing has any more). */

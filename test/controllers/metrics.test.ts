@@ -111,7 +111,14 @@ describe("operator metrics", () => {
       /status="True",reason="Available"} 1$/,
     );
 
-    emit({ type: "delete", object: recovered });
+    // A metadata-only change (a finalizer) hands the same status over: the counts stay as they are.
+    const finalized = { ...recovered, metadata: { ...recovered.metadata, finalizers: ["x"] } } as KubernetesObject;
+    emit({ type: "update", object: finalized, previous: recovered });
+    text = await registry.metrics();
+    expect(gauge(text, 'gpucloud_managed_resources{kind="GpuVm",ready="True"}')).toMatch(/ 1$/);
+    expect(gauge(text, 'gpucloud_estimated_hourly_cost_dollars{namespace="team-a",kind="GpuVm"}')).toMatch(/ 2.2$/);
+
+    emit({ type: "delete", object: finalized });
     text = await registry.metrics();
     expect(text).not.toContain("gpucloud_estimated_hourly_cost_dollars{");
     expect(text).not.toContain("gpucloud_managed_resource_conditions{");

@@ -43,10 +43,18 @@ describe("CloudAccount operation memory", () => {
     };
     const read = await create("read-one");
     const unread = await create("unread-one");
+    const startedAt = clock.t;
+    expect(account.oldestInFlightSince("vm")).toBeUndefined();
     expect(account.operation("vm", read, "ns/read").state).toBe("pending");
+    clock.t += 1_000;
     expect(account.operation("vm", unread, "ns/unread").state).toBe("pending");
+    // The gauge of the oldest pending operation: the first one tracked, while it is pending.
+    expect(account.oldestInFlightSince("vm")).toBe(startedAt);
+    expect(account.oldestInFlightSince("disk")).toBeUndefined();
     for (let i = 0; i < 200 && settled.size < 2; i++) await new Promise((resolve) => setTimeout(resolve, 20));
     expect([...settled].sort()).toEqual(["ns/read", "ns/unread"]);
+    // Settled operations are remembered, but none is in flight any more.
+    expect(account.oldestInFlightSince("vm")).toBeUndefined();
 
     // The owner's pass reads the result (and writes it to status).
     expect(account.operation("vm", read, "ns/read").state).toBe("settled");
