@@ -6,13 +6,14 @@
 //   npm run bench -- --only burst --n 100,1000     # some of it
 //   npm run bench -- --only burst --n 1000 --cpu-prof   # plus the operator's CPU profile (top entries printed)
 //   npm run bench -- --only adoption --node-flags="--heap-growing-percent=50"   # V8 flags against the defaults
+//   npm run bench -- --summarize bench/results/runs/<run>.json   # the summary of a run written before
 //
 // Scenarios: burst (N mixed objects at once; and again on a running operator: --warm 100 brings 100 other objects
 // to Ready first, so the one-time compilation of a fresh process is not counted), adoption (N existing VMs taken over by spec.id), steady (after
 // the largest burst: whole resync periods with nothing to do), change (one spec change at a time among them),
 // anchors (the same burst with the defaults of ACK: one worker; Crossplane: 1 reconcile/s overall; the Terraform
 // provider: every operation polled on its own every 2 s). Raw results go to bench/results/runs/ (git-ignored).
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
@@ -49,6 +50,8 @@ const { values } = parseArgs({
     /** More V8/Node flags for the operator, space-separated, after the defaults of src/cli/node-flags.ts. */
     "node-flags": { type: "string", default: "" },
     out: { type: "string", default: path.join(REPO_ROOT, "bench/results/runs") },
+    /** Print the summary of a run written before (its JSON), e.g. one stopped before it printed its own. */
+    summarize: { type: "string" },
   },
 });
 
@@ -93,6 +96,10 @@ interface Report {
 }
 
 const report: Report = { runId, bursts: [], anchors: [], profiles: {} };
+if (values.summarize !== undefined) {
+  log(printSummary(JSON.parse(readFileSync(values.summarize, "utf8")) as Report));
+  process.exit(0);
+}
 warmCompileCache();
 
 function profileDir(name: string): string | undefined {

@@ -2,6 +2,7 @@
 // 200 ms operations and its default rate limit, Kubernetes API test double, the operator as its own process).
 // It fails only on a broken invariant — everything Ready, cloud calls and Kubernetes writes per object within
 // bounds, next to no 429 — never on time: the machine may be as loaded as it likes.
+import { spawnSync } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -38,5 +39,20 @@ describe("scale, small profile (N = 200)", () => {
     } finally {
       await rm(workDir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("npm run bench -- --summarize", () => {
+  it("prints the summary of a saved run (a run stopped before it printed its own) and starts nothing", () => {
+    const saved = path.join(import.meta.dirname, "../fixtures/bench-run.json");
+    const script = path.join(import.meta.dirname, "../../bench/scale.ts");
+    const printed = spawnSync(process.execPath, [script, "--summarize", saved], { encoding: "utf8", timeout: 30_000 });
+    expect(printed.status, printed.stderr).toBe(0);
+    expect(printed.stdout).toContain("| 1000 | 56.4 s | 65.3 s ✓ | 50.2 s | 1.12 |");
+    expect(printed.stdout).toContain("steady state, 10000 objects, 10 periods of 30 s: VM list calls per period 17.00");
+    expect(printed.stdout).toContain("| ack-one-worker | 1000 | 388.4 s | 7.74 | 0.15 |");
+    // Nothing was run: no simulator, no operator, no new results file.
+    expect(printed.stdout).not.toContain("applying");
+    expect(printed.stdout).not.toContain("results:");
   });
 });
