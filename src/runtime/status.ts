@@ -3,7 +3,7 @@
 // finalizers likewise with a resourceVersion-guarded merge patch. Pure helpers live here; the HTTP calls are in
 // kube.ts (KubeClient).
 import { ApiException } from "@kubernetes/client-node/dist/gen/apis/exception.js";
-import { sameJson } from "../util/json-values.ts";
+import { isPlainObject, sameJson } from "../util/json-values.ts";
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
@@ -12,11 +12,6 @@ export function toJson(value: unknown): JsonValue {
   if (value === undefined) return null;
   return JSON.parse(JSON.stringify(value)) as JsonValue;
 }
-
-const isPlainObject = (value: object): boolean => {
-  const prototype: unknown = Object.getPrototypeOf(value);
-  return prototype === Object.prototype || prototype === null;
-};
 
 /**
  * Whether `value` already is what JSON carries: strings, finite numbers, booleans, null, arrays of those and

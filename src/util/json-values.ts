@@ -2,7 +2,8 @@
 // primitives), on every reconcile pass. structuredClone serializes through the host and util.isDeepStrictEqual
 // handles every kind of value: both cost several times more for the small statuses a pass copies and compares.
 
-const isPlainObject = (value: object): boolean => {
+/** An object literal's kind of object (or one without a prototype): what JSON.parse makes. */
+export const isPlainObject = (value: object): boolean => {
   const prototype: unknown = Object.getPrototypeOf(value);
   return prototype === Object.prototype || prototype === null;
 };
