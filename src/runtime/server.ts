@@ -18,9 +18,12 @@ export interface RunningServer {
 
 type Route = (request: IncomingMessage, response: ServerResponse) => Promise<void> | void;
 
+/** `/metrics`, or with `?name=<family>` (repeatable; `name[]` too) only the families named. */
 export function metricsRoute(metrics: Metrics): Route {
-  return async (_request, response) => {
-    const text = await metrics.text();
+  return async (request, response) => {
+    const query = new URL(request.url ?? "/", "http://localhost").searchParams;
+    const names = [...query.getAll("name"), ...query.getAll("name[]")];
+    const text = await metrics.text(names.length > 0 ? names : undefined);
     response.writeHead(200, { "content-type": metrics.contentType });
     response.end(text);
   };
