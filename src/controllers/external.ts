@@ -115,6 +115,12 @@ export type Observation =
        * resource found by name is adopted only when it is younger than this object's own create intent.
        */
       createdAt?: string;
+      /**
+       * The family snapshots' items this observation was computed from, as the snapshots hold them (identity
+       * matters: a snapshot keeps an item's object while its lists show it alike). Only from a kind whose
+       * observation reads nothing else from the cloud; see `reread` and quiet-resyncs.ts.
+       */
+      reads?: readonly object[];
     };
 
 /** One create-only value, as a digest (never the value: it may be a secret) and where it comes from. */
@@ -211,6 +217,12 @@ export interface ExternalClient<Spec extends ManagedSpecBase> {
     observed: Extract<Observation, { exists: true }>,
     signal: AbortSignal,
   ): Promise<string | undefined>;
+  /**
+   * The items `Observation.reads` names, as the snapshots hold them now (a view no older than the sync period:
+   * a staler one is listed again first, as a full pass would). Offered only by a kind whose observation reads
+   * nothing from the cloud but those items; the same objects mean a resync would observe the same resource.
+   */
+  reread?(mr: ManagedObject<Spec>, signal: AbortSignal): Promise<readonly (object | undefined)[]>;
   /** Why deletion must wait (a disk still attached, a network still used), or undefined. */
   deleteBlocker?(mr: ManagedObject<Spec>, observed: Extract<Observation, { exists: true }>): DeleteBlocker | undefined;
 }

@@ -23,6 +23,7 @@ import {
   knownId,
   readyTarget,
   referenceNotFound,
+  rereadById,
 } from "./kind-support.ts";
 
 const ALL_PORTS = new Set(["*", "1-65535", "0-65535"]);
@@ -181,12 +182,13 @@ export const gpuFirewallRule: KindDefinition<GpuFirewallRuleSpec> = {
         );
         if (rule === undefined) return { exists: false };
         if (desired !== undefined) desired.name = options.cloudName;
-        const observed = observeRule(desired, rule);
+        const observed = { ...observeRule(desired, rule), reads: [rule] };
         // Found by name only: when it was created decides whether this object may adopt it.
         if (knownId(mr) !== undefined) return observed;
         const createdAt = await createdAtFromOperations(account, "firewall-rule", rule.id, signal);
         return createdAt !== undefined ? { ...observed, createdAt } : observed;
       },
+      reread: (mr) => rereadById(account.firewallRules, mr),
       async findByName(cloudName, signal) {
         const rule = await itemByName(account.firewallRules, cloudName);
         if (rule === undefined) return undefined;

@@ -5,7 +5,14 @@ import { type GpuNetworkSpec, GpuNetworkSpec as GpuNetworkSpecSchema, GpuNetwork
 import type { VpcNetwork } from "../cloud/wire.ts";
 import { REASON } from "./classify.ts";
 import type { ExternalClient, Observation } from "./external.ts";
-import { createdAtFromOperations, findResource, itemByName, type KindDefinition, knownId } from "./kind-support.ts";
+import {
+  createdAtFromOperations,
+  findResource,
+  itemByName,
+  type KindDefinition,
+  knownId,
+  rereadById,
+} from "./kind-support.ts";
 
 export function networkAtProvider(network: VpcNetwork): Record<string, unknown> {
   return { cloudName: network.name, cidr: network.cidr, gateway: network.gateway, subnets: [...network.subnets] };
@@ -49,12 +56,13 @@ export const gpuNetwork: KindDefinition<GpuNetworkSpec> = {
           client.networks.get(projectId, id, { signal }),
         );
         if (network === undefined) return { exists: false };
-        const observed = observeNetwork(mr.spec, network);
+        const observed = { ...observeNetwork(mr.spec, network), reads: [network] };
         // Found by name only: when it was created decides whether this object may adopt it.
         if (knownId(mr) !== undefined) return observed;
         const createdAt = await createdAtFromOperations(account, "network", network.id, signal);
         return createdAt !== undefined ? { ...observed, createdAt } : observed;
       },
+      reread: (mr) => rereadById(account.networks, mr),
       async findByName(cloudName, signal) {
         // A server without the network list cannot look a name up: nothing to adopt (spec.id imports).
         const network = await itemByName(account.networks, cloudName);

@@ -25,6 +25,7 @@ import {
   type OwnedObject,
   readyTarget,
   referenceNotFound,
+  rereadById,
 } from "./kind-support.ts";
 import { fitText } from "./status-limits.ts";
 
@@ -212,9 +213,10 @@ export const gpuVm: KindDefinition<GpuVmSpec> = {
         );
         if (vm === undefined) return { exists: false };
         const found = observeVm(desired, vm);
-        const observed = { ...found, atProvider: namedDisks(deps, mr, projectId, found.atProvider) };
+        const observed = { ...found, atProvider: namedDisks(deps, mr, projectId, found.atProvider), reads: [vm] };
         return inputs !== undefined ? { ...observed, createOnly: inputs.createOnly } : observed;
       },
+      reread: (mr) => rereadById(account.vms, mr),
       async findByName(cloudName, signal) {
         const page = await client.vms.list(projectId, { names: [cloudName], limit: 10 }, { signal });
         const vm = page.items.find((item) => item.name === cloudName);

@@ -282,7 +282,11 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
       },
       onReconciled: (mr) => {
         const secret = credentials.secretFor(mr.metadata.namespace, mr.spec.credentialsRef?.name);
-        const references = [...kind.references(mr.spec), ...(secret ? [`Secret/${secret.name}`] : [])];
+        // What it publishes to as well: a connection Secret changed or deleted by someone else is written again
+        // at once (controller-runtime's Owns), not at the next resync, which ends early when nothing it reads
+        // changed (quiet-resyncs.ts).
+        const owned = (kind.ownedObjects?.(mr.spec) ?? []).map((object) => `${object.kind}/${object.name}`);
+        const references = [...kind.references(mr.spec), ...(secret ? [`Secret/${secret.name}`] : []), ...owned];
         dependencies.record(kind.kind, mr.metadata.namespace, mr.metadata.name, references);
       },
     });

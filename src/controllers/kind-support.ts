@@ -217,6 +217,18 @@ export async function findResource<T>(
   return item;
 }
 
+/**
+ * `reread` of a kind whose observation reads one item of one family snapshot, by the id in status or spec (see
+ * ExternalClient.reread): the item as a view no older than the sync period holds it.
+ */
+export async function rereadById<T extends object>(
+  snapshot: { readOne(id: string): Promise<T | undefined> },
+  mr: ManagedObject,
+): Promise<(T | undefined)[]> {
+  const id = knownId(mr);
+  return id === undefined ? [] : [await snapshot.readOne(id)];
+}
+
 async function getIfPresent<T>(id: string, get: (id: string) => Promise<T>): Promise<T | undefined> {
   try {
     return await get(id);

@@ -17,12 +17,13 @@ import { classify, REASON, type Reason, TERMINAL_REASONS, type Verdict } from ".
 import { createAbsent } from "./creation.ts";
 import { deleteResource, paused, release } from "./deletion.ts";
 import { mirror, reconcileExisting } from "./existing-resource.ts";
-import type { ManagedSpecBase, Observation, Outcome } from "./external.ts";
+import type { ManagedObject, ManagedSpecBase, Observation, Outcome } from "./external.ts";
 import { handleFailedOperation } from "./operation-failures.ts";
 import { followOperation } from "./operation-following.ts";
 import { type Settlement, settleOperation } from "./operation-tracking.ts";
 import { GuardedWrites } from "./own-writes.ts";
 import { ClaimIndex, cloudNameFor } from "./ownership.ts";
+import { QuietResyncs } from "./quiet-resyncs.ts";
 import {
   after,
   type CloudConnection,
@@ -71,6 +72,8 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
   readonly #failures = new Map<string, { count: number; version: string; until: number }>();
   /** key → the sync-period annotation value last reported as raised to the floor (one Event per value). */
   readonly #raisedSyncPeriods = new Map<string, string>();
+  /** Objects whose resyncs end at once while nothing they read has changed (see quiet-resyncs.ts). */
+  readonly #quiet = new QuietResyncs();
 
   constructor(options: ManagedReconcilerOptions<Spec>) {
     this.#options = options;
@@ -101,6 +104,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
       this.#ownWrites.forget(key);
       this.#failures.delete(key);
       this.#raisedSyncPeriods.delete(key);
+      this.#quiet.forget(key);
       return { type: "done" };
     }
     const parsed = this.#options.parse(raw);
@@ -174,6 +178,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
       return finish(this.#services, parsed.object, draft, invalid, ctx.logger);
     }
     const mr = parsed.object;
+    if (ctx.priority === "low" && (await this.#quietResync(key, mr, ctx))) return { type: "done" };
     const pass: Pass<Spec> = {
       mr,
       draft: cloneJson(mr.status),
@@ -197,7 +202,12 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
       if (step.reason === REASON.InternalError) ctx.logger.error({ err: error }, "reconcile failed: internal error");
       else ctx.logger.debug({ reason: step.reason, detail: step.message }, "reconcile failed");
     }
-    if (step === RELEASED) return { type: "done" };
+    if (step === RELEASED) {
+      this.#quiet.forget(key);
+      return { type: "done" };
+    }
+    const available = step.reason === REASON.Available && step.outcome.type === "done";
+    this.#quiet.record(key, mr.metadata.resourceVersion, available ? pass.reads : undefined);
     this.#options.onReconciled?.(mr);
     const ended = pass.upToDate !== undefined ? { ...step, upToDate: pass.upToDate } : step;
     return finish(this.#services, mr, pass.draft, ended, ctx.logger);
@@ -244,6 +254,20 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     }
     pass.draft.projectId = connection.projectId;
     return this.#withConnection(pass, connection, deleting, holdsFinalizer);
+  }
+
+  /** A resync (the `low` lane: no event asked for it) that would see what the last good pass saw. */
+  async #quietResync(key: string, mr: ManagedObject<Spec>, ctx: ReconcileContext): Promise<boolean> {
+    // An object with its own sync period is checked against a list at most that old (#ownSyncPeriod), which the
+    // shared snapshot need not be: its resyncs stay full passes.
+    if (mr.metadata.annotations[ANNOTATIONS.syncPeriod] !== undefined) return false;
+    const connect = async () => {
+      const connected = await this.#options.connect(mr, ctx.signal);
+      return connected.type === "connected" ? connected.connection : undefined;
+    };
+    const quiet = await this.#quiet.unchanged(key, mr, connect, ctx.signal, ctx.logger);
+    if (quiet) ctx.logger.debug("resync: nothing changed since the last good pass");
+    return quiet;
   }
 
   /** Credentials are good: settle the operation in flight, resolve references, observe, then act. */
@@ -342,6 +366,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
       const waiting = followOperation(pass, connection, settled.follow, observed);
       if (waiting !== undefined) return { waiting };
     }
+    if (observed.exists && observed.reads !== undefined) pass.reads = observed.reads;
     return { observed };
   }
 

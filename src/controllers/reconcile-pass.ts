@@ -148,6 +148,8 @@ export interface ReconcileRequest {
 export interface ReconcileContext {
   signal: AbortSignal;
   logger: Logger;
+  /** The work queue's lane the key came from: `low` holds only resyncs (no event asked for this pass). */
+  priority?: "high" | "normal" | "low";
 }
 
 /** What the steps of a pass may use besides the cloud connection: Kubernetes (guarded writes), time, options. */
@@ -181,6 +183,8 @@ export interface Pass<Spec extends ManagedSpecBase> {
   credentialsSource?: string;
   /** The UpToDate condition this pass found (create-only values), written with whatever verdict ends it. */
   upToDate?: Verdict["upToDate"];
+  /** The snapshot items this pass's observation was computed from (Observation.reads; quiet-resyncs.ts). */
+  reads?: readonly object[];
 }
 
 /** The object is released (finalizer removed or never held): no status to write. */

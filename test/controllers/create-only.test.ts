@@ -111,6 +111,28 @@ describe("create-only values from a Secret", () => {
 });
 
 describe("connection details", () => {
+  it("are written again at once when someone deletes them, not at the next resync (30 s here)", async () => {
+    await env.apply("GpuVm", "publishing", vmSpec({ connectionDetails: { secretName: "publishing-ssh" } }));
+    await env.waitReady("GpuVm", "publishing");
+    const read = () => env.core.readNamespacedSecret({ namespace: NAMESPACE, name: "publishing-ssh" });
+    const first = await read();
+    // Past the passes that follow Ready (the echo of its write, the settle of the create): only a watch event of
+    // the Secret can wake the GpuVm now.
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    await env.core.deleteNamespacedSecret({ namespace: NAMESPACE, name: "publishing-ssh" });
+    const deletedAt = Date.now();
+    let again: Awaited<ReturnType<typeof read>> | undefined;
+    while (again === undefined && Date.now() - deletedAt < 10_000) {
+      again = await read().catch(() => undefined);
+      if (again === undefined) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(again?.metadata?.uid).toBeDefined();
+    expect(again?.metadata?.uid).not.toBe(first.metadata?.uid);
+    expect(again?.data).toEqual(first.data);
+    await env.remove("GpuVm", "publishing");
+    await env.waitFor("GpuVm", "publishing", (o) => o === undefined);
+  });
+
   it("never overwrite a Secret the GpuVm did not write; its own go with it when it is deleted", async () => {
     await env.core.createNamespacedSecret({
       namespace: NAMESPACE,

@@ -29,6 +29,19 @@ const NOW = Date.parse("2026-11-21T12:00:00Z");
 /** The wait the account gives an object following an operation the server cannot show. */
 const FOLLOW_TURN_MS = 1234;
 
+/** Good credentials, no operation in flight, nothing to find: all a pass needs besides the kind's client. */
+function plainConnection(external: ExternalClient<TestSpec>): CloudConnection<TestSpec> {
+  return {
+    external,
+    projectId: "project-1",
+    usingCachedCredentials: false,
+    paymentProblem: async () => undefined,
+    operation: () => ({ state: "pending" }),
+    nextFollowTurnMs: () => FOLLOW_TURN_MS,
+    findOperations: async () => [],
+  };
+}
+
 function operation(name: string, state = "IN_PROGRESS", result: unknown = null): Operation {
   return {
     operation_id: `op-${name.toLowerCase()}`,
@@ -1136,17 +1149,7 @@ describe("ManagedReconciler and a cache behind its own writes", () => {
       parse: (raw) => ({ ok: true, object: raw as ManagedObject<TestSpec> }),
       locations: () => [],
       kube: cluster.kube,
-      connect: async () => ({
-        type: "connected",
-        connection: {
-          external,
-          projectId: "project-1",
-          usingCachedCredentials: false,
-          paymentProblem: async () => undefined,
-          operation: () => ({ state: "pending" }),
-          nextFollowTurnMs: () => FOLLOW_TURN_MS,
-        },
-      }),
+      connect: async () => ({ type: "connected", connection: plainConnection(external) }),
       now: () => NOW,
     });
     const ctx = { signal: new AbortController().signal, logger: pino({ level: "silent" }) };
@@ -1171,5 +1174,124 @@ describe("ManagedReconciler and a cache behind its own writes", () => {
     expect(calls).toEqual(["observe", "create"]);
     expect(cluster.versions).toHaveLength(4);
     expect(cluster.versions.at(-1)?.status.conditions?.find((c) => c.type === "Ready")?.reason).toBe("Creating");
+  });
+});
+
+describe("quiet resyncs (a resync that would see what the last good pass saw ends at once)", () => {
+  type Lane = "high" | "normal" | "low";
+  /** An Available object, its cloud item as the snapshot holds it, and what each pass did. */
+  function quietHarness(annotations: Record<string, string> = {}) {
+    const state = {
+      stored: object({
+        finalizers: [FINALIZER],
+        annotations,
+        status: { id: "res-1", projectId: "project-1", cloudName: "ns-thing" },
+      }),
+      item: { id: "res-1", state: "running" } as object,
+      busy: false,
+      rereadFails: false,
+      calls: [] as string[],
+    };
+    const external: ExternalClient<TestSpec> = {
+      resolve: async () => ({ type: "ready" }),
+      observe: async () => {
+        state.calls.push("observe");
+        return {
+          exists: true,
+          id: "res-1",
+          ready: true,
+          upToDate: true,
+          busy: state.busy,
+          atProvider: {},
+          reads: [state.item],
+        };
+      },
+      reread: async () => {
+        state.calls.push("reread");
+        if (state.rereadFails) throw new CloudError({ kind: "network", message: "down", method: "GET", route: "/x" });
+        return [state.item];
+      },
+      findByName: async () => undefined,
+      create: async () => ({}),
+      update: async () => ({}),
+      delete: async () => ({}),
+    };
+    const connection = plainConnection(external);
+    let version = 1;
+    const reconciler = new ManagedReconciler<TestSpec>({
+      kind: "GpuThing",
+      parse: (raw) => ({ ok: true, object: structuredClone(raw as ManagedObject<TestSpec>) }),
+      locations: () => [],
+      kube: {
+        get: () => state.stored,
+        writeStatus: async (_mr, status) => {
+          version++;
+          state.stored = {
+            ...state.stored,
+            metadata: { ...state.stored.metadata, resourceVersion: String(version) },
+            status: structuredClone(status),
+          };
+          return { type: "written", resourceVersion: String(version) };
+        },
+        setFinalizer: async () => ({ type: "written", resourceVersion: String(version) }),
+        event: () => undefined,
+      },
+      connect: async () => ({ type: "connected", connection }),
+      now: () => NOW,
+    });
+    const pass = async (priority: Lane) => {
+      state.calls = [];
+      const outcome = await reconciler.reconcile(
+        { namespace: "ns", name: "thing" },
+        { signal: new AbortController().signal, logger: pino({ level: "silent" }), priority },
+      );
+      return { outcome: outcome.type, calls: state.calls };
+    };
+    return { state, pass };
+  }
+
+  it("skips the observation of an unchanged object whose cloud item is the one last observed", async () => {
+    const { pass } = quietHarness();
+    expect(await pass("normal")).toEqual({ outcome: "done", calls: ["observe"] }); // writes Ready
+    expect(await pass("low")).toEqual({ outcome: "done", calls: ["observe"] }); // our own write changed the version
+    expect(await pass("low")).toEqual({ outcome: "done", calls: ["reread"] });
+    expect(await pass("low")).toEqual({ outcome: "done", calls: ["reread"] });
+    // An event (any lane but low) always gets the full pass.
+    expect(await pass("normal")).toEqual({ outcome: "done", calls: ["observe"] });
+    expect(await pass("high")).toEqual({ outcome: "done", calls: ["observe"] });
+  });
+
+  it("observes again when the snapshot holds another item, the object changed, or the last pass was not Available", async () => {
+    const { state, pass } = quietHarness();
+    await pass("normal");
+    await pass("low");
+    expect((await pass("low")).calls).toEqual(["reread"]);
+    // A list showed the resource differently: the snapshot holds a new object for it.
+    state.item = { id: "res-1", state: "stopped" };
+    expect((await pass("low")).calls).toEqual(["reread", "observe"]);
+    expect((await pass("low")).calls).toEqual(["reread"]);
+    // Somebody changed the object (a new resourceVersion the last pass did not read).
+    state.stored = { ...state.stored, metadata: { ...state.stored.metadata, resourceVersion: "100" } };
+    expect((await pass("low")).calls).toEqual(["observe"]);
+    expect((await pass("low")).calls).toEqual(["reread"]);
+    // A pass that ended waiting (the resource in transition) leaves nothing to compare with.
+    state.busy = true;
+    state.item = { id: "res-1", state: "starting" };
+    expect((await pass("low")).outcome).toBe("requeueAfter");
+    state.busy = false;
+    expect((await pass("low")).calls).toEqual(["observe"]);
+  });
+
+  it("runs the full pass when the snapshot cannot be read, and for an object with its own sync period", async () => {
+    const failing = quietHarness();
+    await failing.pass("normal");
+    await failing.pass("low");
+    failing.state.rereadFails = true;
+    expect((await failing.pass("low")).calls).toEqual(["reread", "observe"]);
+
+    const ownPeriod = quietHarness({ "gpucloud.dev/sync-period": "10s" });
+    await ownPeriod.pass("normal");
+    await ownPeriod.pass("low");
+    expect((await ownPeriod.pass("low")).calls).toEqual(["observe"]);
   });
 });

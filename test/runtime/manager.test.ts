@@ -208,8 +208,9 @@ describe("Manager against the Kubernetes API test double", () => {
         .filter((line) => line.startsWith("# TYPE "))
         .map((line) => line.split(" ")[2]);
     const lagText = async () =>
-      (await fetch(`${metrics}/metrics?name=nodejs_eventloop_lag_max_seconds&name[]=gpucloud_operator_ready&name=nope`))
-        .text();
+      (
+        await fetch(`${metrics}/metrics?name=nodejs_eventloop_lag_max_seconds&name[]=gpucloud_operator_ready&name=nope`)
+      ).text();
     const first = await lagText();
     // Asked for the maximum: the gauge that sets it comes along, before it (the registry's order, as in the whole
     // exposition); unknown names are left out.
