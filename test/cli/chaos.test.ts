@@ -1,14 +1,16 @@
 // The parts of `npm run chaos` that decide a verdict, in isolation: flags, the seeded random source, the
 // ownership check (duplicates, leaks, missing), the log scan (crashes, secrets in any spelling) and flatness.
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { checkOwnership, flatness, scanLogs } from "../../src/cli/chaos/checks.ts";
 import { PROFILES } from "../../src/cli/chaos/profiles.ts";
 import { seededRandom } from "../../src/cli/chaos/random.ts";
+import { Replicas } from "../../src/cli/chaos/replicas.ts";
 import { healthyObjects, type LiveObject } from "../../src/cli/chaos/workload.ts";
 import { parseChaosArgs } from "../../src/cli/commands/chaos.ts";
+import { OPERATOR_ENVIRONMENT, OPERATOR_NODE_FLAGS } from "../../src/cli/node-flags.ts";
 
 let dir: string | undefined;
 afterEach(async () => {
@@ -113,5 +115,35 @@ describe("flatness", () => {
     expect(flat?.flat).toBe(true);
     expect(growing?.flat).toBe(false);
     expect(leakingFds?.flat).toBe(false);
+  });
+});
+
+describe("Replicas", () => {
+  it("start the operator as the image does: its V8 flags, its environment, POD_NAME, its own log", async () => {
+    dir = await mkdtemp(path.join(tmpdir(), "chaos-replicas-"));
+    // Stands in for main.ts: says what it was started with, then waits to be stopped.
+    const script = path.join(dir, "main.mjs");
+    await writeFile(
+      script,
+      `console.log(JSON.stringify({ argv: process.argv.slice(2), execArgv: process.execArgv, env: process.env }));
+setInterval(() => undefined, 1000);
+`,
+    );
+    const replicas = new Replicas({ mainScript: script, args: ["--leader-elect"], logDir: dir });
+    replicas.start("replica-a");
+    const logFile = replicas.logFiles[0] ?? "";
+    let started: { argv: string[]; execArgv: string[]; env: Record<string, string> } | undefined;
+    for (let attempt = 0; attempt < 100 && started === undefined; attempt++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const line = (await readFile(logFile, "utf8").catch(() => "")).split("\n")[0] ?? "";
+      if (line !== "") started = JSON.parse(line);
+    }
+    await replicas.stopAll(5000);
+    expect(started?.argv).toEqual(["run", "--leader-elect"]);
+    expect(started?.execArgv).toEqual(expect.arrayContaining([...OPERATOR_NODE_FLAGS]));
+    for (const [name, value] of Object.entries(OPERATOR_ENVIRONMENT)) expect(started?.env[name]).toBe(value);
+    expect(started?.env.NODE_COMPILE_CACHE).toBeDefined();
+    expect(started?.env.POD_NAME).toBe("replica-a");
+    expect(replicas.unexpectedExits()).toEqual([]);
   });
 });

@@ -1,11 +1,14 @@
 // The operator under test as real processes: two replicas with leader election, each started with POD_NAME set so
 // that the Lease's holderIdentity names it. SIGKILL hits the leader; the killed replica comes back after a moment
 // (a Deployment would restart it), so the other one takes the Lease over. Every start writes its own log file.
-// Resident memory and open file descriptors are sampled from /proc.
+// Resident memory and open file descriptors are sampled from /proc. Each replica runs as the image runs the
+// operator: with its V8 flags and its environment (src/cli/node-flags.ts), so that what the chaos run measures
+// (memory flatness, restarts) is what a Deployment gets.
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, openSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
+import { OPERATOR_NODE_FLAGS, operatorEnvironment } from "../node-flags.ts";
 
 export interface ReplicaExit {
   replica: string;
@@ -52,8 +55,8 @@ export class Replicas {
     const logFile = path.join(this.#logDir, `${name}-${++this.#starts}.log`);
     this.logFiles.push(logFile);
     const fd = openSync(logFile, "a", 0o600);
-    const child = spawn(process.execPath, [this.#mainScript, "run", ...this.#args], {
-      env: { ...process.env, POD_NAME: name },
+    const child = spawn(process.execPath, [...OPERATOR_NODE_FLAGS, this.#mainScript, "run", ...this.#args], {
+      env: { ...operatorEnvironment(), POD_NAME: name },
       stdio: ["ignore", fd, fd],
     });
     closeSync(fd);
