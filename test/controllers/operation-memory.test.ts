@@ -3,7 +3,7 @@
 // operation of a burst for half an hour held ~3 KB per VM, and forgetting scanned them all at each settlement.
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { CloudAccount } from "../../src/controllers/cloud-account.ts";
+import { CloudAccount, outcomeOf } from "../../src/controllers/cloud-account.ts";
 import { clientFor } from "../../src/controllers/credentials.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/index.ts";
 import { SSH_KEY } from "./harness.ts";
@@ -56,12 +56,35 @@ describe("CloudAccount operation memory", () => {
     // Settled operations are remembered, but none is in flight any more.
     expect(account.oldestInFlightSince("vm")).toBeUndefined();
 
-    // The owner's pass reads the result (and writes it to status).
-    expect(account.operation("vm", read, "ns/read").state).toBe("settled");
+    // The owner's pass reads the result (and writes it to status). What is remembered is the outcome: not the
+    // request (with its SSH key) nor the VM a successful create answers with.
+    const progress = account.operation("vm", read, "ns/read");
+    expect(progress.state).toBe("settled");
+    const remembered = progress.state === "settled" ? progress.operation : undefined;
+    expect(remembered).toMatchObject({ operation_id: read, state: "SUCCEEDED", result: null });
+    expect(remembered?.metadata).toMatchObject({ operation_name: "CREATE", type: "vm" });
+    expect(remembered?.metadata.id).toMatch(/\S/);
+    expect(remembered?.metadata).not.toHaveProperty("request");
     clock.t += 61_000;
     // The read one is forgotten (asking again tracks it afresh); the unread one is still there to be found.
     expect(account.operation("vm", unread, "ns/unread").state).toBe("settled");
     expect(account.operation("vm", read, "ns/read").state).toBe("pending");
     account.stop();
+  });
+});
+
+describe("outcomeOf (a settled operation as remembered)", () => {
+  it("keeps a failure's error, drops a success's resource and every request", () => {
+    const base = {
+      operation_id: "op-1",
+      metadata: { operation_name: "CREATE", id: "vm-1", type: "vm", request: { ssh_public_key: "ssh-ed25519 AAAA" } },
+      started_at: "2026-11-25T00:00:00Z",
+      completed_at: "2026-11-25T00:00:01Z",
+    };
+    const failed = outcomeOf({ ...base, state: "FAILED", result: { code: "QUOTA_EXCEEDED", message: "no room" } });
+    expect(failed.result).toEqual({ code: "QUOTA_EXCEEDED", message: "no room" });
+    expect(failed.metadata).toEqual({ operation_name: "CREATE", id: "vm-1", type: "vm" });
+    const succeeded = outcomeOf({ ...base, state: "SUCCEEDED", result: { id: "vm-1", disks: [] } });
+    expect(succeeded).toEqual({ ...base, state: "SUCCEEDED", result: null, metadata: failed.metadata });
   });
 });
