@@ -71,17 +71,29 @@ export function isFinalOperation(operation: Operation): boolean {
   return FINAL_STATES.has(operation.state.trim().toUpperCase());
 }
 
-/** Subtracted from the earliest `started_at` for `lower_time_bound`: seconds precision and clock skew. */
-const LOWER_TIME_BOUND_MARGIN_MS = 60_000;
+/**
+ * Subtracted from the earliest start for `lower_time_bound`. A `started_at` the server gave (in the create's
+ * answer, in the in-progress list) only needs its seconds precision covered; a local time of tracking may be off
+ * by the clocks' skew. The bound decides how much each settling list carries: with 60 s for every operation, a
+ * burst at 20 creates/s listed the last 1,200 operations (each with its request and its resource) every 2 s.
+ */
+const SERVER_START_MARGIN_MS = 2_000;
+const LOCAL_START_MARGIN_MS = 60_000;
 
 function parseStartedAt(operation: Operation): number | undefined {
-  const ms = Date.parse(operation.started_at);
+  return parseTimestamp(operation.started_at);
+}
+
+function parseTimestamp(timestamp: string | undefined): number | undefined {
+  const ms = timestamp ? Date.parse(timestamp) : Number.NaN;
   return Number.isNaN(ms) ? undefined : ms;
 }
 
 interface Pending {
   /** `started_at` of the operation when seen (ms), else the local time it was tracked (an upper bound). */
   startedAtMs: number;
+  /** startedAtMs is the server's `started_at` (not the local clock): the bound needs a margin of seconds only. */
+  startedAtFromServer: boolean;
   /** When it was last read by id (single-read mode picks the one read longest ago). */
   lastReadAt: number;
   promise: Promise<OperationOutcome>;
@@ -135,7 +147,11 @@ export class OperationTracker {
    * finished one at once. Tracking the same id twice shares one promise. The promise is pre-handled, so
    * not awaiting it (relying on onSettled) never causes an unhandled rejection after stop().
    */
-  track(operation: string | Operation): Promise<OperationOutcome> {
+  /**
+   * Follow an operation to its end. `startedAt` is its `started_at` as the server gave it, when known (status
+   * keeps it): the settling list then reaches back seconds before it, not a minute.
+   */
+  track(operation: string | Operation, startedAt?: string): Promise<OperationOutcome> {
     if (this.#stopped) return Promise.reject(new TrackerStoppedError("operation tracker is stopped"));
     const operationId = typeof operation === "string" ? operation : operation.operation_id;
     if (!operationId) return Promise.reject(new TypeError("operation id must be a non-empty string"));
@@ -149,8 +165,15 @@ export class OperationTracker {
       reject = rej;
     });
     promise.catch(() => {});
-    const startedAtMs = (typeof operation === "string" ? undefined : parseStartedAt(operation)) ?? Date.now();
-    this.#pending.set(operationId, { startedAtMs, lastReadAt: 0, promise, resolve, reject });
+    const serverStart = typeof operation === "string" ? parseTimestamp(startedAt) : parseStartedAt(operation);
+    this.#pending.set(operationId, {
+      startedAtMs: serverStart ?? Date.now(),
+      startedAtFromServer: serverStart !== undefined,
+      lastReadAt: 0,
+      promise,
+      resolve,
+      reject,
+    });
     if (typeof operation !== "string" && isFinalOperation(operation)) {
       this.#settle({ operationId, vanished: false, operation });
     } else {
@@ -235,7 +258,10 @@ export class OperationTracker {
         // Learn the real start of operations tracked by id: it is the bound of the settling list.
         const pending = this.#pending.get(op.operation_id);
         const startedAtMs = parseStartedAt(op);
-        if (pending !== undefined && startedAtMs !== undefined) pending.startedAtMs = startedAtMs;
+        if (pending !== undefined && startedAtMs !== undefined) {
+          pending.startedAtMs = startedAtMs;
+          pending.startedAtFromServer = true;
+        }
       }
     } catch (error) {
       if (!isUnsupported(error)) {
@@ -285,13 +311,15 @@ export class OperationTracker {
    * call failed transiently (next round).
    */
   async #settleFromList(operationIds: string[]): Promise<string[] | undefined> {
-    let earliestMs = Number.POSITIVE_INFINITY;
+    let boundMs = Number.POSITIVE_INFINITY;
     for (const operationId of operationIds) {
-      const startedAtMs = this.#pending.get(operationId)?.startedAtMs;
-      if (startedAtMs !== undefined && startedAtMs < earliestMs) earliestMs = startedAtMs;
+      const pending = this.#pending.get(operationId);
+      if (pending === undefined) continue;
+      const margin = pending.startedAtFromServer ? SERVER_START_MARGIN_MS : LOCAL_START_MARGIN_MS;
+      boundMs = Math.min(boundMs, pending.startedAtMs - margin);
     }
-    if (!Number.isFinite(earliestMs)) return operationIds;
-    const lowerTimeBound = formatTimestamp(new Date(earliestMs - LOWER_TIME_BOUND_MARGIN_MS));
+    if (!Number.isFinite(boundMs)) return operationIds;
+    const lowerTimeBound = formatTimestamp(new Date(boundMs));
     let listed: Operation[];
     try {
       listed = await this.#operations.list(this.projectId, this.family, { lower_time_bound: lowerTimeBound });

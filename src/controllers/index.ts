@@ -269,7 +269,8 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
             usingCachedCredentials: usingCached,
             credentialsSource: `Secret ${secret.namespace}/${secret.name} (${keys})`,
             paymentProblem: (signal, options) => account.paymentProblem(signal, options),
-            operation: (operationId, ownerKey) => account.operation(kind.family, operationId, ownerKey),
+            operation: (operationId, ownerKey, startedAt) =>
+              account.operation(kind.family, operationId, ownerKey, startedAt),
             nextFollowTurnMs: () => account.nextFollowTurnMs(kind.family),
             findOperations: (resourceId, name, sinceMs, signal) =>
               account.findOperations(kind.family, resourceId, name, sinceMs, signal),

@@ -25,7 +25,7 @@ export function recordOperation<Spec extends ManagedSpecBase>(
   };
   pass.draft.operation = fields !== undefined ? { ...recorded, fields } : recorded;
   pass.draft.operations = [recorded, ...(pass.draft.operations ?? [])].slice(0, MAX_OPERATION_HISTORY);
-  if (operation.state === "IN_PROGRESS") connection.operation(operation.operation_id, pass.key);
+  if (operation.state === "IN_PROGRESS") connection.operation(operation.operation_id, pass.key, operation.started_at);
   else applyOutcomeFields(pass, pass.draft.operation);
 }
 
@@ -77,7 +77,7 @@ export function settleOperation<Spec extends ManagedSpecBase>(
 ): Settlement {
   const current = pass.draft.operation;
   if (current === undefined || current.state !== "IN_PROGRESS") return {};
-  const progress = connection.operation(current.id, pass.key);
+  const progress = connection.operation(current.id, pass.key, current.startedAt);
   if (progress.state === "pending") {
     // The pass that started the operation already said what is going on ("creating …", Reconciling=True): a
     // pass woken meanwhile (our own writes coming back) keeps that story, so waiting costs no status write.

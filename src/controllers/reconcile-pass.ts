@@ -41,8 +41,11 @@ export interface CloudConnection<Spec extends ManagedSpecBase> {
    * `fresh` reads it again.
    */
   paymentProblem(signal: AbortSignal, options?: { fresh?: boolean }): Promise<string | undefined>;
-  /** Where an operation stands; starts tracking it (waking `ownerKey` when it settles) if it is not yet. */
-  operation(operationId: string, ownerKey: string): OperationProgress;
+  /**
+   * Where an operation stands; starts tracking it (waking `ownerKey` when it settles) if it is not yet.
+   * `startedAt`: its `started_at` as the server gave it, when known (see OperationTracker.track).
+   */
+  operation(operationId: string, ownerKey: string, startedAt?: string): OperationProgress;
   /**
    * While following an operation the server cannot show: how long until this object's next look at its
    * resource. Turns are spaced one poll interval apart per (account, family), so waiting costs at most one

@@ -245,13 +245,36 @@ describe("OperationTracker", () => {
     for (const [i, id] of ids.entries()) store.states.set(id, i % 5 === 0 ? "FAILED" : "SUCCEEDED");
     await tracker.poll();
     expect([store.inProgressListCalls, store.boundListCalls, store.readCalls]).toEqual([2, 1, 0]);
-    // Earliest started_at (learned from the in-progress list) minus the margin, seconds precision with Z.
-    expect(store.lowerTimeBounds).toEqual(["2026-11-21T09:59:00Z"]);
+    // Earliest started_at (learned from the in-progress list: the server's clock) minus two seconds (its seconds
+    // precision), seconds precision with Z.
+    expect(store.lowerTimeBounds).toEqual(["2026-11-21T09:59:58Z"]);
     const settled = await Promise.all(outcomes);
     expect(settled.filter((o) => !o.vanished && o.operation.state === "FAILED")).toHaveLength(5);
     expect(settled.filter((o) => !o.vanished && o.operation.state === "SUCCEEDED")).toHaveLength(20);
     expect(tracker.inFlight()).toBe(0);
     expect(timers.scheduled.size).toBe(0);
+  });
+
+  it("reaches back seconds before a start the server gave, a minute before a start only the local clock knows", async () => {
+    const timers = new ManualTimers();
+    const tracker = new OperationTracker({ client: cloud(), projectId: PROJECT_ID, family: "vm", timers });
+    store.add("given", "local");
+    store.states.set("given", "SUCCEEDED");
+    // Its started_at as the create's answer gave it (kept in status), not seen in any in-progress list.
+    const given = tracker.track("given", "2026-11-21T10:00:00Z");
+    await tracker.poll();
+    await expect(given).resolves.toMatchObject({ vanished: false, operation: { state: "SUCCEEDED" } });
+    expect(store.lowerTimeBounds).toEqual(["2026-11-21T09:59:58Z"]);
+
+    // Tracked by id alone and finished before a list showed it: the local time of tracking, less a minute of skew.
+    store.states.set("local", "SUCCEEDED");
+    const trackedAt = Date.now();
+    const local = tracker.track("local");
+    await tracker.poll();
+    await expect(local).resolves.toMatchObject({ vanished: false });
+    const bound = Date.parse(store.lowerTimeBounds[1] ?? "");
+    expect(trackedAt - bound).toBeGreaterThanOrEqual(60_000);
+    expect(trackedAt - bound).toBeLessThan(62_000);
   });
 
   it("settles operations that finished before any in-progress list saw them from the lower_time_bound list", async () => {
