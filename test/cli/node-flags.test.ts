@@ -13,8 +13,6 @@ import {
 } from "../../src/cli/node-flags.ts";
 
 const REPO_ROOT = path.resolve(import.meta.dirname, "../..");
-/** `.ci/run` sets CI=true: there, every test runs (a missing prerequisite fails it, saying which). */
-const IN_CI = process.env.CI === "true";
 
 /** Peak heap of a node process that keeps ~87 MB alive while allocating ~1 GB, with or without the flags set. */
 function peakHeapMiB(applyFlags: boolean): number {
@@ -54,20 +52,17 @@ describe("the operator's V8 flags", () => {
     expect(bounded).toBeLessThan(0.75 * plain);
   });
 
-  // Off Linux there is no /proc to count threads in: skipped on a developer's laptop, never in CI (CI=true).
-  it.skipIf(!IN_CI && process.platform !== "linux")(
-    "with OPERATOR_NODE_FLAGS V8 runs two helper threads, not four",
-    () => {
-      expect(process.platform, "the thread count is read from /proc: CI runs on Linux").toBe("linux");
-      const script = `const { readdirSync, readFileSync } = await import("node:fs");
+  // The operator runs on Linux (its image), and so do its tests: off Linux this fails, saying why (no /proc).
+  it("with OPERATOR_NODE_FLAGS V8 runs two helper threads, not four", () => {
+    expect(process.platform, "the thread count is read from /proc: CI runs on Linux").toBe("linux");
+    const script = `const { readdirSync, readFileSync } = await import("node:fs");
       const names = readdirSync("/proc/self/task").map((t) => readFileSync(\`/proc/self/task/\${t}/comm\`, "utf8").trim());
       process.stdout.write(String(names.filter((name) => name.startsWith("V8Worker")).length));`;
-      const helpers = (flags: readonly string[]): string =>
-        spawnSync(process.execPath, [...flags, "--input-type=module", "-e", script], { encoding: "utf8" }).stdout;
-      expect(helpers([])).toBe("4");
-      expect(helpers(OPERATOR_NODE_FLAGS)).toBe("2");
-    },
-  );
+    const helpers = (flags: readonly string[]): string =>
+      spawnSync(process.execPath, [...flags, "--input-type=module", "-e", script], { encoding: "utf8" }).stdout;
+    expect(helpers([])).toBe("4");
+    expect(helpers(OPERATOR_NODE_FLAGS)).toBe("2");
+  });
 
   it("with OPERATOR_ENVIRONMENT, large buffers freed go back to the system (26-34 MiB less RSS at 1,000 objects)", () => {
     // 900 buffers of 200 KiB freed, with small long-lived ones allocated between them: glibc's default keeps about
@@ -151,40 +146,37 @@ describe("the operator's compile cache", () => {
     }
   });
 
-  // Spawning as another user needs root (as in CI's containers and on the project's machines): skipped for a
-  // developer without it, never in CI (CI=true), where a missing root fails the test with that reason.
-  it.skipIf(!IN_CI && process.getuid?.() !== 0)(
-    "is kept per user id: a cache filled by root is not read by the image's user, one filled by that user is",
-    () => {
-      expect(process.getuid?.(), "the test spawns node as uid 0 and 65532: CI runs as root").toBe(0);
-      const directory = mkdtempSync(path.join(tmpdir(), "compile-cache-"));
-      try {
-        const imageUser = 65532;
-        chmodSync(directory, 0o777);
-        const env = { ...process.env, NODE_COMPILE_CACHE: directory };
-        const run = path.join(REPO_ROOT, "src/cli/commands/run.ts");
-        const script = `await import(${JSON.stringify(run)}); process.stdout.write(String(process.moduleLoadList.some((m) => m.includes("amaro"))));`;
-        const loadsParserAs = (uid: number): string =>
-          spawnSync(process.execPath, ["--input-type=module", "-e", script], { env, uid, gid: uid, encoding: "utf8" })
-            .stdout;
-        const warmAs = (uid: number): number | null =>
-          spawnSync(process.execPath, [path.join(REPO_ROOT, "src/cli/main.ts"), "run", "--help"], {
-            env,
-            uid,
-            gid: uid,
-          }).status;
-        expect(warmAs(0)).toBe(0);
-        expect(loadsParserAs(0)).toBe("false");
-        chmodSync(directory, 0o555); // read-only from here on, as under readOnlyRootFilesystem
-        expect(loadsParserAs(imageUser)).toBe("true"); // root's cache is not the image user's
-        chmodSync(directory, 0o777);
-        expect(warmAs(imageUser)).toBe(0);
-        chmodSync(directory, 0o555);
-        expect(loadsParserAs(imageUser)).toBe("false");
-      } finally {
-        chmodSync(directory, 0o777);
-        rmSync(directory, { recursive: true, force: true });
-      }
-    },
-  );
+  // Spawning as another user needs root (as in CI's containers and on the project's machines): without it this
+  // fails, saying so, rather than being skipped.
+  it("is kept per user id: a cache filled by root is not read by the image's user, one filled by that user is", () => {
+    expect(process.getuid?.(), "the test spawns node as uid 0 and 65532: CI runs as root").toBe(0);
+    const directory = mkdtempSync(path.join(tmpdir(), "compile-cache-"));
+    try {
+      const imageUser = 65532;
+      chmodSync(directory, 0o777);
+      const env = { ...process.env, NODE_COMPILE_CACHE: directory };
+      const run = path.join(REPO_ROOT, "src/cli/commands/run.ts");
+      const script = `await import(${JSON.stringify(run)}); process.stdout.write(String(process.moduleLoadList.some((m) => m.includes("amaro"))));`;
+      const loadsParserAs = (uid: number): string =>
+        spawnSync(process.execPath, ["--input-type=module", "-e", script], { env, uid, gid: uid, encoding: "utf8" })
+          .stdout;
+      const warmAs = (uid: number): number | null =>
+        spawnSync(process.execPath, [path.join(REPO_ROOT, "src/cli/main.ts"), "run", "--help"], {
+          env,
+          uid,
+          gid: uid,
+        }).status;
+      expect(warmAs(0)).toBe(0);
+      expect(loadsParserAs(0)).toBe("false");
+      chmodSync(directory, 0o555); // read-only from here on, as under readOnlyRootFilesystem
+      expect(loadsParserAs(imageUser)).toBe("true"); // root's cache is not the image user's
+      chmodSync(directory, 0o777);
+      expect(warmAs(imageUser)).toBe(0);
+      chmodSync(directory, 0o555);
+      expect(loadsParserAs(imageUser)).toBe("false");
+    } finally {
+      chmodSync(directory, 0o777);
+      rmSync(directory, { recursive: true, force: true });
+    }
+  });
 });
