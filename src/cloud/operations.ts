@@ -80,10 +80,6 @@ export function isFinalOperation(operation: Operation): boolean {
 const SERVER_START_MARGIN_MS = 2_000;
 const LOCAL_START_MARGIN_MS = 60_000;
 
-function parseStartedAt(operation: Operation): number | undefined {
-  return parseTimestamp(operation.started_at);
-}
-
 function parseTimestamp(timestamp: string | undefined): number | undefined {
   const ms = timestamp ? Date.parse(timestamp) : Number.NaN;
   return Number.isNaN(ms) ? undefined : ms;
@@ -145,11 +141,9 @@ export class OperationTracker {
   /**
    * Promise of the outcome of an operation. Pass the Operation a create/change call returned to settle a
    * finished one at once. Tracking the same id twice shares one promise. The promise is pre-handled, so
-   * not awaiting it (relying on onSettled) never causes an unhandled rejection after stop().
-   */
-  /**
-   * Follow an operation to its end. `startedAt` is its `started_at` as the server gave it, when known (status
-   * keeps it): the settling list then reaches back seconds before it, not a minute.
+   * not awaiting it (relying on onSettled) never causes an unhandled rejection after stop(). With an id alone,
+   * `startedAt` is its `started_at` as the server gave it, when known (status keeps it): the settling list then
+   * reaches back seconds before it, not a minute.
    */
   track(operation: string | Operation, startedAt?: string): Promise<OperationOutcome> {
     if (this.#stopped) return Promise.reject(new TrackerStoppedError("operation tracker is stopped"));
@@ -165,7 +159,7 @@ export class OperationTracker {
       reject = rej;
     });
     promise.catch(() => {});
-    const serverStart = typeof operation === "string" ? parseTimestamp(startedAt) : parseStartedAt(operation);
+    const serverStart = parseTimestamp(typeof operation === "string" ? startedAt : operation.started_at);
     this.#pending.set(operationId, {
       startedAtMs: serverStart ?? Date.now(),
       startedAtFromServer: serverStart !== undefined,
@@ -257,7 +251,7 @@ export class OperationTracker {
         inProgress.add(op.operation_id);
         // Learn the real start of operations tracked by id: it is the bound of the settling list.
         const pending = this.#pending.get(op.operation_id);
-        const startedAtMs = parseStartedAt(op);
+        const startedAtMs = parseTimestamp(op.started_at);
         if (pending !== undefined && startedAtMs !== undefined) {
           pending.startedAtMs = startedAtMs;
           pending.startedAtFromServer = true;

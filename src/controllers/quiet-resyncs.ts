@@ -47,19 +47,13 @@ export class QuietResyncs {
     if (quiet === undefined || quiet.version !== mr.metadata.resourceVersion) return false;
     try {
       const connection = await connect();
-      const reread = connection?.external.reread;
-      if (reread === undefined || connection?.usingCachedCredentials !== false) return false;
-      const now = await reread.call(connection.external, mr, signal);
+      if (connection?.external.reread === undefined || connection.usingCachedCredentials) return false;
+      const now = await connection.external.reread(mr, signal);
       return now.length === quiet.reads.length && now.every((item, index) => item === quiet.reads[index]);
     } catch (error) {
       // The full pass meets the same failure and says it in status.
       logger.debug({ err: error }, "quiet resync check failed; running the full pass");
       return false;
     }
-  }
-
-  /** Keys remembered (tests, metrics). */
-  get size(): number {
-    return this.#quiet.size;
   }
 }

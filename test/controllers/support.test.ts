@@ -189,7 +189,11 @@ describe("FamilySnapshot", () => {
         },
         listIds: async (ids) => {
           calls.byIds.push(ids);
-          return ids.flatMap((id) => items.get(id) ?? []);
+          // Fresh copies, as every answer of a server is.
+          return ids.flatMap((id) => {
+            const item = items.get(id);
+            return item === undefined ? [] : [{ ...item }];
+          });
         },
         idOf: (item) => item.id,
         nameOf: (item) => item.name,
@@ -222,6 +226,19 @@ describe("FamilySnapshot", () => {
       // Already fresh enough: no call.
       await snapshot.readOne("id-1", 1005);
       expect(calls.byIds).toHaveLength(2);
+    });
+
+    it("a list by ids keeps the copy it holds of a resource shown alike, and takes the new one when it changed", async () => {
+      const { snapshot, items, advance } = large(50);
+      const first = await snapshot.read();
+      // Held before the list by ids (which refreshes the view in place).
+      const [held1, held2] = [first.byId.get("id-1"), first.byId.get("id-2")];
+      advance(10);
+      items.set("id-2", { id: "id-2", name: "vm-2", v: 2 });
+      const [same, changed] = await Promise.all([snapshot.readOne("id-1", 1005), snapshot.readOne("id-2", 1005)]);
+      expect(same).toBe(held1);
+      expect(changed).not.toBe(held2);
+      expect(changed?.v).toBe(2);
     });
 
     it("a settled operation makes a small family list again for everyone; a large one only refreshes by id", async () => {
