@@ -4,7 +4,7 @@ import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { AccountBulkhead, DEFAULT_BULKHEAD } from "../../src/cloud/bulkhead.ts";
 import { CloudError } from "../../src/cloud/errors.ts";
-import { AccountAdmissions, PARKED_FALLBACK_MS } from "../../src/controllers/account-admission.ts";
+import { AccountAdmissions, PARKED_FALLBACK_MS, PROMISE_TTL_MS } from "../../src/controllers/account-admission.ts";
 import type { Outcome, Priority, ReconcileContext, ReconcileRequest } from "../../src/runtime/index.ts";
 
 function provenBulkhead(laneLimit: number): AccountBulkhead {
@@ -73,34 +73,65 @@ describe("AccountAdmissions parking", () => {
     inner.end("a");
     await a;
     expect(woken).toEqual([["ns/settled", "high"]]);
-    // A fresh key that reaches a worker first takes the slot; the woken one is parked again, in its own lane.
-    const fresh = wrapped.reconcile(request("fresh"), context("normal"));
-    await Promise.resolve();
-    expect(await wrapped.reconcile(request("settled"), context("high"))).toMatchObject({ type: "parked" });
-    expect(admissions.parkedCount).toBe(3);
-
-    inner.end("b");
-    await b;
-    expect(woken.at(-1)).toEqual(["ns/settled", "high"]);
+    // The freed slot is promised to the woken key: a fresh key that reaches a worker first is parked instead of
+    // taking it (before, it took the slot and sent the woken key back to wait).
+    expect(await wrapped.reconcile(request("fresh"), context("normal"))).toMatchObject({ type: "parked" });
+    expect(inner.started).toEqual(["a", "b"]);
     const settled = wrapped.reconcile(request("settled"), context("high"));
     await Promise.resolve();
-    expect(inner.started).toEqual(["a", "b", "fresh", "settled"]);
+    expect(inner.started).toEqual(["a", "b", "settled"]);
+    expect(admissions.parkedCount).toBe(3);
 
     // Then first come, first served among the new ones.
-    inner.end("fresh");
-    await fresh;
+    inner.end("b");
+    await b;
+    expect(woken.at(-1)).toEqual(["ns/new-1", "high"]);
+    const first = wrapped.reconcile(request("new-1"), context("high"));
+    await Promise.resolve();
     inner.end("settled");
     await settled;
-    expect(woken.slice(-2)).toEqual([
-      ["ns/new-1", "high"],
-      ["ns/new-2", "high"],
-    ]);
+    expect(woken.slice(-1)).toEqual([["ns/new-2", "high"]]);
+    const second = wrapped.reconcile(request("new-2"), context("high"));
+    await Promise.resolve();
+    expect(inner.started).toEqual(["a", "b", "settled", "new-1", "new-2"]);
+    expect(admissions.parkedCount).toBe(1); // fresh, next in line
+    inner.end("new-1");
+    await first;
+    expect(woken.at(-1)).toEqual(["ns/fresh", "high"]);
+    inner.end("new-2");
+    await second;
     expect(admissions.parkedCount).toBe(0);
   });
 
-  it("a key woken and refused again keeps the lane it was parked in", async () => {
+  it("a woken key that no longer needs its slot hands it to the next parked key", async () => {
     const bulkhead = provenBulkhead(1);
     const admissions = new AccountAdmissions("gpuvm");
+    const woken: string[] = [];
+    admissions.wakeWith((key) => woken.push(key));
+    const inner = holdingReconciler(admissions, bulkhead);
+    let gone = "";
+    const wrapped = admissions.wrap(inner.reconciler, (req) => (req.name === gone ? undefined : bulkhead));
+    const gentle = admissions.wrap({ reconcile: async () => ({ type: "done" }) }, (req) =>
+      req.name === gone ? undefined : bulkhead,
+    );
+
+    const holder = wrapped.reconcile(request("holder"), context("normal"));
+    await Promise.resolve();
+    await wrapped.reconcile(request("deleted"), context("normal"));
+    await wrapped.reconcile(request("next"), context("normal"));
+    inner.end("holder");
+    await holder;
+    expect(woken).toEqual(["ns/deleted"]);
+    // Its object is gone by the time it runs: no account, no slot taken; the promised slot goes on at once.
+    gone = "deleted";
+    await gentle.reconcile(request("deleted"), context("high"));
+    expect(woken).toEqual(["ns/deleted", "ns/next"]);
+  });
+
+  it("a key woken and refused again keeps the lane it was parked in", async () => {
+    let now = 1_000_000;
+    const bulkhead = provenBulkhead(1);
+    const admissions = new AccountAdmissions("gpuvm", { now: () => now });
     const woken: string[] = [];
     admissions.wakeWith((key) => woken.push(key));
     const inner = holdingReconciler(admissions, bulkhead);
@@ -113,9 +144,12 @@ describe("AccountAdmissions parking", () => {
     inner.end("holder");
     await holder;
     expect(woken).toEqual(["ns/create"]); // normal before low
-    // The woken key arrives from the high lane, finds the slot taken and is parked again: as normal, not high.
+    // Its promise lapses (the wake was lost): another key takes the slot, and the woken one, arriving from the
+    // high lane, is parked again: as normal, not high.
+    now += PROMISE_TTL_MS + 1;
     const taker = wrapped.reconcile(request("taker"), context("normal"));
     await Promise.resolve();
+    expect(inner.started).toEqual(["holder", "taker"]);
     await wrapped.reconcile(request("create"), context("high"));
     await wrapped.reconcile(request("urgent"), context("high"));
     inner.end("taker");
