@@ -94,6 +94,15 @@ describe("the operator's V8 flags", () => {
     expect(growthMiB({ ...withoutSetting, ...OPERATOR_ENVIRONMENT })).toBeLessThan(20);
   });
 
+  it("`npm run operator` starts the operator with OPERATOR_NODE_FLAGS, as the image does", () => {
+    const scripts = (
+      JSON.parse(readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as {
+        scripts: Record<string, string>;
+      }
+    ).scripts;
+    expect(scripts.operator).toBe(`node ${OPERATOR_NODE_FLAGS.join(" ")} src/cli/main.ts run`);
+  });
+
   it("the image's NODE_OPTIONS are OPERATOR_NODE_FLAGS, its environment OPERATOR_ENVIRONMENT, and it fills its compile cache when built", () => {
     const dockerfile = readFileSync(path.join(REPO_ROOT, "Dockerfile"), "utf8");
     expect(dockerfile).toContain(`ENV NODE_OPTIONS="${OPERATOR_NODE_FLAGS.join(" ")}"\n`);
