@@ -92,9 +92,10 @@ export class AccountBulkhead {
   /**
    * Admit one reconcile of `lane`. Refused without waiting when the lane is at its limit (the reconcile requeues
    * instead of occupying a worker; after `busyRetryAfterMs`, default 200 ms, 1 s while slow or failing: the
-   * caller may wake it sooner itself) or while the circuit is open.
+   * caller may wake it sooner itself) or while the circuit is open. `reserved` slots of the lane are held back for
+   * other reconciles (those the caller promised them to), as if taken.
    */
-  admit(lane: string, busyRetryAfterMs?: number): Admission {
+  admit(lane: string, busyRetryAfterMs?: number, reserved = 0): Admission {
     const health = this.health();
     if (health === "open") {
       this.#refusedReconciles++;
@@ -102,7 +103,7 @@ export class AccountBulkhead {
     }
     const limit = health === "healthy" ? this.#options.laneLimit : 1;
     const used = this.#lanes.get(lane) ?? 0;
-    if (used >= limit) {
+    if (used + reserved >= limit) {
       this.#refusedReconciles++;
       return {
         ok: false,
@@ -113,7 +114,7 @@ export class AccountBulkhead {
           method: "RECONCILE",
           route: lane,
           retryAfterMs: busyRetryAfterMs ?? (health === "healthy" ? 200 : 1_000),
-          message: `the cloud account is busy (${used} of ${limit} ${health === "healthy" ? "" : "while slow or failing "}reconciles of ${lane} running)`,
+          message: `the cloud account is busy (${used} of ${limit} ${health === "healthy" ? "" : "while slow or failing "}reconciles of ${lane} running${reserved > 0 ? `, ${reserved} promised to waiting ones` : ""})`,
         }),
       };
     }

@@ -62,12 +62,13 @@ export class AccountAdmissions {
   admit(key: string, bulkhead: AccountBulkhead | undefined): void {
     if (bulkhead === undefined) return;
     if (this.#held.get(key)?.bulkhead === bulkhead) return;
-    if (this.#promisedElsewhere(key, bulkhead)) {
-      this.#park(key, bulkhead);
-      throw promisedError(this.lane);
-    }
-    // Without a wake (no controller yet) a refused key simply comes back after the bulkhead's short delay.
-    const admission = bulkhead.admit(this.lane, this.#wake === undefined ? undefined : PARKED_FALLBACK_MS);
+    // Without a wake (no controller yet) a refused key simply comes back after the bulkhead's short delay. Slots
+    // promised to woken keys are not free (a key's own promise was dropped when its reconcile began).
+    const admission = bulkhead.admit(
+      this.lane,
+      this.#wake === undefined ? undefined : PARKED_FALLBACK_MS,
+      this.#livePromises(bulkhead),
+    );
     if (!admission.ok) {
       if (admission.error.code === "account_busy" && this.#wake !== undefined) this.#park(key, bulkhead);
       throw admission.error;
@@ -111,9 +112,10 @@ export class AccountAdmissions {
           return await inner.reconcile(request, ctx);
         } finally {
           this.#priorities.delete(key);
+          const tookIt = this.#held.get(key)?.bulkhead === promisedIn;
           this.release(key);
           // Woken but did not take the slot (object gone, other account): the next parked key gets it.
-          if (promisedIn !== undefined) this.#wakeParked(promisedIn);
+          if (promisedIn !== undefined && !tookIt) this.#wakeParked(promisedIn);
         }
       },
     };
@@ -202,13 +204,6 @@ export class AccountAdmissions {
     return promises.size;
   }
 
-  /** Whether every free slot of the account is promised to other keys. */
-  #promisedElsewhere(key: string, bulkhead: AccountBulkhead): boolean {
-    if (!this.#promised.has(bulkhead)) return false;
-    const own = this.#promised.get(bulkhead)?.has(key) === true ? 1 : 0;
-    return bulkhead.health() === "healthy" && this.#freeSlots(bulkhead) + own <= 0;
-  }
-
   #promise(key: string, bulkhead: AccountBulkhead): void {
     let promises = this.#promised.get(bulkhead);
     if (promises === undefined) {
@@ -227,17 +222,4 @@ export class AccountAdmissions {
     }
     return undefined;
   }
-}
-
-/** The refusal of a key whose account's free slots are all promised to keys woken for them. */
-function promisedError(lane: string): CloudError {
-  return new CloudError({
-    kind: "network",
-    code: "account_busy",
-    retryable: true,
-    method: "RECONCILE",
-    route: lane,
-    retryAfterMs: PARKED_FALLBACK_MS,
-    message: `the cloud account is busy (its free reconciles of ${lane} are promised to waiting ones)`,
-  });
 }

@@ -37,6 +37,17 @@ describe("AccountBulkhead", () => {
     expect(b.report().admitted.gpuvm).toBe(2);
   });
 
+  it("slots reserved by the caller count as taken", () => {
+    const now = { t: 0 };
+    const b = bulkhead(now, 2);
+    attempt(b).end("success");
+    expect(b.admit("gpuvm", undefined, 1).ok).toBe(true); // 1 used + 1 reserved: the lane is full
+    const refused = b.admit("gpuvm", undefined, 1);
+    expect(refused.ok).toBe(false);
+    if (!refused.ok) expect(refused.error.message).toContain("1 promised to waiting ones");
+    expect(b.admit("gpuvm").ok).toBe(true); // the reserved slot, taken by the one it was kept for
+  });
+
   it("a request in flight longer than slowMs degrades the account until it ends", () => {
     const now = { t: 0 };
     const b = bulkhead(now);

@@ -44,6 +44,15 @@ function holdingReconciler(admissions: AccountAdmissions, bulkhead: AccountBulkh
   };
 }
 
+/** One account of one slot, its admissions and the keys they woke, in order. */
+function oneSlotAccount(now?: () => number) {
+  const bulkhead = provenBulkhead(1);
+  const admissions = new AccountAdmissions("gpuvm", now ? { now } : {});
+  const woken: string[] = [];
+  admissions.wakeWith((key) => woken.push(key));
+  return { bulkhead, admissions, woken, inner: holdingReconciler(admissions, bulkhead) };
+}
+
 describe("AccountAdmissions parking", () => {
   it("parks refused keys without running them and wakes them as slots free, high first", async () => {
     const bulkhead = provenBulkhead(2);
@@ -104,11 +113,7 @@ describe("AccountAdmissions parking", () => {
   });
 
   it("a woken key that no longer needs its slot hands it to the next parked key", async () => {
-    const bulkhead = provenBulkhead(1);
-    const admissions = new AccountAdmissions("gpuvm");
-    const woken: string[] = [];
-    admissions.wakeWith((key) => woken.push(key));
-    const inner = holdingReconciler(admissions, bulkhead);
+    const { bulkhead, admissions, woken, inner } = oneSlotAccount();
     let gone = "";
     const wrapped = admissions.wrap(inner.reconciler, (req) => (req.name === gone ? undefined : bulkhead));
     const gentle = admissions.wrap({ reconcile: async () => ({ type: "done" }) }, (req) =>
@@ -128,13 +133,35 @@ describe("AccountAdmissions parking", () => {
     expect(woken).toEqual(["ns/deleted", "ns/next"]);
   });
 
+  it("a pass that asks for its slot only once connected does not take one promised to a woken key", async () => {
+    const { bulkhead, admissions, woken, inner } = oneSlotAccount();
+    // No account known before the pass (credentials not resolved early): the pass's own admit decides.
+    let early = true;
+    const wrapped = admissions.wrap(inner.reconciler, () => (early ? bulkhead : undefined));
+
+    const holder = wrapped.reconcile(request("holder"), context("normal"));
+    await Promise.resolve();
+    await wrapped.reconcile(request("waiting"), context("normal"));
+    inner.end("holder");
+    await holder;
+    expect(woken).toEqual(["ns/waiting"]);
+    early = false;
+    await expect(wrapped.reconcile(request("late"), context("normal"))).rejects.toMatchObject({
+      code: "account_busy",
+    });
+    expect(inner.started).toEqual(["holder"]);
+    early = true;
+    const waiting = wrapped.reconcile(request("waiting"), context("high"));
+    await Promise.resolve();
+    expect(inner.started).toEqual(["holder", "waiting"]);
+    inner.end("waiting");
+    await waiting;
+    expect(woken.at(-1)).toBe("ns/late"); // parked by its refusal, woken when the slot frees
+  });
+
   it("a key woken and refused again keeps the lane it was parked in", async () => {
     let now = 1_000_000;
-    const bulkhead = provenBulkhead(1);
-    const admissions = new AccountAdmissions("gpuvm", { now: () => now });
-    const woken: string[] = [];
-    admissions.wakeWith((key) => woken.push(key));
-    const inner = holdingReconciler(admissions, bulkhead);
+    const { bulkhead, admissions, woken, inner } = oneSlotAccount(() => now);
     const wrapped = admissions.wrap(inner.reconciler, () => bulkhead);
 
     const holder = wrapped.reconcile(request("holder"), context("normal"));
