@@ -660,9 +660,11 @@ export async function seedVms(
 }
 
 /** Adopting `n` existing VMs: seeded in the cloud, then one GpuVm with spec.id each. */
-export async function runAdoption(options: Omit<BurstOptions, "manifests" | "keep">): Promise<BurstResult> {
+export async function runAdoption(
+  options: Omit<BurstOptions, "manifests">,
+): Promise<{ result: BurstResult; kept?: KeptRun }> {
   let ids: Map<string, string> | undefined;
-  const { result } = await runBurst({
+  const { result, kept } = await runBurst({
     ...options,
     manifests: () => {
       if (ids === undefined) throw new Error("not seeded");
@@ -673,7 +675,7 @@ export async function runAdoption(options: Omit<BurstOptions, "manifests" | "kee
       await sleep(options.latencyMs + 1000); // every seeded VM running
     },
   });
-  return { ...result, scenario: "adoption" };
+  return { result: { ...result, scenario: "adoption" }, ...(kept !== undefined ? { kept } : {}) };
 }
 
 /** The newest .cpuprofile in a directory (the operator writes one when it exits). */
