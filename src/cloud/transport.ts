@@ -117,6 +117,8 @@ export class Transport {
     // One deadline for the whole call: a worker never waits on a request longer than the request timeout.
     const deadline = AbortSignal.timeout(this.#options.timeoutMs);
     const signal = call.signal ? AbortSignal.any([call.signal, deadline]) : deadline;
+    // The body goes to undici as text beside ky's Request (see sendRequest): serialised once, for every attempt.
+    const json = call.body !== undefined ? JSON.stringify(call.body) : undefined;
     const options: Options = {
       method: call.method,
       headers,
@@ -124,14 +126,13 @@ export class Transport {
       signal,
       // Never follow a redirect (to another host or not): the answer is refused, see #toCloudError.
       redirect: "manual",
-      fetch: this.#instrumentedFetch(call, authorization),
+      fetch: this.#instrumentedFetch(call, authorization, json),
       retry: this.#retryOptions(call),
       hooks: {
         beforeRequest: [async () => this.#takeToken(signal, call.method)],
         beforeRetry: [async ({ retryCount }) => this.#beforeRetry(call, retryCount, signal)],
       },
     };
-    if (call.body !== undefined) options.json = call.body;
     const searchParams = definedEntries(call.query);
     if (searchParams.length > 0) options.searchParams = searchParams;
     try {
@@ -211,7 +212,7 @@ export class Transport {
    * and logged once, never follows a redirect, and reads the body into one buffer, cut off at the size limit
    * (buffered-fetch.ts).
    */
-  #instrumentedFetch(call: EndpointCall<unknown>, authorization: string | undefined): FetchFunction {
+  #instrumentedFetch(call: EndpointCall<unknown>, authorization: string | undefined, json?: string): FetchFunction {
     const { observer } = this.#options;
     return async (input, init) => {
       const attempt = this.#options.bulkhead?.startAttempt(call.method, call.route);
@@ -227,7 +228,7 @@ export class Transport {
         }
         this.#logAttempt(call, input, authorization, status, durationMs);
       };
-      return this.#sendBuffered(call, input, init, attempt, report);
+      return this.#sendBuffered(call, input, init, attempt, report, json);
     };
   }
 
@@ -238,10 +239,11 @@ export class Transport {
     init: RequestInit | undefined,
     attempt: AttemptHandle | undefined,
     report: (status: number | "error") => void,
+    json: string | undefined,
   ): Promise<Response> {
     let head: Awaited<ReturnType<typeof sendRequest>>;
     try {
-      head = await sendRequest(input, init);
+      head = await sendRequest(input, init, undefined, json);
     } catch (error) {
       report("error");
       attempt?.end(call.signal?.aborted ? "neutral" : "failure");

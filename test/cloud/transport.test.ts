@@ -118,7 +118,13 @@ describe("retries", () => {
     );
     const op = await client().disks.create(PROJECT_ID, { name: "d", size: "1TiB", location: "l" });
     expect(op.operation_id).toBe("op-1");
-    expect(stub.requests.filter((r) => r.method === "POST")).toHaveLength(2);
+    const posts = stub.requests.filter((r) => r.method === "POST");
+    expect(posts).toHaveLength(2);
+    // Every attempt carries the whole JSON body (it travels beside ky's Request, not in it).
+    for (const post of posts) {
+      expect(post.headers["content-type"]).toBe("application/json");
+      expect(post.body).toEqual({ name: "d", size: "1TiB", location: "l" });
+    }
   });
 
   it("does not retry a POST after 503", async () => {
