@@ -6,8 +6,9 @@
 // A key refused because its account's slots are all taken (account_busy) is parked here, in the lane it came
 // from, and woken when a slot of that account frees: `high` keys (an operation settled, a spec change) first,
 // then first come, first served. A woken key is queued in the `high` lane, so that the slot goes to the key that
-// waited for it and not to a fresh one taken first (which would only be parked behind it); it keeps its own lane
-// should it be parked again. The slot it was woken for is promised to it until it is taken (or for
+// waited for it and not to a fresh one taken first (which would only be parked behind it); its pass is still told
+// its own lane (the work queue keeps it), so a woken resync may end quietly (ADR 0018) and is not work for the idle
+// memory saver, and it keeps that lane should it be parked again; an event for the key meanwhile raises it. The slot it was woken for is promised to it until it is taken (or for
 // PROMISE_TTL_MS): a key that reaches a worker before it (a settled key from the same `high` lane, a fresh one
 // taken by an idle worker) is parked instead of taking the slot and sending the woken key back to wait, which
 // cost each object of a burst of 10,000 four to five trips through the queue.
@@ -35,15 +36,13 @@ export class AccountAdmissions {
   readonly #held = new Map<string, { bulkhead: AccountBulkhead; release: () => void }>();
   /** The lane each running reconcile's key was taken from. */
   readonly #priorities = new Map<string, Priority>();
-  /** Woken keys not yet reconciled, with the lane they were parked in (they are queued in `high`). */
-  readonly #woken = new Map<string, Priority>();
   readonly #parked = new Map<AccountBulkhead, Parked>();
   /** The account each parked key waits for. */
   readonly #parkedIn = new Map<string, AccountBulkhead>();
   /** Slots promised to woken keys not yet taken: account → key → when it was woken. */
   readonly #promised = new Map<AccountBulkhead, Map<string, number>>();
   readonly #now: () => number;
-  #wake: ((key: string, priority: Priority) => void) | undefined;
+  #wake: ((key: string, priority: Priority, position: Priority) => void) | undefined;
 
   constructor(lane: string, options: { now?: () => number } = {}) {
     this.lane = lane;
@@ -51,7 +50,7 @@ export class AccountAdmissions {
   }
 
   /** How a parked key is queued again (the controller's `wake`); set once the controller exists. */
-  wakeWith(wake: (key: string, priority: Priority) => void): void {
+  wakeWith(wake: (key: string, priority: Priority, position: Priority) => void): void {
     this.#wake = wake;
   }
 
@@ -100,8 +99,8 @@ export class AccountAdmissions {
     return {
       reconcile: async (request, ctx) => {
         const key = `${request.namespace}/${request.name}`;
-        this.#priorities.set(key, this.#woken.get(key) ?? ctx.priority);
-        this.#woken.delete(key);
+        // A woken key's pass is told the lane it was parked from (the queue keeps it: Controller.wake).
+        this.#priorities.set(key, ctx.priority);
         // Its promise (if it was woken) is its own to use now: it no longer holds the slot back from itself.
         const promisedIn = this.#dropPromise(key);
         try {
@@ -183,9 +182,8 @@ export class AccountAdmissions {
         if (free <= 0) return;
         free--;
         this.#unpark(key);
-        this.#woken.set(key, lane);
         this.#promise(key, bulkhead);
-        this.#wake?.(key, "high");
+        this.#wake?.(key, lane, "high");
       }
     }
   }

@@ -324,7 +324,7 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
           ),
       })),
     });
-    admissions.wakeWith((key, priority) => controller.wake(key, priority));
+    admissions.wakeWith((key, priority, position) => controller.wake(key, priority, position));
     controllers.set(kind.kind, controller);
   }
 

@@ -106,6 +106,8 @@ export interface ControllerOptions {
   pacer?: ReconcilePacer;
   /** This replica's shard: keys of other shards are never queued (default: every key). */
   shard?: Shard;
+  /** Called as a pass of work begins: any pass but a periodic resync (the `low` lane). */
+  onWork?: () => void;
 }
 
 /**
@@ -210,11 +212,12 @@ export class Controller {
 
   /**
    * Queues a key now, dropping its pending delayed requeue: for a key that waited for a resource (a slot of its
-   * cloud account) rather than for a time, and gets it now.
+   * cloud account) rather than for a time, and gets it now. `position` queues it ahead of its lane; its pass is
+   * still told `priority` (a resync stays a resync, and no work for the idle memory saver).
    */
-  wake(key: string, priority: Priority = "normal"): void {
+  wake(key: string, priority: Priority = "normal", position: Priority = priority): void {
     if (!this.owns(key)) return;
-    this.#queue.addNow(key, priority);
+    this.#queue.addNow(key, priority, position);
   }
 
   /** Whether this replica reconciles the key (its shard), see sharding.ts. */
@@ -352,6 +355,7 @@ export class Controller {
     let result: Outcome;
     try {
       const priority = queue.takenFrom(key) ?? "normal";
+      if (priority !== "low") this.#options.onWork?.();
       result = await this.#options.reconciler.reconcile(request, {
         signal: abort.signal,
         logger,

@@ -62,8 +62,13 @@ export class WorkQueue {
   readonly #dirty = new Map<string, Priority>();
   /** Keys held by a worker, with the time the worker took them. */
   readonly #processing = new Map<string, number>();
-  /** The lane each key held by a worker was taken from. */
+  /**
+   * For each key held by a worker, the lane that asked for its pass: the lane it was taken from, or for a key queued
+   * ahead of its own lane (addNow's `position`), that own lane, unless something else asked for it meanwhile.
+   */
   readonly #takenFrom = new Map<string, Priority>();
+  /** For each dirty key, the highest lane any add asked for (its position may be higher: addNow). */
+  readonly #asked = new Map<string, Priority>();
   /** When each dirty key was added, for the queue-latency metric. */
   readonly #addedAt = new Map<string, number>();
   readonly #failures = new Map<string, number>();
@@ -97,7 +102,15 @@ export class WorkQueue {
    * No-op after shutdown.
    */
   add(key: string, priority: Priority = "normal"): void {
+    this.#add(key, priority, priority);
+  }
+
+  /** Queues `key` in the lane `position`, for a pass that `asked` asked for (see #takenFrom). */
+  #add(key: string, position: Priority, asked: Priority): void {
     if (this.#shuttingDown) return;
+    const askedBefore = this.#asked.get(key);
+    if (askedBefore === undefined || RANK[asked] < RANK[askedBefore]) this.#asked.set(key, asked);
+    const priority = position;
     const queuedIn = this.#dirty.get(key);
     if (queuedIn !== undefined) {
       if (RANK[priority] >= RANK[queuedIn]) return;
@@ -135,13 +148,15 @@ export class WorkQueue {
   /**
    * Queues a key now and drops its pending delayed add: the pass it gets schedules whatever comes next. For a key
    * that waited for a resource rather than a time (see controllers/account-admission.ts), whose fallback requeue
-   * would otherwise run a second, needless pass.
+   * would otherwise run a second, needless pass. `position` may queue it ahead of its lane (a woken key takes the
+   * slot it waited for before fresh keys do); its pass is still told `priority` (takenFrom): a resync woken ahead
+   * stays a resync, unless an event asks for the key before it runs.
    */
-  addNow(key: string, priority: Priority = "normal"): void {
+  addNow(key: string, priority: Priority = "normal", position: Priority = priority): void {
     if (this.#shuttingDown) return;
     // A stale heap entry is skipped when it fires (its deadline is no longer the key's).
     this.#deadlines.delete(key);
-    this.add(key, priority);
+    this.#add(key, RANK[position] < RANK[priority] ? position : priority, priority);
   }
 
   /** Queues a key after its backoff delay and counts one more consecutive failure for it. */
@@ -296,7 +311,8 @@ export class WorkQueue {
       break;
     }
     if (key === undefined) return undefined;
-    this.#takenFrom.set(key, from);
+    this.#takenFrom.set(key, this.#asked.get(key) ?? from);
+    this.#asked.delete(key);
     this.#dirty.delete(key);
     const now = this.#clock.now();
     const addedAt = this.#addedAt.get(key);

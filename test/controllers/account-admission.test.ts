@@ -49,16 +49,21 @@ function oneSlotAccount(now?: () => number) {
   const bulkhead = provenBulkhead(1);
   const admissions = new AccountAdmissions("gpuvm", now ? { now } : {});
   const woken: string[] = [];
-  admissions.wakeWith((key) => woken.push(key));
-  return { bulkhead, admissions, woken, inner: holdingReconciler(admissions, bulkhead) };
+  /** Each wake as it was asked: the key, the lane its pass is told, the lane it is queued in. */
+  const wakes: Array<[string, Priority, Priority]> = [];
+  admissions.wakeWith((key, priority, position) => {
+    woken.push(key);
+    wakes.push([key, priority, position]);
+  });
+  return { bulkhead, admissions, woken, wakes, inner: holdingReconciler(admissions, bulkhead) };
 }
 
 describe("AccountAdmissions parking", () => {
   it("parks refused keys without running them and wakes them as slots free, high first", async () => {
     const bulkhead = provenBulkhead(2);
     const admissions = new AccountAdmissions("gpuvm");
-    const woken: Array<[string, Priority]> = [];
-    admissions.wakeWith((key, priority) => woken.push([key, priority]));
+    const woken: Array<[string, Priority, Priority]> = [];
+    admissions.wakeWith((key, priority, position) => woken.push([key, priority, position]));
     const inner = holdingReconciler(admissions, bulkhead);
     const wrapped = admissions.wrap(inner.reconciler, () => bulkhead);
 
@@ -81,7 +86,7 @@ describe("AccountAdmissions parking", () => {
     // One slot frees: the settled key is woken first (queued high, to take the slot before fresh keys).
     inner.end("a");
     await a;
-    expect(woken).toEqual([["ns/settled", "high"]]);
+    expect(woken).toEqual([["ns/settled", "high", "high"]]);
     // The freed slot is promised to the woken key: a fresh key that reaches a worker first is parked instead of
     // taking it (before, it took the slot and sent the woken key back to wait).
     expect(await wrapped.reconcile(request("fresh"), context("normal"))).toMatchObject({ type: "parked" });
@@ -94,19 +99,20 @@ describe("AccountAdmissions parking", () => {
     // Then first come, first served among the new ones.
     inner.end("b");
     await b;
-    expect(woken.at(-1)).toEqual(["ns/new-1", "high"]);
-    const first = wrapped.reconcile(request("new-1"), context("high"));
+    // Queued ahead (high), its pass still told its own lane.
+    expect(woken.at(-1)).toEqual(["ns/new-1", "normal", "high"]);
+    const first = wrapped.reconcile(request("new-1"), context("normal"));
     await Promise.resolve();
     inner.end("settled");
     await settled;
-    expect(woken.slice(-1)).toEqual([["ns/new-2", "high"]]);
-    const second = wrapped.reconcile(request("new-2"), context("high"));
+    expect(woken.slice(-1)).toEqual([["ns/new-2", "normal", "high"]]);
+    const second = wrapped.reconcile(request("new-2"), context("normal"));
     await Promise.resolve();
     expect(inner.started).toEqual(["a", "b", "settled", "new-1", "new-2"]);
     expect(admissions.parkedCount).toBe(1); // fresh, next in line
     inner.end("new-1");
     await first;
-    expect(woken.at(-1)).toEqual(["ns/fresh", "high"]);
+    expect(woken.at(-1)).toEqual(["ns/fresh", "normal", "high"]);
     inner.end("new-2");
     await second;
     expect(admissions.parkedCount).toBe(0);
@@ -171,17 +177,29 @@ describe("AccountAdmissions parking", () => {
     inner.end("holder");
     await holder;
     expect(woken).toEqual(["ns/create"]); // normal before low
-    // Its promise lapses (the wake was lost): another key takes the slot, and the woken one, arriving from the
-    // high lane, is parked again: as normal, not high.
+    // Its promise lapses (the wake was lost): another key takes the slot, and the woken one, queued ahead in the
+    // high lane but told its own (normal), is parked again: as normal, not high.
     now += PROMISE_TTL_MS + 1;
     const taker = wrapped.reconcile(request("taker"), context("normal"));
     await Promise.resolve();
     expect(inner.started).toEqual(["holder", "taker"]);
-    await wrapped.reconcile(request("create"), context("high"));
+    await wrapped.reconcile(request("create"), context("normal"));
     await wrapped.reconcile(request("urgent"), context("high"));
     inner.end("taker");
     await taker;
     expect(woken).toEqual(["ns/create", "ns/urgent"]);
+  });
+
+  it("wakes a parked key ahead (high) but for its own lane: a woken resync is still a resync", async () => {
+    const { bulkhead, admissions, wakes, inner } = oneSlotAccount();
+    const wrapped = admissions.wrap(inner.reconciler, () => bulkhead);
+    const holder = wrapped.reconcile(request("holder"), context("normal"));
+    await Promise.resolve();
+    await wrapped.reconcile(request("resync"), context("low"));
+    inner.end("holder");
+    await holder;
+    // Before, it was woken as `high` work: its pass ran in full (never quietly, ADR 0018) and counted as work.
+    expect(wakes).toEqual([["ns/resync", "low", "high"]]);
   });
 
   it("an account whose circuit is open is left to the pass, which reports it", async () => {

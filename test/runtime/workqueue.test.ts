@@ -257,6 +257,25 @@ describe("WorkQueue priority lanes", () => {
     expect(await queue.get()).toBe("ns/busy");
   });
 
+  it("addNow may queue a key ahead of its lane; its pass is told its own lane unless an add asked for more", async () => {
+    const queue = new WorkQueue({ name: "lanes" });
+    queue.add("ns/create");
+    queue.addNow("ns/woken-resync", "low", "high");
+    queue.addNow("ns/woken-then-event", "low", "high");
+    queue.add("ns/woken-then-event", "normal"); // an event for it before it runs
+    expect(await queue.get()).toBe("ns/woken-resync");
+    expect(queue.takenFrom("ns/woken-resync")).toBe("low");
+    expect(await queue.get()).toBe("ns/woken-then-event");
+    expect(queue.takenFrom("ns/woken-then-event")).toBe("normal");
+    expect(await queue.get()).toBe("ns/create");
+    expect(queue.takenFrom("ns/create")).toBe("normal");
+    // Added again while processed: the next pass is told what the new add asked for.
+    queue.add("ns/woken-resync", "low");
+    queue.done("ns/woken-resync");
+    expect(await queue.get()).toBe("ns/woken-resync");
+    expect(queue.takenFrom("ns/woken-resync")).toBe("low");
+  });
+
   it("a delayed add lands in the lane it was asked for; the earliest deadline wins", async () => {
     const queue = new WorkQueue({ name: "lanes" });
     queue.addAfter("ns/resync", 1000, "low");
