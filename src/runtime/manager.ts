@@ -9,6 +9,7 @@ import { MIN_SYNC_PERIOD_MS, SYNC_PERIOD_ANNOTATION } from "../api/common.ts";
 import { type OperatorConfig, parseConfig } from "./config.ts";
 import { Controller, keyOf, ReconcilePacer, type ReconcileRequest, type Reconciler } from "./controller.ts";
 import { EventRecorder } from "./events.ts";
+import { IdleMemorySaver } from "./idle-memory-saver.ts";
 import {
   type InformerEvent,
   type InformerOptions,
@@ -118,6 +119,7 @@ export class Manager {
   readonly #stoppedPromise: Promise<void>;
   #signalHandler: ((signal: NodeJS.Signals) => void) | undefined;
   #serverUrls: { metrics?: string; probes?: string } = {};
+  readonly #idleMemorySaver: IdleMemorySaver;
 
   constructor(options: ManagerOptions) {
     this.#options = options;
@@ -133,6 +135,11 @@ export class Manager {
       kubeConfig: this.#kubeConfig,
       reportingInstance: this.identity,
       logger: options.logger.child({ component: "events" }),
+    });
+    this.#idleMemorySaver = new IdleMemorySaver({
+      idleAfterMs: options.config.idleMemorySaverMs,
+      logger: options.logger,
+      onChange: (saving) => this.metrics.idleMemorySaver.set(saving ? 1 : 0),
     });
     this.#stoppedPromise = new Promise((resolve) => {
       this.#stopped = resolve;
@@ -216,6 +223,7 @@ export class Manager {
         this.#syncPeriodOf(informer, request, registration.syncPeriodMs ?? this.config.syncPeriodMs),
       ...(this.#pacer ? { pacer: this.#pacer } : {}),
       ...(this.config.shard.count > 1 ? { shard: this.config.shard } : {}),
+      onWork: () => this.#idleMemorySaver.work(),
     });
     informer.on((event) => {
       const name = event.object.metadata?.name;
@@ -292,6 +300,7 @@ export class Manager {
     }
     if (this.#stopping !== undefined) return;
     this.logger.info({ informers: this.#informers.size }, "caches synced");
+    this.#idleMemorySaver.start();
     if (!this.config.leaderElect) {
       this.#onStartedLeading();
       return;
@@ -348,6 +357,7 @@ export class Manager {
     await Promise.race([this.events.flush(), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
     await Promise.all([...this.#informers.values()].map((informer) => informer.stop()));
     await Promise.all(this.#servers.splice(0).map((server) => server.close()));
+    this.#idleMemorySaver.stop();
     this.#removeSignalHandlers();
     this.logger.info({ drained: drained.every(Boolean) }, "stopped");
     this.#stopped();

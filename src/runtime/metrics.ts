@@ -53,6 +53,8 @@ export class Metrics {
   readonly leaderElectionMasterStatus: Gauge<"name">;
   /** 1 while /readyz passes (every informer cache synced), else 0; set by the manager. */
   readonly operatorReady: Gauge;
+  /** 1 while the heap optimizes for memory because nothing but resyncs ran for a while (idle-memory-saver.ts). */
+  readonly idleMemorySaver: Gauge;
 
   /** Every request to the Kubernetes API (client-go's name and labels); fed by instrumentKubeConfig. */
   readonly restClientRequestsTotal: Counter<RestClientLabels>;
@@ -181,6 +183,12 @@ export class Metrics {
         this.set(readiness() ? 1 : 0);
       },
     });
+    this.idleMemorySaver = new Gauge({
+      name: "gpucloud_operator_idle_memory_saver",
+      help: "1 while V8 optimizes for memory because nothing but periodic resyncs ran for --idle-memory-saver, else 0",
+      registers,
+    });
+
     this.restClientRequestsTotal = new Counter({
       name: "rest_client_requests_total",
       help: "Number of HTTP requests to the Kubernetes API, partitioned by status code, method, and host",
