@@ -36,13 +36,8 @@ export async function sendRequest(
     headers[name] = value;
   });
   const hasBody = outgoing.body !== null && outgoing.method !== "GET" && outgoing.method !== "HEAD";
-  let body: string | Buffer | undefined;
-  if (json !== undefined) {
-    body = json;
-    headers["content-type"] = "application/json";
-  } else if (hasBody) {
-    body = Buffer.from(await outgoing.arrayBuffer());
-  }
+  if (json !== undefined) headers["content-type"] = "application/json";
+  const body = json ?? (hasBody ? Buffer.from(await outgoing.arrayBuffer()) : undefined);
   const signal = init?.signal ?? outgoing.signal;
   let answer: Dispatcher.ResponseData;
   try {

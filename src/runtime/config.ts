@@ -69,7 +69,7 @@ export interface OperatorConfig {
   operationPollIntervalMs: number;
   /** How long `Manager.start()` waits for the informer caches before it fails; 0 → forever. */
   cacheSyncTimeoutMs: number;
-  /** After this long with nothing but periodic resyncs the heap optimizes for memory (idle-memory-saver.ts); 0: never. */
+  /** After this long with only resyncs the heap optimizes for memory (idle-memory-saver.ts); 0: never. */
   idleMemorySaverMs: number;
 }
 
@@ -383,8 +383,8 @@ function buildConfig(value: (name: string) => string): OperatorConfig {
     logFormat,
     logTimeFormat,
     operationPollIntervalMs: duration("operation-poll-interval", value),
-    cacheSyncTimeoutMs: value("cache-sync-timeout").trim() === "0" ? 0 : duration("cache-sync-timeout", value),
-    idleMemorySaverMs: value("idle-memory-saver").trim() === "0" ? 0 : duration("idle-memory-saver", value),
+    cacheSyncTimeoutMs: durationOrOff("cache-sync-timeout", value),
+    idleMemorySaverMs: durationOrOff("idle-memory-saver", value),
   };
 }
 
@@ -404,6 +404,11 @@ function oneOf<T extends string>(name: string, text: string, allowed: readonly T
   const found = allowed.find((entry) => entry === text);
   if (found === undefined) throw new ConfigError(`--${name}: "${text}" is not one of ${allowed.join(", ")}`);
   return found;
+}
+
+/** A duration where `0` means off (or for ever). */
+function durationOrOff(name: string, value: (name: string) => string): number {
+  return value(name).trim() === "0" ? 0 : duration(name, value);
 }
 
 function duration(name: string, value: (name: string) => string): number {

@@ -67,8 +67,11 @@ export class WorkQueue {
    * ahead of its own lane (addNow's `position`), that own lane, unless something else asked for it meanwhile.
    */
   readonly #takenFrom = new Map<string, Priority>();
-  /** For each dirty key, the highest lane any add asked for (its position may be higher: addNow). */
-  readonly #asked = new Map<string, Priority>();
+  /**
+   * Keys queued ahead of the lane that asked for them (addNow's `position`), with that lane, raised by any later
+   * add. Every other dirty key was asked for by the lane it is queued in.
+   */
+  readonly #ahead = new Map<string, Priority>();
   /** When each dirty key was added, for the queue-latency metric. */
   readonly #addedAt = new Map<string, number>();
   readonly #failures = new Map<string, number>();
@@ -102,15 +105,14 @@ export class WorkQueue {
    * No-op after shutdown.
    */
   add(key: string, priority: Priority = "normal"): void {
-    this.#add(key, priority, priority);
+    if (this.#shuttingDown) return;
+    const ahead = this.#ahead.get(key);
+    if (ahead !== undefined && RANK[priority] < RANK[ahead]) this.#ahead.set(key, priority);
+    this.#queue(key, priority);
   }
 
-  /** Queues `key` in the lane `position`, for a pass that `asked` asked for (see #takenFrom). */
-  #add(key: string, position: Priority, asked: Priority): void {
-    if (this.#shuttingDown) return;
-    const askedBefore = this.#asked.get(key);
-    if (askedBefore === undefined || RANK[asked] < RANK[askedBefore]) this.#asked.set(key, asked);
-    const priority = position;
+  /** Marks `key` dirty in `priority`'s lane (or a higher one it is in already) and queues it unless processing. */
+  #queue(key: string, priority: Priority): void {
     const queuedIn = this.#dirty.get(key);
     if (queuedIn !== undefined) {
       if (RANK[priority] >= RANK[queuedIn]) return;
@@ -156,7 +158,14 @@ export class WorkQueue {
     if (this.#shuttingDown) return;
     // A stale heap entry is skipped when it fires (its deadline is no longer the key's).
     this.#deadlines.delete(key);
-    this.#add(key, RANK[position] < RANK[priority] ? position : priority, priority);
+    if (RANK[position] >= RANK[priority]) {
+      this.add(key, priority);
+      return;
+    }
+    // What asked for the key already (an earlier add, queued or while it is processed) still stands.
+    const asked = this.#ahead.get(key) ?? this.#dirty.get(key);
+    this.#ahead.set(key, asked !== undefined && RANK[asked] < RANK[priority] ? asked : priority);
+    this.#queue(key, position);
   }
 
   /** Queues a key after its backoff delay and counts one more consecutive failure for it. */
@@ -311,8 +320,8 @@ export class WorkQueue {
       break;
     }
     if (key === undefined) return undefined;
-    this.#takenFrom.set(key, this.#asked.get(key) ?? from);
-    this.#asked.delete(key);
+    this.#takenFrom.set(key, this.#ahead.get(key) ?? from);
+    this.#ahead.delete(key);
     this.#dirty.delete(key);
     const now = this.#clock.now();
     const addedAt = this.#addedAt.get(key);

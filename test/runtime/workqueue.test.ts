@@ -269,6 +269,13 @@ describe("WorkQueue priority lanes", () => {
     expect(queue.takenFrom("ns/woken-then-event")).toBe("normal");
     expect(await queue.get()).toBe("ns/create");
     expect(queue.takenFrom("ns/create")).toBe("normal");
+    // Queued already for an event, then woken ahead as a resync: the event still stands.
+    queue.done("ns/create");
+    queue.add("ns/create", "normal");
+    queue.addNow("ns/create", "low", "high");
+    expect(queue.laneLen("high")).toBe(1);
+    expect(await queue.get()).toBe("ns/create");
+    expect(queue.takenFrom("ns/create")).toBe("normal");
     // Added again while processed: the next pass is told what the new add asked for.
     queue.add("ns/woken-resync", "low");
     queue.done("ns/woken-resync");
