@@ -51,6 +51,19 @@ describe("npm run bench -- --summarize", () => {
     expect(printed.stdout).toContain("| 1000 | 56.4 s | 65.3 s ✓ | 50.2 s | 1.12 |");
     expect(printed.stdout).toContain("steady state, 10000 objects, 10 periods of 30 s: VM list calls per period 17.00");
     expect(printed.stdout).toContain("| ack-one-worker | 1000 | 388.4 s | 7.74 | 0.15 |");
+    // Issue #17's goals beside the run, met or not.
+    expect(printed.stdout).toContain(
+      "| 1,000 / 3,000 / 10,000 Ready within 1.15 × (L + N·c/R) | 1000: 56.4 s ≤ 65.3 s | ✓ |",
+    );
+    expect(printed.stdout).toContain(
+      "| operator CPU per object to Ready ≤ 5 ms, flat from 100 to 10,000 | 1000: 6.97 | ✗ |",
+    );
+    expect(printed.stdout).toContain(
+      "| no RSS growth over 10 resync periods | mean of the later 5 periods − the earlier 5: -2.3 MiB (last − first 19.8) | ✓ |",
+    );
+    expect(printed.stdout).toContain(
+      "| event-loop lag p99 ≤ 50 ms (burst of 1000, steady state of 10000) | p99 per 2 s: median 14, worst 28 ms; max 72 ms | ✓ |",
+    );
     // Nothing was run: no simulator, no operator, no new results file.
     expect(printed.stdout).not.toContain("applying");
     expect(printed.stdout).not.toContain("results:");
