@@ -77,6 +77,8 @@ export const REASONS = {
   InvalidSpec: "InvalidSpec",
   ImmutableFieldChanged: "ImmutableFieldChanged",
   NameConflict: "NameConflict",
+  AccountChanged: "AccountChanged",
+  NotPermitted: "NotPermitted",
   RateLimited: "RateLimited",
   ApiUnavailable: "ApiUnavailable",
   NotSupported: "NotSupported",
@@ -123,6 +125,13 @@ export const REASON_DESCRIPTIONS: Readonly<Record<Reason, string>> = {
   NameConflict:
     "A name is taken by something this object does not own: a cloud resource another object manages or this " +
     "object did not create (set spec.id to adopt it), or a Secret/ConfigMap for connection details it did not write.",
+  AccountChanged:
+    "The credentials Secret now names another project (or API URL) than the one holding this object's cloud " +
+    "resource: nothing is created in the new one. Restore the Secret, or release the resource (deletionPolicy " +
+    "Orphan) and adopt it anew.",
+  NotPermitted:
+    "The operator's configuration does not allow what this object asks: observing a cloud resource that an " +
+    "object of another namespace manages (--allow-cross-namespace-observe).",
   RateLimited: "The cloud API answered 429; the operator waits for Retry-After before trying again.",
   ApiUnavailable: "The cloud API is unreachable or failing (network error, timeout, 5xx); retried with backoff.",
   NotSupported:
@@ -629,6 +638,8 @@ export function defineKind<K extends string, Spec extends z.ZodType, Status exte
   status: Status;
   printerColumns: readonly PrinterColumn[];
   scale?: ScaleSubresource;
+  /** Default: the `gpucloud` category (`kubectl get gpucloud`). */
+  categories?: readonly string[];
 }) {
   const { kind, shortNames, description, spec, status, printerColumns, scale } = options;
   const schema = z.object({ ...objectEnvelope(kind), spec, status: status.optional() });
@@ -639,7 +650,7 @@ export function defineKind<K extends string, Spec extends z.ZodType, Status exte
     singular,
     shortNames,
     listKind: `${kind}List`,
-    categories: [CATEGORY],
+    categories: options.categories ?? [CATEGORY],
     description,
     schema,
     specSchema: spec,

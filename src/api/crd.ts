@@ -139,7 +139,7 @@ export interface CustomResourceDefinition {
       plural: string;
       singular: string;
       shortNames: string[];
-      categories: string[];
+      categories?: string[];
     };
     scope: "Namespaced";
     versions: {
@@ -172,7 +172,7 @@ export function crdOf(info: KindInfo): CustomResourceDefinition {
         plural: info.plural,
         singular: info.singular,
         shortNames: [...info.shortNames],
-        categories: [...info.categories],
+        ...(info.categories.length > 0 ? { categories: [...info.categories] } : {}),
       },
       scope: "Namespaced",
       versions: [

@@ -8,6 +8,7 @@ import {
   countSet,
   DATA_KEY_EXPECTED,
   DATA_KEY_PATTERN,
+  DEFAULT_CREDENTIALS_SECRET,
   defineKind,
   exactlyOneOf,
   ID_COLUMN,
@@ -119,6 +120,11 @@ function celFamily(expr: string): string {
   return `${expr}.substring(0, ${expr}.lastIndexOf('.'))`;
 }
 
+/** A connection-details Secret named like the credentials would shadow them (written by the operator, it never is). */
+const CONNECTION_SECRET_IS_CREDENTIALS =
+  `connectionDetails.secretName must not be a credentials Secret (${DEFAULT_CREDENTIALS_SECRET} or credentialsRef.name): ` +
+  "choose another name";
+
 const specRules: readonly CelRule[] = [
   ...managedSpecRules,
   atMostOneOf(["location", "locations"], "set location or locations, not both"),
@@ -147,6 +153,14 @@ const specRules: readonly CelRule[] = [
     message: "type can only change within its family (the part before the dot, e.g. a100-80gb.1x to a100-80gb.8x)",
     fieldPath: ".type",
   },
+  {
+    rule:
+      "!has(self.connectionDetails) || !has(self.connectionDetails.secretName) || " +
+      `(self.connectionDetails.secretName != '${DEFAULT_CREDENTIALS_SECRET}' && ` +
+      "(!has(self.credentialsRef) || self.connectionDetails.secretName != self.credentialsRef.name))",
+    message: CONNECTION_SECRET_IS_CREDENTIALS,
+    fieldPath: ".connectionDetails.secretName",
+  },
 ];
 
 function isSet(value: unknown): boolean {
@@ -168,6 +182,15 @@ export function refineVmInputs(
     ["startupScript", "startupScriptRef", true],
     ["shutdownScript", "shutdownScriptRef", true],
   ];
+  const details = spec.connectionDetails as { secretName?: unknown } | undefined;
+  const credentials = (spec.credentialsRef as { name?: unknown } | undefined)?.name;
+  if (details?.secretName !== undefined && [DEFAULT_CREDENTIALS_SECRET, credentials].includes(details.secretName)) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["connectionDetails", "secretName"],
+      message: CONNECTION_SECRET_IS_CREDENTIALS,
+    });
+  }
   for (const [inline, reference, optional] of pairs) {
     const count = countSet(spec, [inline, reference]);
     if (count > 1)

@@ -1,12 +1,23 @@
 // Every custom resource kind, in the order the CRDs and the reference doc list them.
 import type { KindInfo } from "./common.ts";
+import { gpuCloudClaimKind } from "./gpu-cloud-claim.ts";
 import { gpuDiskKind } from "./gpu-disk.ts";
 import { gpuFirewallRuleKind } from "./gpu-firewall-rule.ts";
 import { gpuNetworkKind } from "./gpu-network.ts";
 import { gpuVmKind } from "./gpu-vm.ts";
 import { gpuVmPoolKind } from "./gpu-vm-pool.ts";
 
-export const KINDS: readonly KindInfo[] = [gpuVmKind, gpuDiskKind, gpuNetworkKind, gpuFirewallRuleKind, gpuVmPoolKind];
+export const KINDS: readonly KindInfo[] = [
+  gpuVmKind,
+  gpuDiskKind,
+  gpuNetworkKind,
+  gpuFirewallRuleKind,
+  gpuVmPoolKind,
+  gpuCloudClaimKind,
+];
+
+/** The kinds users write (the `gpucloud` category); GpuCloudClaim is the operator's own record. */
+export const USER_KINDS: readonly KindInfo[] = KINDS.filter((info) => info.categories.length > 0);
 
 /** The kind descriptor by kind name (`GpuVm`), or undefined. */
 export function kindInfo(kind: string): KindInfo | undefined {

@@ -7,6 +7,7 @@ import type { Logger } from "pino";
 import type { CloudClient } from "../cloud/client.ts";
 import { isCloudError, OperationTracker, TrackerStoppedError } from "../cloud/index.ts";
 import type { Disk, FirewallRule, Operation, OperationFamily, VpcNetwork } from "../cloud/wire.ts";
+import { accountOf } from "./claims.ts";
 import { summarizeVm, type VmSummary } from "./gpu-vm-mappers.ts";
 import type { OperationProgress } from "./managed-reconciler.ts";
 import { FamilySnapshot } from "./snapshots.ts";
@@ -14,6 +15,8 @@ import { FamilySnapshot } from "./snapshots.ts";
 export interface CloudAccountOptions {
   client: CloudClient;
   projectId: string;
+  /** The API URL the client talks to (the Secret's apiUrl, or --api-url). */
+  apiUrl: string;
   /** Non-secret identity of the credential (credentialKeyOf), for logs and metrics. */
   credentialKey: string;
   snapshotMaxAgeMs: number;
@@ -89,6 +92,8 @@ interface Tracked {
 export class CloudAccount {
   readonly client: CloudClient;
   readonly projectId: string;
+  /** The client's base URL, normalised: with projectId, the account its resources are claimed in (claims.ts). */
+  readonly apiUrl: string;
   readonly credentialKey: string;
   /** VMs as the controllers read them (summarizeVm): the family may hold 10,000 and more. */
   readonly vms: FamilySnapshot<VmSummary>;
@@ -118,6 +123,7 @@ export class CloudAccount {
     this.#now = options.now ?? Date.now;
     this.client = options.client;
     this.projectId = options.projectId;
+    this.apiUrl = accountOf(options.apiUrl, options.projectId).apiUrl;
     this.credentialKey = options.credentialKey;
     const { client, projectId } = options;
     const common = { maxAgeMs: options.snapshotMaxAgeMs, now: this.#now };

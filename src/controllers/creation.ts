@@ -1,12 +1,16 @@
-// A resource that does not exist (yet): create it, crash-safely. The create intent (`status.createPending`) is
-// written and confirmed before the POST, so a crash or a lost answer makes the next pass look the name up and
-// adopt instead of creating a second resource. Also the location walk when a location has no capacity.
+// A resource that does not exist (yet): create it, crash-safely. The cloud name's claim is taken first (one
+// winner however many objects, replicas or shards race for it), then the create intent (`status.createPending`)
+// is written and confirmed before the POST, so a crash or a lost answer makes the next pass look the name up and
+// adopt instead of creating a second resource. A resource this object held that no read shows any more is
+// created again only once its absence is confirmed (absence.ts). Also the location walk when a location has no
+// capacity.
 
-import { adoptFound, claimantOf, foreignResourceMessage, nameConflict, nameRival } from "./adoption.ts";
+import { confirmAbsence } from "./absence.ts";
+import { adoptFound, foreignResourceMessage, heldByOtherMessage, nameConflict } from "./adoption.ts";
 import { cloudStatus, isCloudConflict, REASON, type Reason, type Verdict } from "./classify.ts";
 import type { ManagedSpecBase, ManagedStatusBase } from "./external.ts";
 import { recordOperation, UNKNOWN_OUTCOME } from "./operation-tracking.ts";
-import { legacyNameToCheck } from "./ownership.ts";
+import { holderOf, slotOf } from "./ownership.ts";
 import { after, type CloudConnection, conflict, DONE, type Pass, verdict } from "./reconcile-pass.ts";
 import { intentRefused } from "./status-building.ts";
 
@@ -23,17 +27,23 @@ export async function createAbsent<Spec extends ManagedSpecBase>(
       event: "Warning",
     });
   }
-  if (draft.id !== undefined && withinCreateGrace(pass, draft)) {
-    return verdict(REASON.Creating, `waiting for ${draft.id} to become readable`, after(timing.shortMs), {
+  const held = pass.claim?.id;
+  if (held !== undefined && withinCreateGrace(pass, draft)) {
+    return verdict(REASON.Creating, `waiting for ${held} to become readable`, after(timing.shortMs), {
       progressing: true,
     });
   }
-  if (draft.id !== undefined) {
+  if (held !== undefined && pass.claim !== undefined) {
+    const absence = confirmAbsence(pass, held, "it is created again");
+    if (!absence.gone) return absence.waiting;
+    const written = await pass.services.claims.recordId(pass.claim, undefined);
+    if (written.type !== "written") return conflict();
+    pass.claim = written.claim;
     pass.services.options.kube.event(
       mr,
       "Warning",
       REASON.Creating,
-      `cloud resource ${draft.id} is gone; creating it again`,
+      `cloud resource ${held} is gone; creating it again`,
     );
     delete draft.id;
   }
@@ -84,19 +94,18 @@ async function create<Spec extends ManagedSpecBase>(
   }
   const locations = services.options.locations(mr.spec);
   const location = locations[draft.locationIndex ?? 0] ?? locations[0];
-  // Nobody else may hold or be creating this name (checked and reserved without yielding: two workers never
-  // both pass here for one name).
-  const rival = nameRival(pass, pass.cloudName);
-  if (rival !== undefined) return nameConflict(rival, timing.nameConflictRetryMs);
+  // The name's claim first: nobody else holds or creates under it from here on.
+  const claimed = await claimName(pass, connection);
+  if (claimed !== undefined) return claimed;
   const intent = draft.createPending;
   // An intent written by this pass has had no POST yet: a 409 answer to this POST proves the name is not ours.
   const freshIntent = intent === undefined || intent.cloudName !== pass.cloudName || intent.location !== location;
   if (freshIntent) {
-    const stop = await recordIntent(pass, connection, location);
+    const stop = await recordIntent(pass, location);
     if (stop !== undefined) return stop;
   } else {
     const existing = await connection.external.findByName(pass.cloudName, pass.signal);
-    if (existing !== undefined) return adoptFound(pass, existing);
+    if (existing !== undefined) return adoptFound(pass, connection, existing);
   }
   try {
     return await sendCreate(pass, connection, location);
@@ -109,20 +118,42 @@ async function create<Spec extends ManagedSpecBase>(
 }
 
 /**
- * Reserve the name and write the create intent, confirmed before the POST: a crash after it makes the next
- * pass look the name up first instead of creating a second resource. A verdict when the pass must stop.
+ * Hold the claim of the cloud name this pass creates under (taking it when nobody has it); one taken before for
+ * another name (with nothing recorded in it) is given up: an object holds one claim. A verdict when another
+ * object holds the name.
+ */
+async function claimName<Spec extends ManagedSpecBase>(
+  pass: Pass<Spec>,
+  connection: CloudConnection<Spec>,
+): Promise<Verdict | undefined> {
+  const { claims, timing, options } = pass.services;
+  const held = pass.claim;
+  if (held !== undefined && held.cloudName === pass.cloudName) return undefined;
+  const acquired = await claims.acquire(
+    slotOf(options.kind, connection.account, pass.cloudName),
+    holderOf(pass.mr),
+    pass.key,
+  );
+  if (acquired.type === "taken") {
+    return nameConflict(
+      heldByOtherMessage(pass, acquired.claim, `the cloud name ${pass.cloudName}`),
+      timing.nameConflictRetryMs,
+    );
+  }
+  if (held !== undefined && held.id === undefined) await claims.release(held);
+  pass.claim = acquired.claim;
+  return undefined;
+}
+
+/**
+ * Write the create intent, confirmed before the POST: a crash after it makes the next pass look the name up
+ * first instead of creating a second resource. A verdict when the pass must stop.
  */
 async function recordIntent<Spec extends ManagedSpecBase>(
   pass: Pass<Spec>,
-  connection: CloudConnection<Spec>,
   location: string | undefined,
 ): Promise<Verdict | undefined> {
   const { mr, draft, services } = pass;
-  const legacy = await legacyResource(pass, connection);
-  if (legacy !== undefined) return nameConflict(legacy, services.timing.nameConflictRetryMs);
-  if (nameRival(pass, pass.cloudName) !== undefined) return conflict(); // taken meanwhile: look again
-  const createdAtMs = claimantOf(pass).createdAtMs;
-  services.claims.reserve(pass.key, draft.projectId ?? "", pass.cloudName, mr.metadata.resourceVersion, createdAtMs);
   draft.createPending = {
     cloudName: pass.cloudName,
     ...(location !== undefined ? { location } : {}),
@@ -170,6 +201,16 @@ async function sendCreate<Spec extends ManagedSpecBase>(
   draft.id = mutation.operation.metadata.id;
   Object.assign(draft, mutation.statusFields);
   recordOperation(pass, connection, mutation.operation);
+  // The resource is this object's from now on; a failed write is made good by the next pass, which finds it by
+  // name with the create intent as proof.
+  if (pass.claim !== undefined) {
+    try {
+      const written = await pass.services.claims.recordId(pass.claim, draft.id);
+      if (written.type === "written") pass.claim = written.claim;
+    } catch (error) {
+      pass.logger.info({ err: error, id: draft.id }, "the claim could not record the new id yet");
+    }
+  }
   pass.logger.info({ id: draft.id, location, operation: mutation.operation.operation_id }, "create requested");
   const where = location ? ` in ${location}` : "";
   return verdict(REASON.Creating, `creating ${pass.cloudName}${where}`, after(timing.operationFallbackMs), {
@@ -193,30 +234,10 @@ async function nameInUse<Spec extends ManagedSpecBase>(
     delete pass.draft.createPending;
     return nameConflict(foreignResourceMessage(pass.cloudName, found.id), timing.nameConflictRetryMs);
   }
-  if (found !== undefined) return adoptFound(pass, found);
+  if (found !== undefined) return adoptFound(pass, connection, found);
   return verdict(REASON.Creating, `name ${pass.cloudName} is in use but not readable yet`, after(timing.shortMs), {
     progressing: true,
   });
-}
-
-/**
- * A resource under the object's default name of versions before 0.2 that nobody holds: probably this object's
- * own from before an upgrade (its status lost). Never created around silently: the message says how to adopt it.
- */
-async function legacyResource<Spec extends ManagedSpecBase>(
-  pass: Pass<Spec>,
-  connection: CloudConnection<Spec>,
-): Promise<string | undefined> {
-  const legacy = legacyNameToCheck(pass.mr, pass.cloudName);
-  if (legacy === undefined) return undefined;
-  const found = await connection.external.findByName(legacy, pass.signal);
-  if (found === undefined) return undefined;
-  const projectId = pass.draft.projectId ?? "";
-  // Another object holds it, or is creating it under that name (its own default name now): not a leftover.
-  const { claims } = pass.services;
-  const others = [...claims.holdersOf(projectId, found.id), ...claims.claimantsOfName(projectId, legacy)];
-  if (others.some((key) => key !== pass.key)) return undefined;
-  return `a cloud resource named ${legacy} (id ${found.id}), this object's default name before version 0.2, exists and no object manages it: set spec.id: ${found.id} to manage it, or delete it`;
 }
 
 /** The location had no capacity: try the next candidate, or wait for capacity when all answered so. */

@@ -1,5 +1,8 @@
 // Credentials: spec.credentialsRef.name (default `gpucloud-credentials`) in the object's namespace, else the
-// operator's default Secret (--credentials-secret ns/name, the one documented cross-namespace exception).
+// operator's default Secret (--credentials-secret ns/name, the one documented cross-namespace exception), but only
+// for a namespace that has no Secret of the default name at all (labelled or not) and that the operator lets use
+// it (--default-credentials-namespaces): a namespace's own Secret is used or its objects stall, never silently
+// replaced by the platform's. A Secret the operator itself wrote (connection details) is never credentials.
 // A changed Secret (new resourceVersion) builds a new client without a restart when its credentials, project or
 // URL changed; a change of its metadata alone (the in-use finalizer) keeps the account, with what it learned
 // (list snapshots, operations in flight, the server's capabilities). The last good credentials of
@@ -10,6 +13,7 @@ import { createHash } from "node:crypto";
 import type { Logger } from "pino";
 import {
   DEFAULT_CREDENTIALS_SECRET,
+  GROUP,
   REASONS,
   type Reason,
   SECRET_WATCH_HINT,
@@ -25,7 +29,14 @@ import { isRecord } from "../util/is-record.ts";
 
 /** The fields of a core/v1 Secret the operator reads. */
 export interface SecretLike {
-  metadata?: { namespace?: string; name?: string; resourceVersion?: string; deletionTimestamp?: unknown };
+  metadata?: {
+    namespace?: string;
+    name?: string;
+    resourceVersion?: string;
+    deletionTimestamp?: unknown;
+    labels?: Record<string, string>;
+    ownerReferences?: { apiVersion?: string; kind?: string; name?: string }[];
+  };
   data?: Record<string, string>;
   stringData?: Record<string, string>;
 }
@@ -53,7 +64,15 @@ export type CredentialsResult<A> =
   | { type: "missing"; message: string; reason?: Reason };
 
 export interface CredentialStoreOptions<A> {
+  /** The Secrets the operator reads (labelled gpucloud.dev/watch=true, and the --credentials-secret). */
   secrets: SecretReader;
+  /**
+   * Secrets of the default credentials name in every watched namespace, labelled or not: whether a namespace has
+   * one decides whether it may fall back to --credentials-secret. Without it, only labelled ones count.
+   */
+  defaultNamed?: SecretReader;
+  /** Whether objects of a namespace may use --credentials-secret (--default-credentials-namespaces); default yes. */
+  mayUseDefault?(namespace: string): boolean;
   /** --credentials-secret <namespace>/<name> */
   defaultSecret?: { namespace: string; name: string };
   /** --api-url, used when the Secret has no apiUrl. */
@@ -135,6 +154,19 @@ export function credentialsRefNameOf(object: unknown): string | undefined {
   return typeof name === "string" && name !== "" ? name : undefined;
 }
 
+/** The command that makes an unlabelled Secret visible to the operator. */
+export function unlabelledMessage(namespace: string, name: string): string {
+  const [key, value] = SECRET_WATCH_SELECTOR.split("=");
+  return `Secret ${namespace}/${name} exists but is not labelled ${SECRET_WATCH_SELECTOR}, so the operator does not read it (and uses no other Secret instead): kubectl label secret -n ${namespace} ${name} ${key}=${value}`;
+}
+
+/** The object (`GpuVm ns/name`) that wrote this Secret as its connection details, when the operator did. */
+export function connectionDetailsOwner(secret: SecretLike): string | undefined {
+  const owner = secret.metadata?.ownerReferences?.find((reference) => reference.apiVersion?.startsWith(`${GROUP}/`));
+  if (owner === undefined) return undefined;
+  return `${owner.kind ?? "object"} ${secret.metadata?.namespace ?? "?"}/${owner.name ?? "?"}`;
+}
+
 export class CredentialStore<A> {
   readonly #options: CredentialStoreOptions<A>;
   readonly #accounts = new Map<string, CacheEntry<A>>();
@@ -143,15 +175,45 @@ export class CredentialStore<A> {
     this.#options = options;
   }
 
-  /** The Secret an object uses: its own namespace first, then the operator default. */
+  /**
+   * The Secret an object uses: the one it names (or the default name) in its namespace when that Secret exists
+   * there (labelled or not) or was used before; else, for the default name only, the operator's default Secret
+   * when this namespace may use it.
+   */
   secretFor(namespace: string, refName: string | undefined): { namespace: string; name: string } | undefined {
     const name = refName ?? DEFAULT_CREDENTIALS_SECRET;
-    if (this.#options.secrets.getSecret(namespace, name) !== undefined || this.#accounts.has(`${namespace}/${name}`)) {
+    if (this.#existsInNamespace(namespace, name) || this.#accounts.has(`${namespace}/${name}`)) {
       return { namespace, name };
     }
-    if (name === DEFAULT_CREDENTIALS_SECRET && this.#options.defaultSecret !== undefined)
-      return this.#options.defaultSecret;
+    if (name === DEFAULT_CREDENTIALS_SECRET && this.#mayUseDefault(namespace)) return this.#options.defaultSecret;
     return { namespace, name };
+  }
+
+  #existsInNamespace(namespace: string, name: string): boolean {
+    if (this.#options.secrets.getSecret(namespace, name) !== undefined) return true;
+    return name === DEFAULT_CREDENTIALS_SECRET && this.#options.defaultNamed?.getSecret(namespace, name) !== undefined;
+  }
+
+  #mayUseDefault(namespace: string): boolean {
+    return this.#options.defaultSecret !== undefined && (this.#options.mayUseDefault?.(namespace) ?? true);
+  }
+
+  /** Why there is no Secret to use: not there, there without the label, or not offered the default credentials. */
+  #missing(namespace: string, name: string): CredentialsResult<A> {
+    const where = `${namespace}/${name}`;
+    const unlabelled =
+      name === DEFAULT_CREDENTIALS_SECRET ? this.#options.defaultNamed?.getSecret(namespace, name) : undefined;
+    if (unlabelled !== undefined) return { type: "missing", message: unlabelledMessage(namespace, name) };
+    const refused =
+      name === DEFAULT_CREDENTIALS_SECRET &&
+      this.#options.defaultSecret !== undefined &&
+      !this.#mayUseDefault(namespace)
+        ? `; the operator's default credentials are not offered to namespace ${namespace} (--default-credentials-namespaces)`
+        : "";
+    return {
+      type: "missing",
+      message: `Secret ${where} with the cloud credentials not found: create it with the keys apiKey (or email and password) and projectId (apiUrl optional), labelled ${SECRET_WATCH_SELECTOR} (${SECRET_WATCH_HINT})${refused}`,
+    };
   }
 
   resolve(namespace: string, refName: string | undefined): CredentialsResult<A> {
@@ -162,9 +224,14 @@ export class CredentialStore<A> {
     const secret = this.#options.secrets.getSecret(secretRef.namespace, secretRef.name);
     if (secret === undefined) {
       if (cached !== undefined) return { type: "ok", handle: { ...cached, secret: secretRef, usingCached: true } };
+      return this.#missing(secretRef.namespace, secretRef.name);
+    }
+    const writer = connectionDetailsOwner(secret);
+    if (writer !== undefined) {
+      // Never credentials, whatever it holds: the operator wrote it (a GpuVm's connection details).
       return {
         type: "missing",
-        message: `Secret ${cacheKey} with the cloud credentials not found: create it with the keys apiKey (or email and password) and projectId (apiUrl optional), labelled ${SECRET_WATCH_SELECTOR} (${SECRET_WATCH_HINT})`,
+        message: `Secret ${cacheKey} holds the connection details ${writer} wrote, not cloud credentials: give that object another spec.connectionDetails.secretName, delete this Secret, and create the credentials Secret`,
       };
     }
     const resourceVersion = secret.metadata?.resourceVersion ?? "";

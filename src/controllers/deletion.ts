@@ -2,6 +2,7 @@
 // cloud call (paused, Orphan, Observe, nothing ever created). Releasing removes our finalizer and says why.
 import { ANNOTATIONS, FINALIZER } from "../api/common.ts";
 import { isUnsupported } from "../cloud/errors.ts";
+import { confirmAbsence } from "./absence.ts";
 import { isSendable, sendAction } from "./action-intents.ts";
 import {
   cannotDo,
@@ -46,8 +47,13 @@ export async function paused(pass: LifecyclePass, deleting: boolean): Promise<St
   return verdictOfPause;
 }
 
-/** Remove our finalizer (when held) and record why the object was let go. */
+/**
+ * Give up the object's claim (its cloud resource, if any, is nobody's from now on), remove our finalizer (when
+ * held) and record why the object was let go. The claim goes first: a crash in between leaves an object that
+ * releases again, never a claim without its holder.
+ */
 export async function release(pass: LifecyclePass, type: "Normal" | "Warning", note: string): Promise<Step> {
+  await pass.services.releaseClaim?.(pass.mr);
   if (pass.mr.metadata.finalizers.includes(FINALIZER)) {
     // What the object wrote goes with it (its owner reference would have Kubernetes do it too).
     await pass.services.options.onReleased?.(pass.mr);
@@ -65,7 +71,15 @@ export async function deleteResource<Spec extends ManagedSpecBase>(
   observed: Observation,
 ): Promise<Step> {
   const { timing } = pass.services;
-  if (!observed.exists) return release(pass, "Normal", "cloud resource deleted");
+  if (!observed.exists) {
+    // Gone only when our own DELETE said so, or no read has shown it for a while: a slow read is no proof.
+    const held = pass.claim?.id ?? pass.draft.createPending?.cloudName;
+    if (held !== undefined && !ownDeleteSucceeded(pass)) {
+      const absence = confirmAbsence(pass, held, "the object is let go");
+      if (!absence.gone) return absence.waiting;
+    }
+    return release(pass, "Normal", "cloud resource deleted");
+  }
   const blocker = connection.external.deleteBlocker?.(pass.mr, observed);
   if (blocker !== undefined) {
     // Looked at again either way: a blocker the user lifts is seen at the next look, and the deletion goes on.
@@ -102,6 +116,12 @@ export async function deleteResource<Spec extends ManagedSpecBase>(
     }
     throw error;
   }
+}
+
+/** The newest operation of the object is its DELETE, and it succeeded. */
+function ownDeleteSucceeded<Spec extends ManagedSpecBase>(pass: Pass<Spec>): boolean {
+  const newest = pass.draft.operations?.[0];
+  return newest?.name === "DELETE" && newest.state === "SUCCEEDED";
 }
 
 /**

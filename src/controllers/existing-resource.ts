@@ -1,10 +1,13 @@
 // A resource that exists: bring it to the spec one step at a time (an update answers the operation it started),
 // wait while it is in transition, publish connection details once it is ready. Observe-only objects mirror it.
 
+import type { ClaimedKind } from "../api/gpu-cloud-claim.ts";
 import { isUnsupported } from "../cloud/errors.ts";
 import { isSendable, sendAction } from "./action-intents.ts";
+import { claimHolderText } from "./adoption.ts";
 import { CHANGE_INSTEAD, cannotDo, REASON, type Reason, type Verdict } from "./classify.ts";
 import type { ManagedSpecBase } from "./external.ts";
+import { slotOf } from "./ownership.ts";
 import { after, type CloudConnection, DONE, type Existing, type Pass, verdict, withDraft } from "./reconcile-pass.ts";
 
 export async function reconcileExisting<Spec extends ManagedSpecBase>(
@@ -136,6 +139,25 @@ export async function mirror<Spec extends ManagedSpecBase>(
       after(pass.services.timing.dependencyMs),
     );
     return { ...missing, synced: false };
+  }
+  const { claims, options } = pass.services;
+  const kind = options.kind as ClaimedKind;
+  const claim =
+    claims.ofId(kind, connection.account, observed.id) ??
+    claims.ofSlot(slotOf(kind, connection.account, observed.name));
+  if (
+    claim !== undefined &&
+    claim.holder.namespace !== pass.mr.metadata.namespace &&
+    !options.allowCrossNamespaceObserve
+  ) {
+    // Nothing of it is shown: its addresses and state are another namespace's to see.
+    claims.block(claim, pass.key);
+    return verdict(
+      REASON.NotPermitted,
+      `cloud resource ${observed.id} is managed by ${claimHolderText(pass, claim)}; this operator does not let objects observe what another namespace manages (its --allow-cross-namespace-observe is off)`,
+      after(pass.services.timing.nameConflictRetryMs),
+      { stalled: true, event: "Warning" },
+    );
   }
   Object.assign(pass.draft, observed.atProvider);
   pass.draft.id = observed.id;

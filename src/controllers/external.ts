@@ -92,6 +92,8 @@ export type Observation =
   | {
       exists: true;
       id: string;
+      /** The resource's name in the cloud (what a claim reserves when it is adopted by spec.id). */
+      name: string;
       /** The resource is usable (VM running or stopped as asked, disk present, …). */
       ready: boolean;
       /** The cloud matches the spec; false → update(). */

@@ -70,6 +70,7 @@ export function observeDisk(
   return {
     exists: true,
     id: disk.id,
+    name: disk.name,
     ready: true,
     upToDate: size === "equal" || size === "unknown",
     atProvider: diskAtProvider(disk, vmNameOf),
@@ -133,7 +134,7 @@ export const gpuDisk: KindDefinition<GpuDiskSpec> = {
         );
         if (disk === undefined) return { exists: false };
         const vmNameOf: VmNameOf = (vmId) =>
-          managedByCloudId(deps, "GpuVm", mr.metadata.namespace, projectId, vmId)?.metadata.name;
+          managedByCloudId(deps, "GpuVm", mr.metadata.namespace, account, vmId)?.metadata.name;
         return observeDisk(mr.spec, disk, vmNameOf);
       },
       async findByName(cloudName) {
@@ -184,7 +185,7 @@ export const gpuDisk: KindDefinition<GpuDiskSpec> = {
           : [];
         if (attached.length === 0) return undefined;
         return diskInUse(mr, observed.id, attached, (vmId) =>
-          managedByCloudId(deps, "GpuVm", mr.metadata.namespace, projectId, vmId),
+          managedByCloudId(deps, "GpuVm", mr.metadata.namespace, account, vmId),
         );
       },
     };

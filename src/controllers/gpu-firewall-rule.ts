@@ -90,6 +90,7 @@ export function observeRule(
   return {
     exists: true,
     id: rule.id,
+    name: rule.name,
     ready: true,
     upToDate: drift.length === 0,
     atProvider: {

@@ -23,6 +23,7 @@ export function observeNetwork(spec: GpuNetworkSpec, network: VpcNetwork): Extra
   return {
     exists: true,
     id: network.id,
+    name: network.name,
     ready: true,
     upToDate: true,
     atProvider: networkAtProvider(network),

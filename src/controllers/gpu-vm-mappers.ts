@@ -163,6 +163,7 @@ export function observeVm(desired: DesiredVm | undefined, vm: VmSummary): Extrac
     return {
       exists: true,
       id: vm.id,
+      name: vm.name,
       ready: false,
       upToDate: true,
       atProvider,
@@ -175,6 +176,7 @@ export function observeVm(desired: DesiredVm | undefined, vm: VmSummary): Extrac
   return {
     exists: true,
     id: vm.id,
+    name: vm.name,
     ready: state === (wantRunning ? "STATE_RUNNING" : "STATE_STOPPED"),
     upToDate: step.action === "none" || step.action === "wait",
     busy: step.action === "wait",

@@ -6,6 +6,7 @@ import { hash } from "node:crypto";
 import { ANNOTATIONS, REASONS, SECRET_WATCH_HINT } from "../api/common.ts";
 import { type GpuVmSpec, GpuVmSpec as GpuVmSpecSchema, GpuVmStatus, MAX_RESET_VALUE_LENGTH } from "../api/gpu-vm.ts";
 import type { DiskRef } from "../cloud/wire.ts";
+import type { Account } from "./claims.ts";
 import type { CreateOnlyValue, ExternalClient, ManagedObject } from "./external.ts";
 import {
   connectionDetails,
@@ -149,12 +150,12 @@ function resolveDisks(deps: KindDeps, mr: ManagedObject<GpuVmSpec>): ResolvedDis
 function namedDisks(
   deps: KindDeps,
   mr: ManagedObject<GpuVmSpec>,
-  projectId: string,
+  account: Account,
   atProvider: Record<string, unknown>,
 ) {
   const disks = Array.isArray(atProvider.attachedDisks) ? (atProvider.attachedDisks as { id: string }[]) : [];
   const named = disks.map((disk) => {
-    const gpuDisk = managedByCloudId(deps, "GpuDisk", mr.metadata.namespace, projectId, disk.id)?.metadata.name;
+    const gpuDisk = managedByCloudId(deps, "GpuDisk", mr.metadata.namespace, account, disk.id)?.metadata.name;
     return gpuDisk === undefined ? disk : { ...disk, gpuDisk };
   });
   return { ...atProvider, attachedDisks: named };
@@ -213,7 +214,7 @@ export const gpuVm: KindDefinition<GpuVmSpec> = {
         );
         if (vm === undefined) return { exists: false };
         const found = observeVm(desired, vm);
-        const observed = { ...found, atProvider: namedDisks(deps, mr, projectId, found.atProvider), reads: [vm] };
+        const observed = { ...found, atProvider: namedDisks(deps, mr, account, found.atProvider), reads: [vm] };
         return inputs !== undefined ? { ...observed, createOnly: inputs.createOnly } : observed;
       },
       reread: (mr) => rereadById(account.vms, mr),

@@ -3,15 +3,26 @@
 // on Secrets, and the operator's own metrics.
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { z } from "zod";
-import { FINALIZER, GROUP, SECRET_WATCH_LABEL, SECRET_WATCH_SELECTOR, VERSION } from "../api/common.ts";
+import {
+  DEFAULT_CREDENTIALS_SECRET,
+  FINALIZER,
+  GROUP,
+  type Reason,
+  SECRET_WATCH_LABEL,
+  SECRET_WATCH_SELECTOR,
+  VERSION,
+} from "../api/common.ts";
 import { structuralSchemaOf } from "../api/crd.ts";
 import type { OperationFamily } from "../cloud/wire.ts";
 import type { Controller, KubeResource, Manager } from "../runtime/index.ts";
-import { CONFIG_MAPS, KubeApiError, SECRETS } from "../runtime/index.ts";
+import { CONFIG_MAPS, KubeApiError, NAMESPACES, SECRETS } from "../runtime/index.ts";
 import { ApiUrlPolicy } from "../util/api-url.ts";
 import { AccountAdmissions } from "./account-admission.ts";
+import { CLAIMS_RESOURCE, claimOfObject, kubeClaimRecords } from "./claim-records.ts";
+import { registerClaimSweep } from "./claim-sweep.ts";
+import { accountOf, type Claim, ClaimStore } from "./claims.ts";
 import { CloudAccount } from "./cloud-account.ts";
-import { CredentialStore, clientFor, credentialsRefNameOf, type SecretLike } from "./credentials.ts";
+import { CredentialStore, clientFor, credentialsRefNameOf, type SecretLike, unlabelledMessage } from "./credentials.ts";
 import { DependencyIndex } from "./dependency-index.ts";
 import type { ManagedObject, ManagedSpecBase, ManagedStatusBase } from "./external.ts";
 import { gpuDisk } from "./gpu-disk.ts";
@@ -22,7 +33,6 @@ import type { KindDefinition, KindDeps, OwnedObject } from "./kind-support.ts";
 import { ManagedParser } from "./kind-support.ts";
 import { type KubeAccess, ManagedReconciler, type ReconcileTiming } from "./managed-reconciler.ts";
 import { cloudOperationsSample, registerOperatorMetrics } from "./metrics.ts";
-import { ClaimIndex } from "./ownership.ts";
 import { POOL_RESOURCE, registerPoolController } from "./pool-controller.ts";
 import { CREDENTIALS_FINALIZER, CredentialsUsage, SecretUsageReconciler } from "./secret-usage.ts";
 import { fitStatusInPlace } from "./status-limits.ts";
@@ -75,22 +85,39 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
     (namespace === defaultSecret?.namespace && name === defaultSecret.name
       ? defaultSecretInformer?.get(namespace, name)
       : undefined);
+  // Secrets of the default credentials name, labelled or not: a namespace that has one never falls back to the
+  // operator's default Secret (its own is used, or its objects stall saying how to label it).
+  const defaultNamedSelection = { fieldSelector: `metadata.name=${DEFAULT_CREDENTIALS_SECRET}` };
+  const defaultNamed = manager.informerFor<KubernetesObject & SecretLike>(SECRETS, undefined, defaultNamedSelection);
+  // The namespaces allowed the default Secret, when the operator is told which (else every watched namespace).
+  const allowedNamespaces =
+    config.defaultCredentialsNamespaces === undefined
+      ? undefined
+      : manager.informerFor(NAMESPACES, [], { labelSelector: config.defaultCredentialsNamespaces });
   const configMaps = manager.informerFor<KubernetesObject & { data?: Record<string, string> }>(CONFIG_MAPS);
   const kindByName = new Map(MANAGED_KINDS.map((kind) => [kind.kind, kind]));
   const controllers = new Map<string, Controller>();
   const kindOfFamily = new Map<OperationFamily, string>(MANAGED_KINDS.map((kind) => [kind.family, kind.kind]));
   const dependencies = new DependencyIndex();
-  // One claim index per kind over every object (all namespaces watched): a second claimant of a cloud resource
-  // or name gets NameConflict; a change of the first wakes it.
-  const claimIndexes = new Map(
-    MANAGED_KINDS.map((kind) => {
-      const claims = new ClaimIndex({ wake: (key) => controllers.get(kind.kind)?.enqueue(key) });
-      informers
-        .get(kind.kind)
-        ?.on((event) => (event.type === "delete" ? claims.remove(event.object) : claims.upsert(event.object)));
-      return [kind.kind, claims] as const;
-    }),
-  );
+  // Who manages which cloud resource: the GpuCloudClaims of the operator's namespace (claims.ts). A key that
+  // stopped on another object's claim is woken when that claim changes or goes.
+  const claimsNamespace = config.claimsNamespace;
+  const claimInformer = manager.informerFor(CLAIMS_RESOURCE, [claimsNamespace]);
+  const claims = new ClaimStore(kubeClaimRecords(manager.kube, claimsNamespace), {
+    wake: (kindName, key) => controllers.get(kindName)?.enqueue(key),
+  });
+  claimInformer.on((event) => {
+    if (event.type === "delete") {
+      const name = event.object.metadata?.name;
+      if (name !== undefined) claims.remove(name);
+      return;
+    }
+    const claim = claimOfObject(event.object);
+    if (claim !== undefined) claims.upsert(claim);
+  });
+  /** The id an object's claim records (undefined while it holds none, or none with an id). */
+  const claimedId = (kindName: string, object: ManagedObject): string | undefined =>
+    claims.heldBy(kindName as Claim["kind"], object.metadata.uid)?.id;
 
   // One parse per informer object, shared by its reconciler and every kind that reads it as a dependency.
   const parsers = new Map<string, ManagedParser<ManagedSpecBase>>();
@@ -111,6 +138,10 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
 
   const credentials = new CredentialStore<CloudAccount>({
     secrets: { getSecret: readSecret },
+    defaultNamed: { getSecret: (namespace, name) => defaultNamed.get(namespace, name) },
+    ...(allowedNamespaces
+      ? { mayUseDefault: (namespace: string) => allowedNamespaces.get("", namespace) !== undefined }
+      : {}),
     ...(config.credentialsSecret ? { defaultSecret: config.credentialsSecret } : {}),
     ...(config.apiUrl ? { defaultApiUrl: config.apiUrl } : {}),
     apiUrls: new ApiUrlPolicy(config.allowedApiUrls),
@@ -134,15 +165,15 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
           logger: logger.child({ component: "cloud", credentialKey }),
         }),
         projectId: parsed.projectId,
+        apiUrl: parsed.apiUrl,
         credentialKey,
         onGone: (family, ids) => {
           const kindName = kindOfFamily.get(family);
-          const claims = kindName === undefined ? undefined : claimIndexes.get(kindName);
-          if (kindName === undefined || claims === undefined) return;
+          if (kindName === undefined) return;
+          const account = accountOf(parsed.apiUrl, parsed.projectId);
           for (const id of ids) {
-            for (const key of claims.holdersOf(parsed.projectId, id)) {
-              controllers.get(kindName)?.enqueue(key, "high");
-            }
+            const holder = claims.ofId(kindName as Claim["kind"], account, id)?.holder;
+            if (holder !== undefined) controllers.get(kindName)?.enqueue(`${holder.namespace}/${holder.name}`, "high");
           }
         },
         snapshotMaxAgeMs: config.syncPeriodMs,
@@ -174,19 +205,24 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
 
   const cachedObject = (kind: "Secret" | "ConfigMap", namespace: string, name: string): OwnableObject | undefined =>
     kind === "Secret" ? secrets.get(namespace, name) : configMaps.get(namespace, name);
+  // What a kind reads of another object: its id as its claim records it, never as its status says (a status edit
+  // must not point a reference, a disk attachment or a firewall rule at another namespace's resource).
+  const claimedView = (kindName: string, object: ManagedObject | undefined): ManagedObject | undefined => {
+    if (object === undefined) return undefined;
+    const id = claimedId(kindName, object);
+    if (id === object.status.id) return object;
+    const { id: _unbacked, ...status } = object.status;
+    return { ...object, status: id === undefined ? status : { ...status, id } };
+  };
   const deps: KindDeps = {
-    managed: (kind, namespace, name) => parse(kind, informers.get(kind)?.get(namespace, name)),
+    managed: (kind, namespace, name) => claimedView(kind, parse(kind, informers.get(kind)?.get(namespace, name))),
     listManaged: (kind, namespace) =>
-      (informers.get(kind)?.list(namespace) ?? []).flatMap((raw) => parse(kind, raw) ?? []),
-    managedById: (kind, namespace, projectId, id) => {
-      // The claim index knows who holds an id (keys `namespace/name`): names an attachment without a scan.
-      for (const key of claimIndexes.get(kind)?.holdersOf(projectId, id) ?? []) {
-        const slash = key.indexOf("/");
-        if (key.slice(0, slash) !== namespace) continue;
-        const object = parse(kind, informers.get(kind)?.get(namespace, key.slice(slash + 1)));
-        if (object?.status.id === id) return object;
-      }
-      return undefined;
+      (informers.get(kind)?.list(namespace) ?? []).flatMap((raw) => claimedView(kind, parse(kind, raw)) ?? []),
+    managedById: (kind, namespace, account, id) => {
+      // The claims know who holds an id: names an attachment without a scan.
+      const holder = claims.ofId(kind as Claim["kind"], account, id)?.holder;
+      if (holder === undefined || holder.namespace !== namespace) return undefined;
+      return claimedView(kind, parse(kind, informers.get(kind)?.get(namespace, holder.name)));
     },
     dataKey: (kind, namespace, name, key) => {
       if (kind === "Secret") {
@@ -195,8 +231,16 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
       }
       return configMaps.get(namespace, name)?.data?.[key];
     },
-    publish: (kind, owner, name, data) =>
-      publishConnectionDetails(manager, kind, owner, name, data, cachedObject(kind, owner.metadata.namespace, name)),
+    publish: (kind, owner, name, data) => {
+      // A Secret of a credentials name would shadow the credentials of this namespace's objects.
+      const namespace = owner.metadata.namespace;
+      if (kind === "Secret" && (name === DEFAULT_CREDENTIALS_SECRET || usage.usersOf(namespace, name, 0).count > 0)) {
+        return Promise.resolve(
+          `Secret ${namespace}/${name} is a credentials Secret name in this namespace: connection details are never written there; choose another spec.connectionDetails.secretName`,
+        );
+      }
+      return publishConnectionDetails(manager, kind, owner, name, data, cachedObject(kind, namespace, name));
+    },
   };
 
   // Who uses which credentials Secret, kept from informer events: a Secret is woken only when an object starts
@@ -251,13 +295,19 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
       parse: (raw) => parser.parse(raw),
       locations: (spec) => kind.locations(spec),
       kube,
-      ...(claimIndexes.get(kind.kind) ? { claims: claimIndexes.get(kind.kind) } : {}),
+      claims,
+      claimNamespace: claimsNamespace,
+      allowCrossNamespaceObserve: config.allowCrossNamespaceObserve,
       fitStatus: fitterFor(kind.statusSchema),
       ...(options.now ? { now: options.now } : {}),
       timing: { ...options.timing },
       connect: async (mr) => {
         const resolved = credentials.resolve(mr.metadata.namespace, mr.spec.credentialsRef?.name);
-        if (resolved.type === "missing") return resolved;
+        if (resolved.type === "missing") {
+          const name = mr.spec.credentialsRef?.name;
+          const read = name === undefined || readSecret(mr.metadata.namespace, name) !== undefined;
+          return read ? resolved : explainMissing(manager, mr, resolved);
+        }
         const { account, usingCached, secret, keys } = resolved.handle;
         // A slot of the account's bulkhead, or a requeue: a busy or failing account never takes every worker.
         admissions.admit(`${mr.metadata.namespace}/${mr.metadata.name}`, account.client.bulkhead);
@@ -266,6 +316,7 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
           connection: {
             external: kind.external(account, deps),
             projectId: account.projectId,
+            account: { apiUrl: account.apiUrl, projectId: account.projectId },
             usingCachedCredentials: usingCached,
             credentialsSource: `Secret ${secret.namespace}/${secret.name} (${keys})`,
             paymentProblem: (signal, options) => account.paymentProblem(signal, options),
@@ -302,27 +353,34 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
       "ConfigMap",
       ...MANAGED_KINDS.map((k) => k.kind).filter((k) => k !== kind.kind),
     ]);
+    const dependentsOfSecret = (object: KubernetesObject) =>
+      dependencies.dependents(kind.kind, "Secret", object.metadata?.namespace ?? "", object.metadata?.name ?? "");
     const controller = manager.addController({
       name: kind.kind.toLowerCase(),
       resource,
       reconciler,
       isEcho: (key, resourceVersion) => managed.isEcho(key, resourceVersion),
-      watches: [...watched].map((watchedKind) => ({
-        resource:
-          watchedKind === "Secret"
-            ? SECRETS
-            : watchedKind === "ConfigMap"
-              ? CONFIG_MAPS
-              : resourceOf(kindByName.get(watchedKind) ?? kind),
-        ...(watchedKind === "Secret" ? secretSelection : {}),
-        mapToKeys: (object: KubernetesObject) =>
-          dependencies.dependents(
-            kind.kind,
-            watchedKind,
-            object.metadata?.namespace ?? "",
-            object.metadata?.name ?? "",
-          ),
-      })),
+      watches: [...watched]
+        .map((watchedKind) => ({
+          resource:
+            watchedKind === "Secret"
+              ? SECRETS
+              : watchedKind === "ConfigMap"
+                ? CONFIG_MAPS
+                : resourceOf(kindByName.get(watchedKind) ?? kind),
+          ...(watchedKind === "Secret" ? secretSelection : {}),
+          mapToKeys: (object: KubernetesObject) =>
+            dependencies.dependents(
+              kind.kind,
+              watchedKind,
+              object.metadata?.namespace ?? "",
+              object.metadata?.name ?? "",
+            ),
+        }))
+        .concat([
+          // A credentials Secret of the default name appearing, going or losing its label, labelled or not.
+          { resource: SECRETS, ...defaultNamedSelection, mapToKeys: dependentsOfSecret },
+        ]),
     });
     admissions.wakeWith((key, priority, position) => controller.wake(key, priority, position));
     controllers.set(kind.kind, controller);
@@ -364,6 +422,26 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
     }),
   );
 
+  registerClaimSweep(manager, {
+    claims,
+    claimsNamespace,
+    kinds: new Map(
+      MANAGED_KINDS.map((kind) => [
+        kind.kind,
+        {
+          resource: resourceOf(kind),
+          cachedUid: (namespace: string, name: string) => {
+            const raw = informers.get(kind.kind)?.get(namespace, name) as { metadata?: { uid?: string } } | undefined;
+            return raw?.metadata?.uid;
+          },
+        },
+      ]),
+    ),
+    kube: manager.kube,
+    watchNamespaces: config.watchNamespaces,
+    syncPeriodMs: config.syncPeriodMs,
+  });
+
   registerOperatorMetrics(manager.metrics.registry, {
     kinds: MANAGED_KINDS.flatMap((kind) => {
       const informer = informers.get(kind.kind);
@@ -379,6 +457,22 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
   );
 
   return { controllers, credentials, stop: () => credentials.stop() };
+}
+
+/**
+ * A credentials Secret of another name than the default that the (labelled) cache lacks may exist without the
+ * label: one read says which, so the message gives the exact command (only objects without credentials pay it;
+ * the default name's Secrets are all cached, labelled or not).
+ */
+async function explainMissing(
+  manager: Manager,
+  mr: ManagedObject,
+  missing: { type: "missing"; message: string; reason?: Reason },
+): Promise<{ type: "missing"; message: string; reason?: Reason }> {
+  const name = mr.spec.credentialsRef?.name;
+  if (missing.reason !== undefined || name === undefined || name === DEFAULT_CREDENTIALS_SECRET) return missing;
+  const secret = await manager.kube.getSecret(mr.metadata.namespace, name);
+  return secret === undefined ? missing : { ...missing, message: unlabelledMessage(mr.metadata.namespace, name) };
 }
 
 /** Fit statuses of a kind to its CRD schema in place (the structural schema the CRD is generated with). */

@@ -6,6 +6,7 @@ import { ObjectMeta, REASONS, type Reason } from "../api/common.ts";
 import { isCloudError, isUnsupported } from "../cloud/errors.ts";
 import type { OperationFamily } from "../cloud/wire.ts";
 import { sameJson } from "../util/json-values.ts";
+import type { Account } from "./claims.ts";
 import type { CloudAccount } from "./cloud-account.ts";
 import type { ExternalClient, ManagedObject, ManagedSpecBase, ManagedStatusBase, ObserveOptions } from "./external.ts";
 import type { SnapshotView } from "./snapshots.ts";
@@ -137,7 +138,7 @@ export interface KindDeps {
    * The object of a kind in a namespace that manages the cloud resource `id` of `projectId` (an index lookup);
    * absent in small tests, where managedByCloudId scans listManaged instead.
    */
-  managedById?(kind: string, namespace: string, projectId: string, id: string): ManagedObject | undefined;
+  managedById?(kind: string, namespace: string, account: Account, id: string): ManagedObject | undefined;
   /** A key of a Secret or ConfigMap, decoded; undefined when the object or key is absent. */
   dataKey(kind: "Secret" | "ConfigMap", namespace: string, name: string, key: string): string | undefined;
   /**
@@ -281,10 +282,10 @@ export function managedByCloudId(
   deps: KindDeps,
   kind: string,
   namespace: string,
-  projectId: string,
+  account: Account,
   id: string,
 ): ManagedObject | undefined {
-  if (deps.managedById !== undefined) return deps.managedById(kind, namespace, projectId, id);
+  if (deps.managedById !== undefined) return deps.managedById(kind, namespace, account, id);
   return deps.listManaged(kind, namespace).find((object) => object.status.id === id);
 }
 

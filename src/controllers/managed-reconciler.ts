@@ -9,10 +9,12 @@
 // No worker ever waits on a cloud operation: the operation id goes into status, trackers wake the key, and a
 // fallback requeue covers lost wake-ups.
 import { ANNOTATIONS, FINALIZER, MIN_SYNC_PERIOD_MS } from "../api/common.ts";
+import type { ClaimedKind } from "../api/gpu-cloud-claim.ts";
 import { formatDuration, syncPeriodOf } from "../runtime/index.ts";
 import { cloneJson } from "../util/json-values.ts";
+import { resourceSeen } from "./absence.ts";
 import { resolvePendingAction } from "./action-intents.ts";
-import { nameConflict, ownershipOf } from "./adoption.ts";
+import { unlessOwned } from "./adoption.ts";
 import { classify, REASON, type Reason, TERMINAL_REASONS, type Verdict } from "./classify.ts";
 import { createAbsent } from "./creation.ts";
 import { deleteResource, paused, release } from "./deletion.ts";
@@ -22,7 +24,7 @@ import { handleFailedOperation } from "./operation-failures.ts";
 import { followOperation } from "./operation-following.ts";
 import { type Settlement, settleOperation } from "./operation-tracking.ts";
 import { GuardedWrites } from "./own-writes.ts";
-import { ClaimIndex, cloudNameFor } from "./ownership.ts";
+import { cloudNameFor, reconcileClaim } from "./ownership.ts";
 import { QuietResyncs } from "./quiet-resyncs.ts";
 import {
   after,
@@ -88,7 +90,12 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
       fit: (status) => options.fitStatus?.(status) ?? [],
       sentActions: new Map(),
       setFinalizer: (mr, present) => this.#ownWrites.setFinalizer(mr, present),
-      claims: options.claims ?? new ClaimIndex(),
+      claims: options.claims,
+      releaseClaim: async (mr) => {
+        const claim = options.claims.heldBy(options.kind as ClaimedKind, mr.metadata.uid);
+        if (claim !== undefined) await options.claims.release(claim);
+      },
+      missingSince: new Map(),
     };
   }
 
@@ -105,6 +112,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
       this.#failures.delete(key);
       this.#raisedSyncPeriods.delete(key);
       this.#quiet.forget(key);
+      this.#services.missingSince.delete(key);
       return { type: "done" };
     }
     const parsed = this.#options.parse(raw);
@@ -217,7 +225,11 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     const { mr } = pass;
     const deleting = mr.metadata.deletionTimestamp !== undefined;
     const holdsFinalizer = mr.metadata.finalizers.includes(FINALIZER);
-    if (deleting && !holdsFinalizer) return RELEASED;
+    if (deleting && !holdsFinalizer) {
+      // Let go without us (the finalizer removed by hand): its claim must not outlive it.
+      await this.#services.releaseClaim(mr);
+      return RELEASED;
+    }
     if (mr.metadata.annotations[ANNOTATIONS.paused] === "true") return paused(pass, deleting);
     if (deleting && (mr.spec.deletionPolicy === "Orphan" || mr.spec.managementPolicy === "Observe")) {
       return release(pass, "Normal", "the cloud resource is kept (deletionPolicy Orphan or Observe)");
@@ -278,6 +290,10 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     holdsFinalizer: boolean,
   ): Promise<Step> {
     const { mr } = pass;
+    if (mr.spec.managementPolicy !== "Observe") {
+      const stop = reconcileClaim(pass, connection.account, deleting);
+      if (stop !== undefined) return stop;
+    }
     const resolvedAt = await resolvePendingAction(pass, connection);
     const settled = settleOperation(pass, connection);
     if (settled.verdict !== undefined) return settled.verdict;
@@ -303,12 +319,10 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     if ("waiting" in look) return look.waiting;
     const { observed } = look;
     if (observed.exists) {
+      resourceSeen(pass);
       // One owner per resource: another object's (or a foreign) resource is never changed nor deleted.
-      const ownership = ownershipOf(pass, observed);
-      if (!ownership.owned) {
-        if (deleting) return release(pass, "Warning", `cloud resource ${observed.id} left as is: ${ownership.message}`);
-        return nameConflict(ownership.message, this.#timing.nameConflictRetryMs);
-      }
+      const notOwned = await unlessOwned(pass, connection, observed, deleting);
+      if (notOwned !== undefined) return notOwned;
     }
     if (deleting) return deleteResource(pass, connection, observed);
     if (!holdsFinalizer) {

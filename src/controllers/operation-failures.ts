@@ -7,7 +7,7 @@ import { REASON, type Verdict } from "./classify.ts";
 import { nextLocation } from "./creation.ts";
 import type { ManagedSpecBase } from "./external.ts";
 import type { OperationFailure } from "./operation-tracking.ts";
-import { after, type CloudConnection, type Pass, verdict } from "./reconcile-pass.ts";
+import { after, type CloudConnection, conflict, type Pass, verdict } from "./reconcile-pass.ts";
 
 /** Failure codes after which the same request may well succeed: retried with backoff, never a stall. */
 export const RETRYABLE_FAILURE_CODES: ReadonlySet<string> = new Set([
@@ -39,11 +39,17 @@ export async function handleFailedOperation<Spec extends ManagedSpecBase>(
   const creating = pass.draft.operation?.name === "CREATE";
   if (creating) {
     // The create did not make the resource. A retryable failure keeps the intent: the next pass looks the name
-    // up first (and adopts only what that intent proves is ours) before it asks again.
+    // up first (and adopts only what that intent proves is ours) before it asks again. The claim keeps the name,
+    // not the id the failed create announced (the cloud says it was never made).
     delete pass.draft.id;
+    if (pass.claim?.id !== undefined) {
+      const written = await pass.services.claims.recordId(pass.claim, undefined);
+      if (written.type !== "written") return conflict();
+      pass.claim = written.claim;
+    }
     if (failureClass === "exists") {
       const found = await connection.external.findByName(pass.cloudName, pass.signal);
-      if (found !== undefined) return adoptFound(pass, found);
+      if (found !== undefined) return adoptFound(pass, connection, found);
       delete pass.draft.createPending;
       return verdict(REASON.Creating, `${message}; looking again`, after(pass.services.timing.shortMs), {
         progressing: true,

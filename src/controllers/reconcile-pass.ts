@@ -4,6 +4,7 @@
 import type { Logger } from "pino";
 import type { Operation } from "../cloud/wire.ts";
 import type { SentAction } from "./action-intents.ts";
+import type { Account, Claim, ClaimStore } from "./claims.ts";
 import { REASON, type Reason, type Verdict } from "./classify.ts";
 import type {
   ExternalClient,
@@ -13,7 +14,6 @@ import type {
   Observation,
   Outcome,
 } from "./external.ts";
-import type { ClaimIndex } from "./ownership.ts";
 
 export type Existing = Extract<Observation, { exists: true }>;
 
@@ -32,6 +32,8 @@ export type OperationProgress =
 export interface CloudConnection<Spec extends ManagedSpecBase> {
   external: ExternalClient<Spec>;
   projectId: string;
+  /** The account the credentials name (normalised API URL and project): claims are made in it. */
+  account: Account;
   /** The Secret is being deleted, gone or unreadable: its last good credentials serve only deletions. */
   usingCachedCredentials: boolean;
   /** Where the credentials come from, for messages: `Secret ns/name (key apiKey)`. */
@@ -102,8 +104,12 @@ export interface ManagedReconcilerOptions<Spec extends ManagedSpecBase> {
   onReconciled?(mr: ManagedObject<Spec>): void;
   /** The object is let go (its finalizer is about to be removed): delete what it wrote (connection details). */
   onReleased?(mr: ManagedObject<Spec>): Promise<void>;
-  /** What every object of the kind claims (fed by the informer); a private index when absent (tests). */
-  claims?: ClaimIndex;
+  /** Who manages which cloud resource (GpuCloudClaims, claims.ts). */
+  claims: ClaimStore;
+  /** Where the claims live (for messages that tell an administrator which claim to look at). */
+  claimNamespace?: string;
+  /** Whether an Observe object may mirror a resource that an object of another namespace manages. */
+  allowCrossNamespaceObserve?: boolean;
   /**
    * Fit a status to the kind's CRD schema in place (status-limits.ts); returns what could not be fitted.
    * Every status write goes through it. Without it (tests), statuses are written as drafted.
@@ -128,8 +134,14 @@ export interface ReconcileTiming {
    * (then the resource is taken as it is: created again if absent, deleted again if present).
    */
   followTimeoutMs: number;
-  /** How often a NameConflict is looked at again (the index also wakes it when the other object changes). */
+  /** How often a NameConflict is looked at again (the claims also wake it when the other object's claim changes). */
   nameConflictRetryMs: number;
+  /**
+   * How long a resource this object holds must stay unseen (every read, a direct GET included, answering "not
+   * found") before it counts as gone and is created again. A missing resource proves nothing at first: reads
+   * after a create may lag (the eventual consistency a cloud controller manager waits two minutes out).
+   */
+  goneConfirmMs: number;
 }
 
 export const DEFAULT_TIMING: ReconcileTiming = {
@@ -141,6 +153,7 @@ export const DEFAULT_TIMING: ReconcileTiming = {
   dependencyMs: 30_000,
   followTimeoutMs: 15 * 60_000,
   nameConflictRetryMs: 2 * 60_000,
+  goneConfirmMs: 2 * 60_000,
 };
 
 export interface ReconcileRequest {
@@ -170,7 +183,10 @@ export interface PassServices<Spec extends ManagedSpecBase> {
   /** key → the last action this process sent (found again without a cloud call when status missed it). */
   sentActions: Map<string, SentAction>;
   setFinalizer(mr: ManagedObject, present: boolean): Promise<WriteResult>;
-  claims: ClaimIndex;
+  claims: ClaimStore;
+  releaseClaim(mr: ManagedObject): Promise<void>;
+  /** key → since when (ms) the resource its claim names has been missing from every read. */
+  missingSince: Map<string, { id: string; sinceMs: number }>;
 }
 
 /** One reconcile of one object: the object as read, the status being drafted, and what the steps may use. */
@@ -184,6 +200,8 @@ export interface Pass<Spec extends ManagedSpecBase> {
   services: PassServices<Spec>;
   /** Where this pass's credentials come from (set once connected), for messages. */
   credentialsSource?: string;
+  /** The claim this object holds (ownership.ts reconcileClaim), once connected. */
+  claim?: Claim;
   /** The UpToDate condition this pass found (create-only values), written with whatever verdict ends it. */
   upToDate?: Verdict["upToDate"];
   /** The snapshot items this pass's observation was computed from (Observation.reads; quiet-resyncs.ts). */
@@ -244,6 +262,8 @@ export interface LifecyclePass {
   logger: Logger;
   services: {
     setFinalizer(mr: ManagedObject, present: boolean): Promise<WriteResult>;
+    /** Give up the claim the object holds (managed kinds; a GpuVmPool holds none). */
+    releaseClaim?(mr: ManagedObject): Promise<void>;
     options: { kube: Pick<KubeAccess, "event">; onReleased?(mr: ManagedObject): Promise<void> };
   };
 }

@@ -63,6 +63,15 @@ export interface OperatorConfig {
   shard: { index: number; count: number };
   /** Default credentials Secret for objects that name none. */
   credentialsSecret: { namespace: string; name: string } | undefined;
+  /**
+   * A label selector of the namespaces whose objects may use the default credentials Secret; undefined: every
+   * watched namespace (that has no credentials Secret of its own).
+   */
+  defaultCredentialsNamespaces: string | undefined;
+  /** Where the GpuCloudClaims live (the operator's own namespace, which tenants cannot write). */
+  claimsNamespace: string;
+  /** Whether an Observe object may mirror a cloud resource that an object of another namespace manages. */
+  allowCrossNamespaceObserve: boolean;
   logLevel: LogLevel;
   logFormat: LogFormat;
   logTimeFormat: LogTimeFormat;
@@ -233,6 +242,25 @@ const FLAGS: readonly FlagSpec[] = [
     help: "This replica's shard, 0 to shard-count - 1 (with --leader-elect: one Lease per shard)",
   },
   { name: "credentials-secret", type: "string", default: "", help: "Default credentials Secret as <namespace>/<name>" },
+  {
+    name: "default-credentials-namespaces",
+    type: "string",
+    default: "",
+    help: "Label selector of the namespaces that may use --credentials-secret (default: every watched namespace without a credentials Secret of its own)",
+  },
+  {
+    name: "claims-namespace",
+    type: "string",
+    default: "",
+    fallbackEnv: "POD_NAMESPACE",
+    help: "Namespace of the GpuCloudClaims, the record of which object manages which cloud resource: the operator's own, which tenants cannot write ($POD_NAMESPACE, else --leader-election-namespace)",
+  },
+  {
+    name: "allow-cross-namespace-observe",
+    type: "bool",
+    default: "false",
+    help: "Let a managementPolicy: Observe object mirror a cloud resource that an object of another namespace manages",
+  },
   { name: "log-level", type: "string", default: "info", help: `Log level: ${LOG_LEVELS.join(", ")}` },
   {
     name: "log-format",
@@ -379,6 +407,9 @@ function buildConfig(value: (name: string) => string): OperatorConfig {
     apiMaxResponseBytes: byteSize("api-max-response-size", value("api-max-response-size")),
     apiAccountConcurrency: accountConcurrency === 0 ? Math.max(1, maxConcurrentReconciles - 1) : accountConcurrency,
     credentialsSecret: secretRef(value("credentials-secret")),
+    defaultCredentialsNamespaces: value("default-credentials-namespaces") || undefined,
+    claimsNamespace: dnsLabel("claims-namespace", value("claims-namespace") || value("leader-election-namespace")),
+    allowCrossNamespaceObserve: bool("allow-cross-namespace-observe", value),
     logLevel: logLevel as LogLevel,
     logFormat,
     logTimeFormat,

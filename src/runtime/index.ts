@@ -57,6 +57,7 @@ export {
   collectionPath,
   type KubeResource,
   MalformedResponseError,
+  NAMESPACES,
   resourceId,
   SECRETS,
 } from "./resource.ts";

@@ -157,6 +157,20 @@ export class KubeClient {
     }
   }
 
+  /**
+   * The items of one namespace's collection that a label selector picks, straight from the API (a quorum read,
+   * not a cache); for small answers (one page of at most 500).
+   */
+  async listObjects(resource: KubeResource, namespace: string, labelSelector: string): Promise<unknown[]> {
+    const query = new URLSearchParams({ labelSelector, limit: "500" });
+    try {
+      const answer = await this.#send<{ items?: unknown }>("GET", `${collectionPath(resource, namespace)}?${query}`);
+      return Array.isArray(answer.items) ? answer.items : [];
+    } catch (error) {
+      throw toKubeApiError(error, `list ${resourceId(resource)} in ${namespace} (${labelSelector})`);
+    }
+  }
+
   async getSecret(namespace: string, name: string): Promise<V1Secret | undefined> {
     try {
       return await this.#send<V1Secret>("GET", objectPath(SECRETS, namespace, name));

@@ -41,6 +41,8 @@ export interface WatchMapping<T extends KubernetesObject = KubernetesObject> {
   namespaces?: readonly string[];
   /** Only objects with these labels (the informer is shared with every user of the same selector). */
   labelSelector?: string;
+  /** Only objects these fields select (`metadata.name=…`). */
+  fieldSelector?: string;
 }
 
 export interface ControllerRegistration {
@@ -49,6 +51,8 @@ export interface ControllerRegistration {
   resource: KubeResource;
   /** Only objects of `resource` with these labels are reconciled (and cached). */
   labelSelector?: string;
+  /** The namespaces whose objects are reconciled; default: the watched namespaces (--watch-namespace). */
+  namespaces?: readonly string[];
   reconciler: Reconciler;
   /** Default: --max-concurrent-reconciles. */
   workers?: number;
@@ -153,11 +157,12 @@ export class Manager {
   informerFor<T extends KubernetesObject = KubernetesObject>(
     resource: KubeResource,
     namespaces: readonly string[] = this.config.watchNamespaces,
-    selection: { labelSelector?: string } = {},
+    selection: { labelSelector?: string; fieldSelector?: string } = {},
   ): ObjectInformer<T> {
     const scoped = resource.namespaced ? [...new Set(namespaces)].sort() : [];
-    const labels = selection.labelSelector;
-    const key = `${resourceId(resource)}@${scoped.join(",")}${labels === undefined ? "" : `?${labels}`}`;
+    const { labelSelector: labels, fieldSelector: fields } = selection;
+    const query = [labels === undefined ? "" : `?${labels}`, fields === undefined ? "" : `&${fields}`].join("");
+    const key = `${resourceId(resource)}@${scoped.join(",")}${query}`;
     let informer = this.#informers.get(key);
     if (informer === undefined) {
       const options: InformerOptions = {
@@ -166,6 +171,7 @@ export class Manager {
         resource,
         logger: this.logger,
         ...(labels === undefined ? {} : { labelSelector: labels }),
+        ...(fields === undefined ? {} : { fieldSelector: fields }),
       };
       if (scoped.length > 1) informer = new MultiNamespaceInformer(options, scoped);
       else informer = new ResilientInformer({ ...options, ...(scoped[0] ? { namespace: scoped[0] } : {}) });
@@ -209,7 +215,7 @@ export class Manager {
     }
     const informer = this.informerFor(
       registration.resource,
-      undefined,
+      registration.namespaces,
       registration.labelSelector === undefined ? {} : { labelSelector: registration.labelSelector },
     );
     const logger = this.logger;
@@ -244,7 +250,10 @@ export class Manager {
       );
     });
     for (const watch of registration.watches ?? []) {
-      const selection = watch.labelSelector === undefined ? {} : { labelSelector: watch.labelSelector };
+      const selection = {
+        ...(watch.labelSelector === undefined ? {} : { labelSelector: watch.labelSelector }),
+        ...(watch.fieldSelector === undefined ? {} : { fieldSelector: watch.fieldSelector }),
+      };
       this.informerFor(watch.resource, watch.namespaces, selection).on(({ object }) => {
         let keys: string[];
         try {

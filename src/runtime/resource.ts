@@ -21,6 +21,15 @@ export const CONFIG_MAPS: KubeResource = {
   namespaced: true,
 };
 
+/** Read only for --default-credentials-namespaces (which namespaces may use the default credentials). */
+export const NAMESPACES: KubeResource = {
+  group: "",
+  version: "v1",
+  plural: "namespaces",
+  kind: "Namespace",
+  namespaced: false,
+};
+
 /** `gpucloud.dev/v1alpha1`, or `v1` for the core group. */
 export function apiVersionOf(resource: KubeResource): string {
   return resource.group === "" ? resource.version : `${resource.group}/${resource.version}`;
@@ -67,7 +76,8 @@ export type ListFunction = (signal?: AbortSignal) => Promise<KubernetesListObjec
 
 /**
  * A list call for the resource over all namespaces (namespace undefined) or one, as plain JSON over the
- * KubeConfig's connection (kube-http.ts); of the core group the operator reads only Secrets and ConfigMaps.
+ * KubeConfig's connection (kube-http.ts); of the core group the operator reads only Secrets, ConfigMaps and
+ * (with --default-credentials-namespaces) Namespaces.
  */
 export function makeListFunction(
   kubeConfig: KubeConfig,
@@ -76,7 +86,7 @@ export function makeListFunction(
   selectors: { fieldSelector?: string; labelSelector?: string } = {},
   pageSize = LIST_PAGE_SIZE,
 ): ListFunction {
-  if (resource.group === "" && resource.plural !== "secrets" && resource.plural !== "configmaps") {
+  if (resource.group === "" && !["secrets", "configmaps", "namespaces"].includes(resource.plural)) {
     throw new RangeError(`core resource "${resource.plural}" is not supported by the runtime informers`);
   }
   const path = collectionPath(resource, resource.namespaced ? namespace : undefined);

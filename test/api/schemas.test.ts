@@ -4,7 +4,7 @@ import { GpuDisk, GpuDiskSpec, sizeInGiB } from "../../src/api/gpu-disk.ts";
 import { GpuFirewallRuleSpec } from "../../src/api/gpu-firewall-rule.ts";
 import { GpuNetworkSpec, maskedCidr } from "../../src/api/gpu-network.ts";
 import { GpuVm, GpuVmSpec } from "../../src/api/gpu-vm.ts";
-import { KINDS, kindInfo } from "../../src/api/kinds.ts";
+import { KINDS, kindInfo, USER_KINDS } from "../../src/api/kinds.ts";
 
 const SSH_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFJd4knmLnu7vb1EZH4MrFswCzeoXJt+H962yEUHk+WU me@example.com";
 const VM_SPEC = { type: "a100.1x", location: "us-east1-a", sshPublicKey: SSH_KEY };
@@ -198,8 +198,10 @@ describe("whole objects as an informer delivers them", () => {
     expect(bad.error?.issues[0]?.path).toEqual(["spec", "size"]);
   });
 
-  it("KINDS lists the five kinds with their schemas", () => {
-    expect(KINDS.map((info) => info.kind)).toEqual(["GpuVm", "GpuDisk", "GpuNetwork", "GpuFirewallRule", "GpuVmPool"]);
+  it("KINDS lists every kind with its schema; USER_KINDS those users write (not the operator's claims)", () => {
+    const users = ["GpuVm", "GpuDisk", "GpuNetwork", "GpuFirewallRule", "GpuVmPool"];
+    expect(KINDS.map((info) => info.kind)).toEqual([...users, "GpuCloudClaim"]);
+    expect(USER_KINDS.map((info) => info.kind)).toEqual(users);
     expect(kindInfo("GpuVm")?.schema).toBe(GpuVm);
     expect(kindInfo("Pod")).toBeUndefined();
   });

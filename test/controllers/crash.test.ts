@@ -5,6 +5,7 @@ import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import type { GpuVmSpec } from "../../src/api/gpu-vm.ts";
 import type { Vm } from "../../src/cloud/wire.ts";
+import type { ClaimStore } from "../../src/controllers/claims.ts";
 import { CloudAccount } from "../../src/controllers/cloud-account.ts";
 import { clientFor } from "../../src/controllers/credentials.ts";
 import type { ManagedStatusBase } from "../../src/controllers/external.ts";
@@ -13,6 +14,7 @@ import { parseManaged } from "../../src/controllers/kind-support.ts";
 import { type KubeAccess, ManagedReconciler } from "../../src/controllers/managed-reconciler.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/index.ts";
 import { condition, type Env, startEnv, vmSpec } from "./harness.ts";
+import { MemoryClaimRecords } from "./memory-claims.ts";
 
 const logger = pino({ level: "silent" });
 let sim: RunningSimulator | undefined;
@@ -71,11 +73,13 @@ function memoryKube(object: Record<string, unknown>, crash?: Crash): KubeAccess 
   };
 }
 
-function operator(simulator: RunningSimulator, kube: KubeAccess) {
+/** The claims outlive every operator process of a test, as they would in the API server. */
+function operator(simulator: RunningSimulator, kube: KubeAccess, claims: ClaimStore) {
   const parsed = { credentials: { apiKey: simulator.apiKey }, projectId: simulator.projectId, apiUrl: simulator.url };
   const account = new CloudAccount({
     client: clientFor(parsed, `test-${Math.random()}`, { ratePerSec: 1000 }),
     projectId: simulator.projectId,
+    apiUrl: simulator.url,
     credentialKey: "test",
     snapshotMaxAgeMs: 60_000,
     operationPollMs: 20,
@@ -88,11 +92,13 @@ function operator(simulator: RunningSimulator, kube: KubeAccess) {
     parse: (raw) => parseManaged(raw, gpuVm.specSchema, gpuVm.statusSchema),
     locations: (spec) => gpuVm.locations(spec),
     kube,
+    claims,
     connect: async () => ({
       type: "connected",
       connection: {
         external: gpuVm.external(account, deps),
         projectId: account.projectId,
+        account: { apiUrl: account.apiUrl, projectId: account.projectId },
         usingCachedCredentials: false,
         paymentProblem: (signal) => account.paymentProblem(signal),
         operation: (id, key) => account.operation("vm", id, key),
@@ -149,7 +155,8 @@ describe("crash safety", () => {
   it.each(rows)("$reason: exactly one VM", async ({ crash, faults }) => {
     sim = await startSimulator({ port: 0, latencyMs: 0, rateLimit: false, faults });
     const first = memoryKube(object, crash);
-    const before = operator(sim, first);
+    const claims = new MemoryClaimRecords();
+    const before = operator(sim, first, claims.attach());
     expect(await before.pass()).toMatchObject({ type: "crashed" });
     before.account.stop();
     if (Object.keys(faults).length === 0) {
@@ -159,7 +166,7 @@ describe("crash safety", () => {
     // The restarted operator sees what was stored before the crash.
     const stored = first.stored;
     const second = memoryKube(stored);
-    const after = operator(sim, second);
+    const after = operator(sim, second, claims.attach());
     await untilReady(after.pass, second);
     after.account.stop();
     expect(await vmsNamed(sim, "default-trainer")).toHaveLength(1);

@@ -220,6 +220,8 @@ export async function startEnv(options: EnvOptions = {}): Promise<Env> {
           dependencyMs: 300,
           createGraceMs: 1000,
           terminalRetryMs: 60_000,
+          // A vanished VM is created again 2 s after the first read that misses it (2 minutes by default).
+          goneConfirmMs: 2000,
           ...options.timing,
         },
       });
@@ -249,6 +251,62 @@ export async function eventsAbout(env: Env, name: string): Promise<string[]> {
   return (await events.listNamespacedEvent({ namespace: NAMESPACE })).items
     .filter((e) => e.regarding?.name === name)
     .map((e) => `${e.type} ${e.reason}: ${e.note}`);
+}
+
+/** Create an object of `kind` in any namespace (the Env's own helpers work in the test namespace). */
+export async function createIn(
+  env: Env,
+  namespace: string,
+  kind: string,
+  name: string,
+  spec: Record<string, unknown>,
+  annotations?: Record<string, string>,
+): Promise<void> {
+  await env.custom.createNamespacedCustomObject({
+    group: GROUP,
+    version: VERSION,
+    plural: PLURALS[kind] ?? kind.toLowerCase(),
+    namespace,
+    body: {
+      apiVersion: `${GROUP}/${VERSION}`,
+      kind,
+      metadata: { name, namespace, ...(annotations ? { annotations } : {}) },
+      spec,
+    },
+  });
+}
+
+/** An object of `kind` in any namespace, or undefined. */
+export async function readIn(
+  env: Env,
+  namespace: string,
+  kind: string,
+  name: string,
+): Promise<ManagedView | undefined> {
+  const ref = { group: GROUP, version: VERSION, plural: PLURALS[kind] ?? kind.toLowerCase(), namespace, name };
+  return env.custom.getNamespacedCustomObject(ref).then(
+    (object) => object as ManagedView,
+    () => undefined,
+  );
+}
+
+/** Poll an object of `kind` in any namespace until `check` holds (the last view is in the error otherwise). */
+export async function waitIn(
+  env: Env,
+  namespace: string,
+  kind: string,
+  name: string,
+  check: (o: ManagedView | undefined) => boolean,
+  timeoutMs = 10_000,
+): Promise<ManagedView | undefined> {
+  const deadline = Date.now() + timeoutMs;
+  let last: ManagedView | undefined;
+  while (Date.now() < deadline) {
+    last = await readIn(env, namespace, kind, name);
+    if (check(last)) return last;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`timed out waiting for ${kind} ${namespace}/${name}; last seen: ${JSON.stringify(last?.status)}`);
 }
 
 export function vmSpec(extra: Record<string, unknown> = {}): Record<string, unknown> {

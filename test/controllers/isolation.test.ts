@@ -5,9 +5,8 @@
 import { createServer as createHttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { GROUP, VERSION } from "../../src/api/common.ts";
 import { type HostileEndpoint, startDeadEndpoint } from "../../src/cli/chaos/hostile.ts";
-import { condition, type Env, type ManagedView, SSH_KEY, startEnv, vmSpec, WATCHED } from "./harness.ts";
+import { condition, createIn, type Env, SSH_KEY, startEnv, vmSpec, WATCHED, waitIn } from "./harness.ts";
 
 let env: Env | undefined;
 const servers: { close(): Promise<void> }[] = [];
@@ -54,44 +53,6 @@ async function tenant(e: Env, namespace: string, stringData: Record<string, stri
   });
 }
 
-async function applyIn(e: Env, namespace: string, plural: string, kind: string, name: string, spec: object) {
-  await e.custom.createNamespacedCustomObject({
-    group: GROUP,
-    version: VERSION,
-    plural,
-    namespace,
-    body: { apiVersion: `${GROUP}/${VERSION}`, kind, metadata: { name, namespace }, spec },
-  });
-}
-
-async function readIn(e: Env, namespace: string, plural: string, name: string): Promise<ManagedView | undefined> {
-  try {
-    return (await e.custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, plural, namespace, name })) as
-      | ManagedView
-      | undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-async function waitIn(
-  e: Env,
-  namespace: string,
-  plural: string,
-  name: string,
-  check: (o: ManagedView | undefined) => boolean,
-  timeoutMs = 10_000,
-): Promise<ManagedView | undefined> {
-  const deadline = Date.now() + timeoutMs;
-  let last: ManagedView | undefined;
-  while (Date.now() < deadline) {
-    last = await readIn(e, namespace, plural, name);
-    if (check(last)) return last;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`timed out waiting for ${namespace}/${name}; last seen: ${JSON.stringify(last?.status)}`);
-}
-
 describe("API URLs a Secret may name", () => {
   it("a Secret naming an address the operator does not allow stalls its objects; nothing is sent there", async () => {
     const internal = await internalServer();
@@ -105,11 +66,11 @@ describe("API URLs a Secret may name", () => {
     for (const [index, apiUrl] of probes.entries()) {
       const namespace = `tenant-${index}`;
       await tenant(env, namespace, { apiKey: "tenant-key-0123456789", projectId: env.sim.projectId, apiUrl });
-      await applyIn(env, namespace, "gpunetworks", "GpuNetwork", "net", {});
+      await createIn(env, namespace, "GpuNetwork", "net", {});
       const stalled = await waitIn(
         env,
         namespace,
-        "gpunetworks",
+        "GpuNetwork",
         "net",
         (o) => condition(o, "Ready")?.reason === "ApiUrlNotAllowed",
       );
@@ -149,18 +110,18 @@ describe("bulkheads", () => {
     const hostile: Promise<void>[] = [];
     for (let i = 0; i < 12; i++) {
       hostile.push(
-        applyIn(e, "hostile", "gpuvms", "GpuVm", `vm-${i}`, {
+        createIn(e, "hostile", "GpuVm", `vm-${i}`, {
           type: "a100.1x",
           location: "us-east1-a",
           image: "ubuntu22.04",
           sshPublicKey: SSH_KEY,
         }),
-        applyIn(e, "hostile", "gpunetworks", "GpuNetwork", `net-${i}`, {}),
+        createIn(e, "hostile", "GpuNetwork", `net-${i}`, {}),
       );
     }
     await Promise.all(hostile);
     // Give the hostile objects the workers first: their requests are in flight when the healthy VM arrives.
-    await waitIn(e, "hostile", "gpuvms", "vm-0", (o) => o?.metadata.finalizers?.length !== undefined, 10_000).catch(
+    await waitIn(e, "hostile", "GpuVm", "vm-0", (o) => o?.metadata.finalizers?.length !== undefined, 10_000).catch(
       () => undefined,
     );
     const beside = await timeToReady("beside-a-dead-tenant");
@@ -173,7 +134,7 @@ describe("bulkheads", () => {
     const stuck = await waitIn(
       e,
       "hostile",
-      "gpuvms",
+      "GpuVm",
       "vm-0",
       (o) => condition(o, "Ready")?.reason === "ApiUnavailable",
       30_000,

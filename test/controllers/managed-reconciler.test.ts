@@ -18,14 +18,41 @@ import {
   type KubeAccess,
   ManagedReconciler,
   type OperationProgress,
+  type ReconcileTiming,
 } from "../../src/controllers/managed-reconciler.ts";
-import { ClaimIndex } from "../../src/controllers/ownership.ts";
+import { memoryClaims } from "./memory-claims.ts";
 
 interface TestSpec extends ManagedSpecBase {
   locations?: string[];
 }
 
 const NOW = Date.parse("2026-11-21T12:00:00Z");
+const ACCOUNT = { apiUrl: "https://cloud.test/v0.1", projectId: "project-1" };
+const slot = (cloudName: string, projectId = "project-1") => ({
+  kind: "GpuVm" as const,
+  ...ACCOUNT,
+  projectId,
+  cloudName,
+});
+
+/**
+ * The claims as they stand when a pass starts: by default the object holds one for what its status shows (the id it
+ * created or adopted, or the name its create intent is under); `seed: false` for an object that holds none.
+ */
+function claimsHeldFor(
+  given: ManagedObject<TestSpec>,
+  seed?: { id?: string; cloudName?: string; projectId?: string } | false,
+) {
+  const claims = memoryClaims();
+  if (seed === false) return claims;
+  const id = seed?.id ?? given.status.id;
+  const cloudName = seed?.cloudName ?? given.status.createPending?.cloudName ?? "ns-thing";
+  if (id !== undefined || seed !== undefined || given.status.createPending !== undefined) {
+    const holder = { namespace: given.metadata.namespace, name: given.metadata.name, uid: given.metadata.uid };
+    claims.records.seed(slot(cloudName, seed?.projectId), holder, id);
+  }
+  return claims;
+}
 /** The wait the account gives an object following an operation the server cannot show. */
 const FOLLOW_TURN_MS = 1234;
 
@@ -34,6 +61,7 @@ function plainConnection(external: ExternalClient<TestSpec>): CloudConnection<Te
   return {
     external,
     projectId: "project-1",
+    account: ACCOUNT,
     usingCachedCredentials: false,
     paymentProblem: async () => undefined,
     operation: () => ({ state: "pending" }),
@@ -62,7 +90,7 @@ function object(overrides: {
 }): ManagedObject<TestSpec> {
   return {
     apiVersion: "gpucloud.dev/v1alpha1",
-    kind: "GpuThing",
+    kind: "GpuVm",
     metadata: {
       namespace: "ns",
       name: "thing",
@@ -87,6 +115,7 @@ interface Harness {
   statuses: ManagedStatusBase[];
   finalizerWrites: boolean[];
   events: string[];
+  claimWrites: string[];
 }
 
 interface Row {
@@ -102,8 +131,12 @@ interface Row {
   /** One answer for every lookup, or one per lookup in order. */
   findByName?: FoundResource | (FoundResource | undefined)[];
   progress?: OperationProgress;
-  /** Other objects of the kind, as the informer shows them (the claim index is fed with them). */
-  others?: unknown[];
+  /** The claim this object holds (default: what its status shows, see claimsHeldFor); false: none. */
+  claim?: { id?: string; cloudName?: string; projectId?: string } | false;
+  /** Claims other objects hold. */
+  otherClaims?: { namespace: string; name: string; cloudName: string; id?: string }[];
+  /** The reconciler's timing over the defaults. */
+  timing?: Partial<ReconcileTiming>;
   /** The API server refuses status writes for which this answers a message (a 422). */
   refuseWrite?: (status: ManagedStatusBase) => string | undefined;
   /** What the cloud lists for a recorded action (newest first). */
@@ -119,6 +152,8 @@ interface Row {
     /** The wait of a requeueAfter outcome, when the row cares. */
     afterMs?: number;
     calls: string[];
+    /** The claim writes, in order (`create <name>`, `id <name> <id|->`, `delete <name>`). */
+    claimWrites?: string[];
     ready?: string;
     stalled?: string;
     reconciling?: string;
@@ -153,10 +188,25 @@ function withOperation(
   });
 }
 
-const available: Observation = { exists: true, id: "res-1", ready: true, upToDate: true, atProvider: { state: "ok" } };
+const available: Observation = {
+  exists: true,
+  id: "res-1",
+  name: "ns-thing",
+  ready: true,
+  upToDate: true,
+  atProvider: { state: "ok" },
+};
 
 function run(row: Row): Promise<{ outcome: string; afterMs: number | undefined; harness: Harness }> {
-  const harness: Harness = { calls: [], statuses: [], finalizerWrites: [], events: [], sequence: [], errors: [] };
+  const harness: Harness = {
+    calls: [],
+    statuses: [],
+    finalizerWrites: [],
+    events: [],
+    sequence: [],
+    errors: [],
+    claimWrites: [],
+  };
   const stored = structuredClone(row.given);
   const kube: KubeAccess = {
     get: () => stored,
@@ -217,6 +267,7 @@ function run(row: Row): Promise<{ outcome: string; afterMs: number | undefined; 
   const connection: CloudConnection<TestSpec> = {
     external,
     projectId: "project-1",
+    account: ACCOUNT,
     usingCachedCredentials: row.cachedCredentials ?? false,
     credentialsSource: "Secret ns/gpucloud-credentials (key apiKey)",
     paymentProblem: async () => row.paymentProblem,
@@ -227,14 +278,20 @@ function run(row: Row): Promise<{ outcome: string; afterMs: number | undefined; 
       return row.foundOperations ?? [];
     },
   };
-  const claims = new ClaimIndex();
-  for (const other of row.others ?? []) claims.upsert(other);
+  const claims = claimsHeldFor(row.given, row.claim);
+  for (const other of row.otherClaims ?? []) {
+    const holder = { namespace: other.namespace, name: other.name, uid: `uid-${other.namespace}-${other.name}` };
+    claims.records.seed(slot(other.cloudName), holder, other.id);
+  }
+  harness.claimWrites = claims.records.writes;
   const reconciler = new ManagedReconciler<TestSpec>({
-    kind: "GpuThing",
+    kind: "GpuVm",
     parse: (raw) => ({ ok: true, object: structuredClone(raw as ManagedObject<TestSpec>) }),
     locations: (spec) => spec.locations ?? [],
     kube,
-    claims,
+    claims: claims.store,
+    claimNamespace: "gpuvm-system",
+    ...(row.timing ? { timing: row.timing } : {}),
     connect: async () =>
       row.credentialsMissing
         ? { type: "missing", message: "Secret ns/gpucloud-credentials not found" }
@@ -288,12 +345,8 @@ const createFailed = (code: string, message: string): OperationProgress => ({
   settledAt: NOW,
 });
 
-/** An older object of another namespace that holds res-1. */
-const olderHolder = {
-  metadata: { namespace: "other", name: "first", creationTimestamp: "2026-11-01T00:00:00Z" },
-  spec: {},
-  status: { id: "res-1", projectId: "project-1", cloudName: "ns-thing" },
-};
+/** An object of another namespace whose claim records res-1 (under its own cloud name). */
+const otherHolder = { namespace: "other", name: "first", cloudName: "other-first", id: "res-1" };
 
 const rows: Row[] = [
   {
@@ -310,6 +363,8 @@ const rows: Row[] = [
         id: "res-1",
         operation: { id: "op-create", name: "CREATE", state: "IN_PROGRESS", startedAt: "2026-11-21T12:00:00Z" },
       },
+      // The name's claim before the intent; the id once the cloud gave it.
+      claimWrites: ["create ns-thing", "id ns-thing res-1"],
     },
   },
   {
@@ -643,23 +698,110 @@ const rows: Row[] = [
     want: { outcome: "done", calls: ["observe"], conditionReason: "Available", lastStatus: { id: "res-1" } },
   },
   {
-    reason: "a resource another (older) object holds is NameConflict naming it: no update is sent",
+    reason: "a status.id edited to another object's resource is not acted on: that object's claim holds it",
     given: object({ finalizers: [FINALIZER], status: { id: "res-1", projectId: "project-1" } }),
-    others: [olderHolder],
+    claim: false,
+    otherClaims: [otherHolder],
     observe: { ...available, upToDate: false },
     want: {
       outcome: "requeueAfter",
       calls: ["observe"],
       conditionReason: "NameConflict",
-      eventIncludes: "GpuThing other/first already manages cloud resource res-1",
+      eventIncludes: "a GpuVm in another namespace (GpuCloudClaim gpuvm-system/gpuvm-",
+      absent: ["id", "state"],
+      claimWrites: [],
     },
   },
   {
-    reason: "deleting an object whose resource another object holds releases it without deleting the resource",
+    reason: "a status.id edited away from the resource this object holds is put back from its claim",
+    given: object({ finalizers: [FINALIZER], status: { id: "res-other" } }),
+    claim: { id: "res-1" },
+    observe: available,
+    want: {
+      outcome: "done",
+      calls: ["observe"],
+      conditionReason: "Available",
+      lastStatus: { id: "res-1" },
+      eventIncludes: "status.id res-other is not the resource this object manages: res-1",
+    },
+  },
+  {
+    reason: "deleting an object whose status names another object's resource releases it without deleting that",
     given: object({ finalizers: [FINALIZER], deleting: true, status: { id: "res-1", projectId: "project-1" } }),
-    others: [olderHolder],
+    claim: false,
+    otherClaims: [otherHolder],
     observe: available,
     want: { outcome: "done", calls: ["observe"], finalizerWrites: [false], eventIncludes: "left as is" },
+  },
+  {
+    reason: "credentials that now name another project stall AccountChanged: nothing is created in the new one",
+    given: object({ finalizers: [FINALIZER], status: { id: "res-1" } }),
+    claim: { id: "res-1", projectId: "project-0" },
+    want: {
+      outcome: "requeueAfter",
+      calls: [],
+      conditionReason: "AccountChanged",
+      stalled: "True",
+      eventIncludes: "is in project project-0 at https://cloud.test/v0.1, but its credentials",
+      claimWrites: [],
+    },
+  },
+  {
+    reason: "spec.id takes a resource nobody claims: the claim of its cloud name records it",
+    given: object({ spec: { id: "res-1" }, finalizers: [FINALIZER] }),
+    observe: { ...available, name: "somebody-s-vm" },
+    want: {
+      outcome: "done",
+      calls: ["observe"],
+      conditionReason: "Available",
+      lastStatus: { id: "res-1" },
+      claimWrites: ["create somebody-s-vm", "id somebody-s-vm res-1"],
+    },
+  },
+  {
+    reason: "spec.id naming a resource another object's claim holds is NameConflict, and nothing is claimed",
+    given: object({ spec: { id: "res-1" }, finalizers: [FINALIZER] }),
+    otherClaims: [{ namespace: "ns", name: "first", cloudName: "ns-first", id: "res-1" }],
+    observe: { ...available, name: "ns-first", upToDate: false },
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe"],
+      conditionReason: "NameConflict",
+      eventIncludes: "GpuVm ns/first manages cloud resource res-1",
+      claimWrites: [],
+    },
+  },
+  {
+    reason: "a resource this object holds that no read shows is not created again at once: its absence is confirmed",
+    given: object({ finalizers: [FINALIZER], status: { id: "res-1" } }),
+    want: {
+      outcome: "requeueAfter",
+      afterMs: 10_000,
+      calls: ["observe"],
+      conditionReason: "WaitingForOperation",
+      eventIncludes: "cloud resource res-1 is not found since 2026-11-21T12:00:00.000Z",
+      claimWrites: [],
+    },
+  },
+  {
+    reason: "deleting an object whose resource no read shows waits before letting it go (a slow read is no proof)",
+    given: object({ finalizers: [FINALIZER], deleting: true, status: { id: "res-1" } }),
+    want: {
+      outcome: "requeueAfter",
+      calls: ["observe"],
+      conditionReason: "WaitingForOperation",
+      finalizerWrites: [],
+      claimWrites: [],
+    },
+  },
+  {
+    reason: "deleting an object whose own DELETE succeeded lets it go and gives up its claim",
+    given: object({
+      finalizers: [FINALIZER],
+      deleting: true,
+      status: { id: "res-1", operations: [{ id: "op-delete", name: "DELETE", state: "SUCCEEDED" }] },
+    }),
+    want: { outcome: "done", calls: ["observe"], finalizerWrites: [false], claimWrites: ["delete ns-thing"] },
   },
   {
     reason: "deleting an object that never created anything leaves a foreign resource with its name alone",
@@ -668,23 +810,16 @@ const rows: Row[] = [
     want: { outcome: "done", calls: ["observe"], finalizerWrites: [false], eventIncludes: "did not create" },
   },
   {
-    reason: "a name another object is creating is NameConflict before any intent is written",
+    reason: "a name another object claims is NameConflict before any intent is written",
     given: object({ finalizers: [FINALIZER], status: { projectId: "project-1" } }),
-    others: [
-      {
-        metadata: { namespace: "ns-other", name: "first", creationTimestamp: "2026-11-01T00:00:00Z" },
-        spec: {},
-        status: {
-          projectId: "project-1",
-          createPending: { cloudName: "ns-thing", requestedAt: "2026-11-21T11:00:00Z" },
-        },
-      },
-    ],
+    otherClaims: [{ namespace: "ns-other", name: "first", cloudName: "ns-thing" }],
     want: {
       outcome: "requeueAfter",
       calls: ["observe"],
       conditionReason: "NameConflict",
-      eventIncludes: "GpuThing ns-other/first is creating the cloud name ns-thing",
+      eventIncludes: "a GpuVm in another namespace (GpuCloudClaim gpuvm-system/gpuvm-",
+      absent: ["createPending"],
+      claimWrites: [],
     },
   },
   {
@@ -943,9 +1078,10 @@ const rows: Row[] = [
     },
   },
   {
-    reason: "a resource that reads as gone releases the object",
+    reason: "a resource that reads as gone for goneConfirmMs releases the object and its claim",
     given: object({ finalizers: [FINALIZER], deleting: true, status: { id: "res-1" } }),
-    want: { outcome: "done", calls: ["observe"], finalizerWrites: [false] },
+    timing: { goneConfirmMs: 0 },
+    want: { outcome: "done", calls: ["observe"], finalizerWrites: [false], claimWrites: ["delete ns-thing"] },
   },
   {
     reason: "orphan removes the finalizer without a cloud call",
@@ -1017,6 +1153,26 @@ const rows: Row[] = [
   },
 ];
 
+/** The conditions and status fields a row asks of the last status written. */
+function expectLastStatus(row: Row, harness: Harness): void {
+  const last = harness.statuses.at(-1);
+  const wantedConditions = {
+    Ready: row.want.ready,
+    Stalled: row.want.stalled,
+    UpToDate: row.want.upToDate,
+    Reconciling: row.want.reconciling,
+  };
+  for (const [type, status] of Object.entries(wantedConditions)) {
+    if (status !== undefined) expect(last?.conditions?.find((c) => c.type === type)?.status, type).toBe(status);
+  }
+  if (row.want.conditionReason !== undefined) {
+    expect(last?.conditions?.find((c) => c.type === "Ready")?.reason).toBe(row.want.conditionReason);
+    expect(last?.observedGeneration).toBe(1);
+  }
+  if (row.want.lastStatus) expect(last).toMatchObject(row.want.lastStatus);
+  for (const field of row.want.absent ?? []) expect(last).not.toHaveProperty(field);
+}
+
 describe("ManagedReconciler", () => {
   it.each(rows)("$reason", async (row) => {
     const { outcome, afterMs, harness } = await run(row);
@@ -1024,25 +1180,11 @@ describe("ManagedReconciler", () => {
     if (row.want.afterMs !== undefined) expect(afterMs).toBe(row.want.afterMs);
     expect(harness.calls).toEqual(row.want.calls);
     if (row.want.finalizerWrites) expect(harness.finalizerWrites).toEqual(row.want.finalizerWrites);
-    const last = harness.statuses.at(-1);
-    const wantedConditions = {
-      Ready: row.want.ready,
-      Stalled: row.want.stalled,
-      UpToDate: row.want.upToDate,
-      Reconciling: row.want.reconciling,
-    };
-    for (const [type, status] of Object.entries(wantedConditions)) {
-      if (status !== undefined) expect(last?.conditions?.find((c) => c.type === type)?.status, type).toBe(status);
-    }
-    if (row.want.conditionReason !== undefined) {
-      expect(last?.conditions?.find((c) => c.type === "Ready")?.reason).toBe(row.want.conditionReason);
-      expect(last?.observedGeneration).toBe(1);
-    }
+    expectLastStatus(row, harness);
     if (row.want.firstStatus) expect(harness.statuses[0]).toMatchObject(row.want.firstStatus);
-    if (row.want.lastStatus) expect(last).toMatchObject(row.want.lastStatus);
-    for (const field of row.want.absent ?? []) expect(last).not.toHaveProperty(field);
     if (row.want.eventIncludes) expect(harness.events.join("\n")).toContain(row.want.eventIncludes);
     if (row.want.sequence) expect(harness.sequence).toEqual(row.want.sequence);
+    if (row.want.claimWrites) expect(harness.claimWrites).toEqual(row.want.claimWrites);
     if (row.want.errorLogged !== undefined) expect(harness.errors.length > 0).toBe(row.want.errorLogged);
   });
 
@@ -1145,10 +1287,11 @@ describe("ManagedReconciler and a cache behind its own writes", () => {
       delete: async () => ({}),
     };
     const reconciler = new ManagedReconciler<TestSpec>({
-      kind: "GpuThing",
+      kind: "GpuVm",
       parse: (raw) => ({ ok: true, object: raw as ManagedObject<TestSpec> }),
       locations: () => [],
       kube: cluster.kube,
+      claims: memoryClaims().store,
       connect: async () => ({ type: "connected", connection: plainConnection(external) }),
       now: () => NOW,
     });
@@ -1199,6 +1342,7 @@ describe("quiet resyncs (a resync that would see what the last good pass saw end
         return {
           exists: true,
           id: "res-1",
+          name: "ns-thing",
           ready: true,
           upToDate: true,
           busy: state.busy,
@@ -1219,7 +1363,7 @@ describe("quiet resyncs (a resync that would see what the last good pass saw end
     const connection = plainConnection(external);
     let version = 1;
     const reconciler = new ManagedReconciler<TestSpec>({
-      kind: "GpuThing",
+      kind: "GpuVm",
       parse: (raw) => ({ ok: true, object: structuredClone(raw as ManagedObject<TestSpec>) }),
       locations: () => [],
       kube: {
@@ -1236,6 +1380,7 @@ describe("quiet resyncs (a resync that would see what the last good pass saw end
         setFinalizer: async () => ({ type: "written", resourceVersion: String(version) }),
         event: () => undefined,
       },
+      claims: claimsHeldFor(state.stored).store,
       connect: async () => ({ type: "connected", connection }),
       now: () => NOW,
     });

@@ -25,6 +25,7 @@ describe("CloudAccount operation memory", () => {
     const account = new CloudAccount({
       client,
       projectId: simulator.projectId,
+      apiUrl: simulator.url,
       credentialKey: "memory",
       snapshotMaxAgeMs: 60_000,
       operationPollMs: 20,

@@ -200,6 +200,7 @@ const CASES: KindCase[] = [
       return {
         exists: true,
         id: network.data.id,
+        name: network.data.name,
         ready: true,
         upToDate: true,
         atProvider: networkAtProvider(network.data),

@@ -8,7 +8,6 @@ import { CredentialStore, parseCredentialsSecret, type SecretLike } from "../../
 import { DependencyIndex } from "../../src/controllers/dependency-index.ts";
 import { gpuVm } from "../../src/controllers/gpu-vm.ts";
 import { ManagedParser } from "../../src/controllers/kind-support.ts";
-import { ClaimIndex } from "../../src/controllers/ownership.ts";
 import { FamilySnapshot } from "../../src/controllers/snapshots.ts";
 import { KubeApiError } from "../../src/runtime/index.ts";
 import { StringInterner, sharedInterner } from "../../src/util/intern.ts";
@@ -501,35 +500,5 @@ describe("ManagedParser", () => {
     expect(first.ok).toBe(false);
     expect(second).toEqual(first);
     expect(second.object).not.toBe(first.object);
-  });
-});
-
-describe("ClaimIndex holders", () => {
-  const vm = (name: string, created: string, id: string) => ({
-    metadata: { namespace: "ns", name, creationTimestamp: created, resourceVersion: "1" },
-    spec: {},
-    status: { id, projectId: "p", cloudName: `cloud-${id}` },
-  });
-
-  it("keeps every object holding one id, and the rest when one goes (one holder is kept without a Set)", () => {
-    const woken: string[] = [];
-    const index = new ClaimIndex({ wake: (key) => woken.push(key) });
-    index.upsert(vm("a", "2026-01-01T00:00:00Z", "id-1"));
-    expect(index.holdersOf("p", "id-1")).toEqual(["ns/a"]);
-    index.upsert(vm("b", "2026-01-02T00:00:00Z", "id-1"));
-    index.upsert(vm("c", "2026-01-03T00:00:00Z", "id-1"));
-    expect(index.holdersOf("p", "id-1").sort()).toEqual(["ns/a", "ns/b", "ns/c"]);
-    const newcomer = { key: "ns/c", createdAtMs: Date.parse("2026-01-03T00:00:00Z"), projectId: "p", id: "id-1" };
-    expect(index.rivalForId(newcomer, "id-1")).toEqual({ key: "ns/a", why: "holds" });
-    index.remove(vm("a", "2026-01-01T00:00:00Z", "id-1"));
-    expect(woken).toEqual(["ns/c"]);
-    expect(index.holdersOf("p", "id-1").sort()).toEqual(["ns/b", "ns/c"]);
-    expect(index.rivalForId(newcomer, "id-1")).toEqual({ key: "ns/b", why: "holds" });
-    index.remove(vm("b", "2026-01-02T00:00:00Z", "id-1"));
-    expect(index.holdersOf("p", "id-1")).toEqual(["ns/c"]);
-    expect(index.rivalForId(newcomer, "id-1")).toBeUndefined();
-    index.upsert(vm("c", "2026-01-03T00:00:00Z", "id-2"));
-    expect(index.holdersOf("p", "id-1")).toEqual([]);
-    expect(index.holdersOf("p", "id-2")).toEqual(["ns/c"]);
   });
 });

@@ -30,7 +30,7 @@ const ALL_OPTIONAL_OBJECTS = [
   ...["grafanaDashboard.enabled=true", "networkPolicy.enabled=true"].flatMap((v) => ["--set", v]),
   ...["sharding.shards=2"].flatMap((v) => ["--set", v]),
 ];
-const EXPECTED_CRDS = ["gpuvms", "gpudisks", "gpunetworks", "gpufirewallrules", "gpuvmpools"].map(
+const EXPECTED_CRDS = ["gpuvms", "gpudisks", "gpunetworks", "gpufirewallrules", "gpuvmpools", "gpucloudclaims"].map(
   (plural) => `${plural}.gpucloud.dev`,
 );
 
@@ -135,12 +135,11 @@ describe("Helm chart", () => {
     const manifests = await helmTemplate();
     expect(manifests.map((manifest) => manifest.kind).sort()).toEqual(
       [
-        ...Array(5).fill("CustomResourceDefinition"),
+        ...Array(6).fill("CustomResourceDefinition"),
         "ClusterRole",
         "ClusterRoleBinding",
         "Deployment",
-        "Role",
-        "RoleBinding",
+        ...["Role", "Role", "RoleBinding", "RoleBinding"],
         "Service",
         "ServiceAccount",
       ].sort(),
@@ -155,6 +154,7 @@ describe("Helm chart", () => {
     expect(container.args[0]).toBe("run");
     expect(flagValue(container.args, "--credentials-secret")).toBe("gpuvm-system/gpucloud-credentials");
     expect(flagValue(container.args, "--leader-election-namespace")).toBe("gpuvm-system");
+    expect(flagValue(container.args, "--claims-namespace")).toBe("gpuvm-system");
     expect(flagValue(container.args, "--health-probe-bind-address")).toBe(":8081");
     expect(container.ports.find((port) => port.name === "metrics")?.containerPort).toBe(8080);
     const service = only(manifests, "Service");
@@ -167,7 +167,7 @@ describe("Helm chart", () => {
     expect(pod.nodeSelector).toEqual({ "kubernetes.io/os": "linux" });
   });
 
-  it("renders the five CRDs of crds/ as templates, kept on uninstall (crds.enabled, crds.keep)", async () => {
+  it("renders the CRDs of crds/ as templates, kept on uninstall (crds.enabled, crds.keep)", async () => {
     const crds = (await helmTemplate()).filter((manifest) => manifest.kind === "CustomResourceDefinition");
     expect(crds.map((crd) => crd.metadata.name).sort()).toEqual([...EXPECTED_CRDS].sort());
     for (const file of await topLevelCrdFiles()) {
@@ -187,7 +187,7 @@ describe("Helm chart", () => {
       (m) => m.kind === "CustomResourceDefinition",
     );
     expect(notKept.map((crd) => (crd.metadata as { annotations?: unknown }).annotations)).toEqual(
-      Array(5).fill(undefined),
+      Array(EXPECTED_CRDS.length).fill(undefined),
     );
     const none = await helmTemplate("--set", "crds.enabled=false");
     expect(none.filter((manifest) => manifest.kind === "CustomResourceDefinition")).toEqual([]);
@@ -238,7 +238,7 @@ describe("Helm chart", () => {
         .filter((m) => m.kind === "Role")
         .map((role) => role.metadata.name)
         .sort(),
-    ).toEqual(["demo-gpuvm-operator", "demo-gpuvm-operator-leader-election"]);
+    ).toEqual(["demo-gpuvm-operator", "demo-gpuvm-operator-claims", "demo-gpuvm-operator-leader-election"]);
     // The default stays cluster-wide, with the same rules.
     expect(grants(only(await helmTemplate(), "ClusterRole"))).toEqual(LEAST_PRIVILEGE);
   });
@@ -253,7 +253,12 @@ describe("Helm chart", () => {
     for (const kind of ["Deployment", "ServiceAccount", "ClusterRole", "ClusterRoleBinding"]) {
       expect(only(byFullName, kind).metadata.name, kind).toBe("gpu-operator");
     }
-    expect(only(byFullName, "Role").metadata.name).toBe("gpu-operator-leader-election");
+    expect(
+      byFullName
+        .filter((m) => m.kind === "Role")
+        .map((role) => role.metadata.name)
+        .sort(),
+    ).toEqual(["gpu-operator-claims", "gpu-operator-leader-election"]);
   });
 
   it("pins the image by digest (image.digest), with or without a tag", async () => {
@@ -490,7 +495,7 @@ describe("kustomize tree (deploy/)", () => {
     const manifests = parseManifests(stdout);
     const crds = manifests.filter((manifest) => manifest.kind === "CustomResourceDefinition");
     expect(crds.map((crd) => crd.metadata.name).sort()).toEqual([...EXPECTED_CRDS].sort());
-    for (const kind of ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"]) {
+    for (const kind of ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding"]) {
       only(manifests, kind);
     }
     const deployment = only(manifests, "Deployment");
@@ -505,13 +510,25 @@ describe("kustomize tree (deploy/)", () => {
 
     const chart = await helmTemplate();
     expect(only(manifests, "ClusterRole").rules).toEqual(only(chart, "ClusterRole").rules);
-    expect(only(manifests, "Role").rules).toEqual(only(chart, "Role").rules);
+    const roleRules = (all: Manifest[]) =>
+      Object.fromEntries(
+        all.filter((m) => m.kind === "Role").map((role) => [role.metadata.name.replace(/^demo-/, ""), role.rules]),
+      );
+    expect(roleRules(manifests)).toEqual(roleRules(chart));
   });
 
   it("grants the least the operator needs: no update anywhere, no get or /finalizers on its kinds, Leases get/create/update", async () => {
     const manifests = parseManifests((await run("kubectl", ["kustomize", path.join(REPO_ROOT, "deploy")])).stdout);
     expect(grants(only(manifests, "ClusterRole"))).toEqual(LEAST_PRIVILEGE);
-    expect(grants(only(manifests, "Role"))).toEqual(["coordination.k8s.io/leases: create get update"]);
+    const role = (name: string) => manifests.find((m) => m.kind === "Role" && m.metadata.name === name);
+    expect(grants(role("gpuvm-operator-leader-election") as Manifest)).toEqual([
+      "coordination.k8s.io/leases: create get update",
+    ]);
+    // Claims only in the operator's own namespace, and no update (create-only; the id is a guarded patch).
+    expect(role("gpuvm-operator-claims")?.metadata.namespace).toBe("gpuvm-system");
+    expect(grants(role("gpuvm-operator-claims") as Manifest)).toEqual([
+      "gpucloud.dev/gpucloudclaims: create delete get list patch watch",
+    ]);
   });
 
   it("namespace-scoped component: no cluster-wide permission, the same rules as a Role, watching its own namespace", async () => {
@@ -528,6 +545,7 @@ describe("kustomize tree (deploy/)", () => {
       const roles = manifests.filter((manifest) => manifest.kind === "Role");
       expect(roles.map((role) => `${role.metadata.namespace}/${role.metadata.name}`).sort()).toEqual([
         "gpuvm-system/gpuvm-operator",
+        "gpuvm-system/gpuvm-operator-claims",
         "gpuvm-system/gpuvm-operator-leader-election",
       ]);
       const operatorRole = roles.find((role) => role.metadata.name === "gpuvm-operator");
@@ -535,6 +553,7 @@ describe("kustomize tree (deploy/)", () => {
       const bindings = manifests.filter((manifest) => manifest.kind === "RoleBinding");
       expect(bindings.map((binding) => (binding.roleRef as { name: string }).name).sort()).toEqual([
         "gpuvm-operator",
+        "gpuvm-operator-claims",
         "gpuvm-operator-leader-election",
       ]);
       expect(operatorContainer(only(manifests, "Deployment")).args).toContain("--watch-namespace=$(POD_NAMESPACE)");

@@ -1,0 +1,60 @@
+// Claims whose holder is gone are released. A holder lets its claim go when it is released (deletion.ts), but an
+// object can go without us: its finalizer removed by hand, its namespace deleted while the operator was down.
+// Such a claim would keep its cloud name (and resource) from everyone for ever. A claim is released only after
+// the API server itself says its holder is gone (a live read: not found, or an object of that name with another
+// uid), never because a cache lacks it.
+import type { KubeClient, KubeResource, Manager, Reconciler } from "../runtime/index.ts";
+import { CLAIMS_RESOURCE } from "./claim-records.ts";
+import type { ClaimStore } from "./claims.ts";
+
+export interface ClaimSweepOptions {
+  claims: ClaimStore;
+  claimsNamespace: string;
+  /** The resource of each claimed kind, and its cache (a holder found there with its uid needs no read). */
+  kinds: ReadonlyMap<
+    string,
+    { resource: KubeResource; cachedUid(namespace: string, name: string): string | undefined }
+  >;
+  kube: Pick<KubeClient, "getObject">;
+  /** Namespaces the operator watches (empty: all): a holder elsewhere is not ours to judge. */
+  watchNamespaces: readonly string[];
+  /** How often a claim is looked at again (the resync): holders go without any event reaching the claim. */
+  syncPeriodMs: number;
+}
+
+export function claimSweepReconciler(options: ClaimSweepOptions): Reconciler {
+  const { claims, kinds, kube, watchNamespaces } = options;
+  return {
+    async reconcile(request, ctx) {
+      const claim = claims.get(request.name);
+      if (claim === undefined) return { type: "done" };
+      const { namespace, name, uid } = claim.holder;
+      const kind = kinds.get(claim.kind);
+      if (kind === undefined) return { type: "done" };
+      if (watchNamespaces.length > 0 && !watchNamespaces.includes(namespace)) return { type: "done" };
+      if (kind.cachedUid(namespace, name) === uid) return { type: "done" };
+      const live = (await kube.getObject(kind.resource, namespace, name)) as
+        | { metadata?: { uid?: string } }
+        | undefined;
+      if (live?.metadata?.uid === uid) return { type: "done" };
+      await claims.release(claim);
+      ctx.logger.info(
+        { claim: claim.objectName, holder: `${namespace}/${name}`, id: claim.id, cloudName: claim.cloudName },
+        "claim released: the object that held it is gone (its cloud resource, if any, is nobody's now)",
+      );
+      return { type: "done" };
+    },
+  };
+}
+
+/** The sweep as a controller over the claims namespace (one worker: claims seldom need it). */
+export function registerClaimSweep(manager: Manager, options: ClaimSweepOptions): void {
+  manager.addController({
+    name: "gpucloudclaim",
+    resource: CLAIMS_RESOURCE,
+    namespaces: [options.claimsNamespace],
+    reconciler: claimSweepReconciler(options),
+    workers: 1,
+    syncPeriodMs: options.syncPeriodMs,
+  });
+}
