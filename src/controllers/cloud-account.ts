@@ -26,6 +26,7 @@ export interface CloudAccountOptions {
    * the objects related to the owner in those families can be woken too.
    */
   wake(family: OperationFamily, ownerKey: string, affected: readonly OperationFamily[]): void;
+  /** Without a `component` binding: the account's lines add "cloud-account", its trackers "operation-tracker". */
   logger: Logger;
   now?: () => number;
   onListCall?(family: OperationFamily): void;
@@ -103,6 +104,8 @@ export class CloudAccount {
   readonly networks: FamilySnapshot<VpcNetwork>;
   readonly firewallRules: FamilySnapshot<FirewallRule>;
   readonly #options: CloudAccountOptions;
+  /** This account's own lines; its trackers get `options.logger` and name their component themselves. */
+  readonly #logger: Logger;
   readonly #now: () => number;
   readonly #trackers = new Map<OperationFamily, OperationTracker>();
   readonly #operations = new Map<string, Tracked>();
@@ -122,6 +125,7 @@ export class CloudAccount {
 
   constructor(options: CloudAccountOptions) {
     this.#options = options;
+    this.#logger = options.logger.child({ component: "cloud-account" });
     this.#now = options.now ?? Date.now;
     this.client = options.client;
     this.projectId = options.projectId;
@@ -238,7 +242,7 @@ export class CloudAccount {
           settled();
           this.#operations.delete(operationId);
           if (!(error instanceof TrackerStoppedError))
-            this.#options.logger.warn({ err: error, operationId }, "tracking failed");
+            this.#logger.warn({ err: error, operationId }, "tracking failed");
         },
       );
     return tracked.progress;
@@ -330,7 +334,7 @@ export class CloudAccount {
         link = (await this.client.organizations.billingLink(organization.id, { signal })).url;
       } catch (error) {
         if (!isCloudError(error)) throw error;
-        this.#options.logger.debug({ err: error }, "billing link unavailable");
+        this.#logger.debug({ err: error }, "billing link unavailable");
       }
       problem = `organization ${organization.name} has no valid payment method${link ? `: add one at ${link}` : ""}`;
     }
