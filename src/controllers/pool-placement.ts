@@ -25,6 +25,8 @@ interface LocationMemory {
 /** What one pool learned of each location from its replicas. One per process (a restart learns again). */
 export class CapacityMemory {
   readonly #memory = new Map<string, Map<string, LocationMemory>>();
+  /** Per pool, the replicas seen waiting for capacity that hold no place yet. */
+  readonly #waiting = new Map<string, Set<string>>();
   readonly #now: () => number;
 
   constructor(now: () => number = Date.now) {
@@ -77,8 +79,32 @@ export class CapacityMemory {
     return entry.seenSince;
   }
 
+  /**
+   * Whether a replica waits for capacity: its create found none (`failedNow`), or did before and it has not
+   * stopped waiting since (`doneWaiting`: its VM holds a place, or it stalled for another reason): the GpuVm is
+   * trying again, still pending, not starting.
+   */
+  waits(poolKey: string, name: string, failedNow: boolean, doneWaiting: boolean): boolean {
+    let names = this.#waiting.get(poolKey);
+    if (failedNow) {
+      names ??= new Set();
+      names.add(name);
+      this.#waiting.set(poolKey, names);
+      return true;
+    }
+    if (doneWaiting) names?.delete(name);
+    return !doneWaiting && (names?.has(name) ?? false);
+  }
+
+  /** Forget the waiting replicas that are no longer the pool's. */
+  keepWaiting(poolKey: string, names: ReadonlySet<string>): void {
+    const waiting = this.#waiting.get(poolKey);
+    for (const name of waiting ?? []) if (!names.has(name)) waiting?.delete(name);
+  }
+
   forget(poolKey: string): void {
     this.#memory.delete(poolKey);
+    this.#waiting.delete(poolKey);
   }
 }
 

@@ -108,18 +108,25 @@ function perLocation(slots: readonly PoolSlot[]): Map<string, number> {
   return counts;
 }
 
+/** The replicas of a pass: its slots, their live GpuVms, and those of them waiting for capacity. */
+interface Replicas {
+  slots: readonly PoolSlot[];
+  live: ReadonlyMap<string, Member>;
+  waiting: ReadonlySet<string>;
+}
+
 /**
  * The pool's replicas in a location: holding a place (their VM created), and starting (to be created, or their
  * create in flight). Replicas waiting for capacity are neither: their location is remembered as full.
  */
-function replicasIn(location: string, slots: readonly PoolSlot[], live: ReadonlyMap<string, Member>) {
+function replicasIn(location: string, replicas: Replicas) {
   let holding = 0;
   let starting = 0;
-  for (const slot of slots) {
-    if (slot.location !== location) continue;
-    const vm = live.get(slot.name);
+  for (const slot of replicas.slots) {
+    if (slot.location !== location || replicas.waiting.has(slot.name)) continue;
+    const vm = replicas.live.get(slot.name);
     if (vm !== undefined && holdsPlace(vm)) holding++;
-    else if (vm === undefined || !hasCapacityFailure(vm)) starting++;
+    else starting++;
   }
   return { holding, starting };
 }
@@ -249,14 +256,19 @@ export class PoolReconciler {
       });
     }
 
-    // A replica waiting for capacity marks its location full: no new replica goes there meanwhile.
+    // A replica waiting for capacity (its create found none, and it holds no place yet, a retry included) marks
+    // its location full: no new replica goes there meanwhile.
+    const waiting = new Set<string>();
     for (const slot of slots) {
       const vm = live.get(slot.name);
-      if (vm !== undefined && hasCapacityFailure(vm))
-        this.#capacity.markFull(key, slot.location, this.#timing.capacityRetryMs);
+      const doneWaiting = vm !== undefined && (holdsPlace(vm) || replicaFailureOf(vm) !== undefined);
+      if (vm === undefined || !this.#capacity.waits(key, vm.name, hasCapacityFailure(vm), doneWaiting)) continue;
+      waiting.add(slot.name);
+      this.#capacity.markFull(key, slot.location, this.#timing.capacityRetryMs);
     }
-    const readings = await this.#readAvailability(context, slots, live, revision, signal);
-    const roomBefore = this.#rooms(context, slots, live, readings);
+    const all: Replicas = { slots, live, waiting };
+    const readings = await this.#readAvailability(context, all, revision, signal);
+    const roomBefore = this.#rooms(context, all, readings);
     const states = slots.map((slot) => this.#stateOf(context, slot, live.get(slot.name), revision, roomBefore));
     const replacedTerminating = terminating.filter((vm) => vm.labels[POOL_LABELS.revision] !== revision).length;
     const plan = planPool({
@@ -271,12 +283,14 @@ export class PoolReconciler {
       locations: spec.placement.locations,
       strategy: spec.placement.strategy,
       placed: perLocation(kept),
-      room: this.#rooms(context, kept, live, readings),
+      room: this.#rooms(context, { slots: kept, live, waiting }, readings),
     });
     const added = this.#newSlots(context, placement.locations, kept, revision, byName);
     const finalSlots = [...kept, ...added];
+    this.#capacity.keepWaiting(key, new Set(finalSlots.map((slot) => slot.name)));
 
-    const picture = this.#picture(context, finalSlots, live, revision, plan, placement, added.length, terminating);
+    const final: Replicas = { slots: finalSlots, live, waiting };
+    const picture = this.#picture(context, final, revision, plan, placement, added.length, terminating);
     const counts = countsOf(picture);
     const result = poolVerdict(picture, counts);
     Object.assign(pass.draft, counts, {
@@ -398,21 +412,20 @@ export class PoolReconciler {
    */
   async #readAvailability(
     context: ActionContext,
-    slots: readonly PoolSlot[],
-    live: ReadonlyMap<string, Member>,
+    replicas: Replicas,
     revision: string,
     signal: AbortSignal,
   ): Promise<Map<string, AvailabilityReading | undefined>> {
     const { spec, key } = context;
-    const waiting = (slot: PoolSlot) => {
-      const vm = live.get(slot.name);
-      return vm !== undefined && hasCapacityFailure(vm);
-    };
-    const current = slots.filter((slot) => slot.revision === revision && !waiting(slot)).length;
-    const mayPlace = current < spec.replicas || slots.some(waiting);
+    const { slots, waiting } = replicas;
+    const current = slots.filter(
+      (slot) =>
+        slot.revision === revision && spec.placement.locations.includes(slot.location) && !waiting.has(slot.name),
+    ).length;
+    const mayPlace = current < spec.replicas || waiting.size > 0;
     const readings = new Map<string, AvailabilityReading | undefined>();
     for (const location of spec.placement.locations) {
-      const { holding, starting } = replicasIn(location, slots, live);
+      const { holding, starting } = replicasIn(location, replicas);
       // Pending replicas are tried again every capacity retry period: with a reading at most that old.
       const notBefore = Math.max(
         this.#capacity.readingNotBefore(key, location, holding, starting),
@@ -434,8 +447,7 @@ export class PoolReconciler {
   /** How many more replicas each location may take, given the pool's replicas there (pool-placement.ts). */
   #rooms(
     context: ActionContext,
-    slots: readonly PoolSlot[],
-    live: ReadonlyMap<string, Member>,
+    replicas: Replicas,
     readings: ReadonlyMap<string, AvailabilityReading | undefined>,
   ): Map<string, Room> {
     const { spec, key } = context;
@@ -444,7 +456,7 @@ export class PoolReconciler {
         location,
         roomIn({
           availability: readings.get(location),
-          ...replicasIn(location, slots, live),
+          ...replicasIn(location, replicas),
           full: this.#capacity.isFull(key, location),
           failedBefore: this.#capacity.failedBefore(key, location),
         }),
@@ -474,8 +486,7 @@ export class PoolReconciler {
 
   #picture(
     context: ActionContext,
-    slots: readonly PoolSlot[],
-    live: ReadonlyMap<string, Member>,
+    replicas: Replicas,
     revision: string,
     plan: PoolPlan,
     placement: Placement,
@@ -483,18 +494,15 @@ export class PoolReconciler {
     terminating: readonly Member[],
   ): PoolPicture {
     const { spec } = context;
+    const { slots, live } = replicas;
     const updated = new Set<string>();
     const ready = new Set<string>();
-    const waiting = new Set<string>();
+    const waiting = new Set([...replicas.waiting].filter((name) => slots.some((slot) => slot.name === name)));
     const failures: PoolPicture["failures"][number][] = [];
     let stale = 0;
     for (const slot of slots) {
       const vm = live.get(slot.name);
-      if (vm === undefined) continue;
-      if (hasCapacityFailure(vm)) {
-        waiting.add(slot.name);
-        continue;
-      }
+      if (vm === undefined || waiting.has(slot.name)) continue;
       if (isReplicaReady(slot.revision === revision ? spec : undefined, vm)) ready.add(slot.name);
       const current = slot.revision === revision && spec.placement.locations.includes(slot.location);
       if (current && inPlaceChangeOf(spec, vm) === undefined) updated.add(slot.name);

@@ -126,5 +126,14 @@ describe("GpuVmPool beyond the cloud's capacity", () => {
     expect(waiting.length).toBeLessThanOrEqual(32);
     expect(await list(env, "gpudisks")).toHaveLength(32);
     expect(await cloud(env, "vms")).toHaveLength(32);
+    // The waiting GpuVms try again every capacity retry period; each stays pending meanwhile (never counted as a
+    // replica with a place), so the pool's counts and condition hold still.
+    const seen = new Set<string>();
+    for (let sample = 0; sample < 40; sample++) {
+      const now = await env.get("GpuVmPool", "big");
+      seen.add(`${now?.status?.replicas}/${now?.status?.pendingReplicas} ${condition(now, "Ready")?.reason}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect([...seen]).toEqual(["32/96 CapacityUnavailable"]);
   });
 });

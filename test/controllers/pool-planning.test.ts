@@ -241,6 +241,19 @@ describe("capacity memory", () => {
     expect(memory.failedBefore("ns/pool", "b")).toBe(false);
   });
 
+  it("keeps a replica waiting for capacity while its GpuVm tries again, until it holds a place or stalls otherwise", () => {
+    const memory = new CapacityMemory();
+    expect(memory.waits("ns/pool", "r1", false, false)).toBe(false);
+    expect(memory.waits("ns/pool", "r1", true, false)).toBe(true);
+    // Trying again (a create in flight): still waiting.
+    expect(memory.waits("ns/pool", "r1", false, false)).toBe(true);
+    expect(memory.waits("ns/pool", "r1", false, true)).toBe(false);
+    expect(memory.waits("ns/pool", "r1", false, false)).toBe(false);
+    expect(memory.waits("ns/pool", "r2", true, false)).toBe(true);
+    memory.keepWaiting("ns/pool", new Set(["r1"]));
+    expect(memory.waits("ns/pool", "r2", false, false)).toBe(false);
+  });
+
   it("asks for an availability reading newer than the last change of the pool's replicas in a location", () => {
     let now = 1_000;
     const memory = new CapacityMemory(() => now);
