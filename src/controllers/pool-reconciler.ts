@@ -497,7 +497,7 @@ export class PoolReconciler {
     const { slots, live } = replicas;
     const updated = new Set<string>();
     const ready = new Set<string>();
-    const waiting = new Set([...replicas.waiting].filter((name) => slots.some((slot) => slot.name === name)));
+    const waiting = new Set(slots.filter((slot) => replicas.waiting.has(slot.name)).map((slot) => slot.name));
     const failures: PoolPicture["failures"][number][] = [];
     let stale = 0;
     for (const slot of slots) {
