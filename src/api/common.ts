@@ -120,7 +120,9 @@ export const REASON_DESCRIPTIONS: Readonly<Record<Reason, string>> = {
   ApiUrlNotAllowed:
     "The credentials Secret names an apiUrl the operator may not call (--allowed-api-urls); no request is sent. " +
     "Fix the Secret, or have the operator's administrator allow the URL.",
-  InvalidSpec: "The spec is invalid for the cloud (rejected with 400, or unknown type, image or location).",
+  InvalidSpec:
+    "The spec is invalid for the cloud (refused with 400, 413 too large, 422 or another 4xx it would answer " +
+    "again, or unknown type, image or location); the message says what to change.",
   ImmutableFieldChanged: "A field that cannot change after creation was changed; revert it or recreate the object.",
   NameConflict:
     "A name is taken by something this object does not own: a cloud resource another object manages or this " +
@@ -135,7 +137,7 @@ export const REASON_DESCRIPTIONS: Readonly<Record<Reason, string>> = {
   RateLimited: "The cloud API answered 429; the operator waits for Retry-After before trying again.",
   ApiUnavailable: "The cloud API is unreachable or failing (network error, timeout, 5xx); retried with backoff.",
   NotSupported:
-    "The cloud API does not offer an endpoint this change needs (404/405 on that route): the message says what to do instead (deletionPolicy: Orphan to let a resource the server cannot delete go).",
+    "The cloud API does not offer an endpoint this change needs (404/405 on that route), or refuses the form of the operator's request (415 and the like): the message says what to do instead (deletionPolicy: Orphan to let a resource the server cannot delete go).",
   OperationFailed: "A cloud operation ended FAILED; the message carries the cloud's code and text.",
   Paused: "The gpucloud.dev/paused annotation is set; the operator makes no cloud calls for this object.",
   Observed: "managementPolicy is Observe: the cloud resource is read into status but never changed.",

@@ -148,8 +148,9 @@ export const DiskTemplate = z
   })
   .meta({
     description:
-      "A GpuDisk made for every replica in its location, created with it and attached to it (after " +
-      "template.spec.disks). Create-only: a change replaces the replicas.",
+      "A GpuDisk made for every replica in its location once the replica's VM holds a place (its create " +
+      "succeeded: a VM waiting for capacity has none), then attached to it, running (after template.spec.disks): " +
+      "a startup script that needs it waits for the device. Create-only: a change replaces the replicas.",
   });
 export type DiskTemplate = z.infer<typeof DiskTemplate>;
 
@@ -172,9 +173,11 @@ export const Placement = z
       .default("Spread")
       .meta({
         description:
-          "Spread: each new replica goes to the location with capacity that has the fewest replicas. Pack: to the " +
-          "first location with capacity. Capacity is read from the availability endpoint and from replicas whose " +
-          "create failed out of stock (those are moved).",
+          "Spread: each new replica goes to the location with room that has the fewest replicas. Pack: to the " +
+          "first location with room. Room is the cloud's count of free VMs where its availability endpoint gives " +
+          "one; where it only says yes, replicas go in growing batches (at least 8 starting at once, at most as " +
+          "many as already run there). A location where a replica's create failed out of stock takes none for the " +
+          "capacity retry period (the replica is moved when another location has room, else it waits there).",
       }),
   })
   .meta({ description: "Where the replicas run." });
@@ -286,7 +289,7 @@ export type PoolSlot = z.infer<typeof PoolSlot>;
 export const LocationCount = z
   .object({
     name: text("The location.", 63),
-    replicas: z.int().min(0).meta({ description: "Replicas placed there." }),
+    replicas: z.int().min(0).meta({ description: "Replicas placed there (not waiting for capacity)." }),
     readyReplicas: z.int().min(0).meta({ description: "Ready replicas there." }),
   })
   .meta({ description: "Replicas per location." });
@@ -297,11 +300,18 @@ export const GpuVmPoolStatus = z
   .object({
     observedGeneration: managedStatusShape.observedGeneration,
     conditions: managedStatusShape.conditions,
-    replicas: count("Replicas that exist (GpuVms of the pool that are not being deleted)."),
-    readyReplicas: count("Replicas whose GpuVm is Ready."),
+    replicas: count(
+      "Replicas that have a place: the pool's GpuVms (created or being created, not being deleted) that do not " +
+        "wait for capacity. replicas + pendingReplicas = spec.replicas once a scale has settled (plus maxSurge " +
+        "while replacing).",
+    ),
+    readyReplicas: count("Replicas whose GpuVm is Ready with the pool's disks attached."),
     updatedReplicas: count("Replicas made from the current template, with its changeable fields applied."),
     availableReplicas: count("Replicas that are both Ready and up to date."),
-    pendingReplicas: count("Replicas that cannot be placed now (no capacity anywhere) or wait for capacity."),
+    pendingReplicas: count(
+      "Replicas asked for that have no place for lack of capacity: GpuVms whose create found none (they wait, " +
+        "without disks) and replicas no location has room for (no GpuVm made). Not counted in replicas.",
+    ),
     selector: text(
       "Label selector of the replicas, for the scale subresource (HorizontalPodAutoscaler).",
       320,
@@ -361,7 +371,7 @@ export const gpuVmPoolKind = defineKind({
       name: "Pending",
       type: "integer",
       jsonPath: ".status.pendingReplicas",
-      description: "Replicas waiting for capacity.",
+      description: "Replicas without a place for lack of capacity.",
       priority: 1,
     },
     {

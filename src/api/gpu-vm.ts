@@ -159,7 +159,7 @@ const specRules: readonly CelRule[] = [
       `(self.connectionDetails.secretName != '${DEFAULT_CREDENTIALS_SECRET}' && ` +
       "(!has(self.credentialsRef) || self.connectionDetails.secretName != self.credentialsRef.name))",
     message: CONNECTION_SECRET_IS_CREDENTIALS,
-    fieldPath: ".connectionDetails.secretName",
+    fieldPath: ".connectionDetails",
   },
 ];
 

@@ -344,6 +344,11 @@ export const AvailabilityItem = z.looseObject({
   type: z.string(),
   location: z.string(),
   available: z.boolean(),
+  /**
+   * How many more VMs of the type the location takes now: an extension beyond the spec (docs/api-contract.md)
+   * that the simulator serves. Read when it is a whole number ≥ 0; anything else is ignored, never an error.
+   */
+  available_count: z.int().min(0).optional().catch(undefined),
 });
 export type AvailabilityItem = z.infer<typeof AvailabilityItem>;
 

@@ -3,9 +3,8 @@
 // was lost, the process died, or the status write after the request failed) looks the operation up instead of
 // sending the action again: a failed status write can never turn into a loop of actions.
 
-import { isCloudError } from "../cloud/errors.ts";
 import type { Operation } from "../cloud/wire.ts";
-import type { Verdict } from "./classify.ts";
+import { requestRefused, type Verdict } from "./classify.ts";
 import type { ManagedSpecBase, Mutation } from "./external.ts";
 import { recordOperation } from "./operation-tracking.ts";
 import { type CloudConnection, conflict, type Pass } from "./reconcile-pass.ts";
@@ -21,16 +20,6 @@ type Sendable = Mutation & { send: () => Promise<Operation>; action: string };
 
 export function isSendable(mutation: Mutation): mutation is Sendable {
   return mutation.send !== undefined && mutation.action !== undefined;
-}
-
-/**
- * An answer that proves the request was not carried out (a 4xx: refused, conflict, not found, rate limited; or
- * an endpoint this server does not have, which the client may not even have sent).
- */
-function refused(error: unknown): boolean {
-  if (!isCloudError(error)) return false;
-  if (error.kind === "unsupported") return true;
-  return error.kind === "http" && error.status !== undefined && error.status < 500;
 }
 
 /**
@@ -63,7 +52,7 @@ export async function sendAction<Spec extends ManagedSpecBase>(
   try {
     operation = await mutation.send();
   } catch (error) {
-    if (refused(error)) delete draft.actionPending;
+    if (requestRefused(error)) delete draft.actionPending;
     throw error;
   }
   services.sentActions.set(pass.key, { requestedAt, operation });

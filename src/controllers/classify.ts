@@ -86,6 +86,23 @@ function asError(error: unknown): Error {
   return error instanceof Error ? error : new Error(String(error));
 }
 
+/**
+ * The request was not carried out, provably: the cloud refused it with a 4xx (or the client never sent it: an
+ * endpoint known missing, a body refused locally). Also for a ReconcileError wrapping such an error. A 5xx, a
+ * timeout, a lost or unreadable answer prove nothing: the request may have been carried out.
+ */
+export function requestRefused(error: unknown): boolean {
+  const err = error instanceof ReconcileError ? error.cause : error;
+  if (!isCloudError(err)) return false;
+  if (err.kind === "unsupported" || err.code === "invalid_request") return true;
+  return err.kind === "http" && err.status !== undefined && err.status >= 400 && err.status < 500;
+}
+
+/** 4xx answers about the form of the request (not its content): the server and the operator disagree on the API. */
+const PROTOCOL_REFUSALS: ReadonlySet<number> = new Set([405, 406, 411, 412, 415, 417, 426, 428, 431]);
+/** 4xx answers that may change without a spec change: retried (404/410 may be a read after a write that lags). */
+const TRANSIENT_REFUSALS: ReadonlySet<number> = new Set([404, 408, 409, 410]);
+
 function stalled(reason: Reason, message: string, outcome: Outcome): Verdict {
   return { ready: false, reason, message, progressing: false, stalled: true, outcome, event: "Warning" };
 }
@@ -142,9 +159,36 @@ export function classify(error: unknown): Verdict {
   if (status === 503 && err.retryAfterMs !== undefined) {
     return backingOff(REASON.ApiUnavailable, err.message, { type: "requeueAfter", ms: err.retryAfterMs });
   }
-  if (status === 400 || status === 422) {
-    return stalled(REASON.InvalidSpec, err.message, { type: "requeueAfter", ms: TERMINAL_RETRY_MS });
+  if (status !== undefined && status >= 400 && status < 500 && !TRANSIENT_REFUSALS.has(status)) {
+    return refusedForGood(status, err.message, err);
   }
-  // 5xx, 409 busy, network, timeout, parse: transient → backoff through the queue.
+  // 5xx, 404 and 409 (not proof of anything here), 408, network, timeout, parse: transient → backoff.
   return backingOff(REASON.ApiUnavailable, err.message, { type: "retry", error: err });
+}
+
+/**
+ * A 4xx the cloud will answer again the same way until something changes (docs/adr/0002-error-taxonomy.md has the
+ * table): the spec (terminal: stalled, looked at again after TERMINAL_RETRY_MS or a spec change), the account's
+ * payment method (retried with backoff), or the operator and the server agreeing on the API.
+ */
+function refusedForGood(status: number, message: string, err: Error): Verdict {
+  const terminal: Outcome = { type: "requeueAfter", ms: TERMINAL_RETRY_MS };
+  if (status === 402) {
+    const text = `${message}: the cloud asks for payment; add a valid payment method to the organization`;
+    return stalled(REASON.PaymentMethodRequired, text, { type: "retry", error: err });
+  }
+  if (PROTOCOL_REFUSALS.has(status)) {
+    const text = `the cloud refuses the request as this operator sends it (HTTP ${status}: ${message}); the server and the operator disagree about the API: report it`;
+    return stalled(REASON.NotSupported, text, terminal);
+  }
+  if (status === 413) {
+    const text = `the cloud refused the request as too large (HTTP 413: ${message}): make the values the spec sends (scripts, keys, lists) smaller`;
+    return stalled(REASON.InvalidSpec, text, terminal);
+  }
+  if (status === 414) {
+    const text = `the cloud refused the request's URL as too long (HTTP 414: ${message}): make the names and ids the spec gives shorter`;
+    return stalled(REASON.InvalidSpec, text, terminal);
+  }
+  // 400, 422 and any other 4xx: the request's content is refused, and would be again.
+  return stalled(REASON.InvalidSpec, message, terminal);
 }

@@ -29,6 +29,7 @@ export interface CloudAccountOptions {
    * the objects related to the owner in those families can be woken too.
    */
   wake(family: OperationFamily, ownerKey: string, affected: readonly OperationFamily[]): void;
+  /** Without a `component` binding: the account's lines add "cloud-account", its trackers "operation-tracker". */
   logger: Logger;
   now?: () => number;
   onListCall?(family: OperationFamily): void;
@@ -45,6 +46,13 @@ const PAYMENT_CACHE_MS = 5 * 60_000;
 /** A known payment problem is re-read sooner: adding a payment method takes effect at the next retry. */
 const PAYMENT_PROBLEM_CACHE_MS = 5_000;
 const AVAILABILITY_CACHE_MS = 15_000;
+
+/** The availability endpoint's answer for one (type, location). */
+export interface AvailabilityReading {
+  available: boolean;
+  /** How many more VMs of the type fit now, when the server counts them (an extension; docs/api-contract.md). */
+  count?: number;
+}
 /** Settled operations are remembered this long so that a slow reconcile still finds the result. */
 const SETTLED_MEMORY_MS = 30 * 60_000;
 /**
@@ -101,6 +109,8 @@ export class CloudAccount {
   readonly networks: FamilySnapshot<VpcNetwork>;
   readonly firewallRules: FamilySnapshot<FirewallRule>;
   readonly #options: CloudAccountOptions;
+  /** This account's own lines; its trackers get `options.logger` and name their component themselves. */
+  readonly #logger: Logger;
   readonly #now: () => number;
   readonly #trackers = new Map<OperationFamily, OperationTracker>();
   readonly #operations = new Map<string, Tracked>();
@@ -114,12 +124,13 @@ export class CloudAccount {
   /** Per family, the first free turn of objects following their resources (see nextFollowTurnMs). */
   readonly #nextFollowTurnAt = new Map<OperationFamily, number>();
   #payment: { at: number; problem: string | undefined } | undefined;
-  readonly #availability = new Map<string, { at: number; available: boolean }>();
-  readonly #availabilityReads = new Map<string, Promise<boolean>>();
+  readonly #availability = new Map<string, { at: number; reading: AvailabilityReading }>();
+  readonly #availabilityReads = new Map<string, { startedAt: number; read: Promise<AvailabilityReading> }>();
   #paymentRead: Promise<string | undefined> | undefined;
 
   constructor(options: CloudAccountOptions) {
     this.#options = options;
+    this.#logger = options.logger.child({ component: "cloud-account" });
     this.#now = options.now ?? Date.now;
     this.client = options.client;
     this.projectId = options.projectId;
@@ -237,7 +248,7 @@ export class CloudAccount {
           settled();
           this.#operations.delete(operationId);
           if (!(error instanceof TrackerStoppedError))
-            this.#options.logger.warn({ err: error, operationId }, "tracking failed");
+            this.#logger.warn({ err: error, operationId }, "tracking failed");
         },
       );
     return tracked.progress;
@@ -329,7 +340,7 @@ export class CloudAccount {
         link = (await this.client.organizations.billingLink(organization.id, { signal })).url;
       } catch (error) {
         if (!isCloudError(error)) throw error;
-        this.#options.logger.debug({ err: error }, "billing link unavailable");
+        this.#logger.debug({ err: error }, "billing link unavailable");
       }
       problem = `organization ${organization.name} has no valid payment method${link ? `: add one at ${link}` : ""}`;
     }
@@ -339,18 +350,35 @@ export class CloudAccount {
 
   /** Whether the location can take a VM of this type now (cached briefly; concurrent askers share one read). */
   async isAvailable(type: string, location: string, signal: AbortSignal): Promise<boolean> {
+    return (await this.availability(type, location, signal)).available;
+  }
+
+  /**
+   * What the availability endpoint says of (type, location): yes or no, and how many more VMs fit when the server
+   * counts them. Cached briefly; concurrent askers share one read. `notBefore` (ms): only a reading started at or
+   * after it will do (a pool that placed replicas there since needs one that sees them).
+   */
+  async availability(type: string, location: string, signal: AbortSignal, notBefore = 0): Promise<AvailabilityReading> {
     const key = `${type}@${location}`;
     const cached = this.#availability.get(key);
-    if (cached !== undefined && this.#now() - cached.at < AVAILABILITY_CACHE_MS) return cached.available;
-    let read = this.#availabilityReads.get(key);
-    if (read === undefined) {
-      read = this.#readAvailability(type, location, signal).finally(() => this.#availabilityReads.delete(key));
-      this.#availabilityReads.set(key, read);
-    }
+    if (cached !== undefined && cached.at >= notBefore && this.#now() - cached.at < AVAILABILITY_CACHE_MS)
+      return cached.reading;
+    const inFlight = this.#availabilityReads.get(key);
+    if (inFlight !== undefined && inFlight.startedAt >= notBefore) return inFlight.read;
+    const startedAt = this.#now();
+    const read = this.#readAvailability(type, location, startedAt, signal).finally(() => {
+      if (this.#availabilityReads.get(key)?.read === read) this.#availabilityReads.delete(key);
+    });
+    this.#availabilityReads.set(key, { startedAt, read });
     return read;
   }
 
-  async #readAvailability(type: string, location: string, signal: AbortSignal): Promise<boolean> {
+  async #readAvailability(
+    type: string,
+    location: string,
+    startedAt: number,
+    signal: AbortSignal,
+  ): Promise<AvailabilityReading> {
     const items = await this.client.catalogue.availabilities(
       this.projectId,
       { product_name: type, location },
@@ -359,8 +387,17 @@ export class CloudAccount {
     const matching = items.filter((item) => item.type === type && item.location === location);
     // A server that answers nothing for the pair is not trusted to mean "unavailable": try the create.
     const available = matching.length === 0 || matching.some((item) => item.available);
-    this.#availability.set(`${type}@${location}`, { at: this.#now(), available });
-    return available;
+    // A count is believed only when it agrees with the yes/no (a "yes" with 0 free says nothing usable).
+    const counts = matching.flatMap((item) =>
+      item.available && item.available_count !== undefined && item.available_count > 0 ? [item.available_count] : [],
+    );
+    const reading: AvailabilityReading =
+      available && counts.length > 0 ? { available, count: Math.max(...counts) } : { available };
+    // The cache keeps the time the read started: what was created after it may not be counted in it.
+    const cached = this.#availability.get(`${type}@${location}`);
+    if (cached === undefined || cached.at <= startedAt)
+      this.#availability.set(`${type}@${location}`, { at: startedAt, reading });
+    return reading;
   }
 
   /** Forget a cached "available" after a create failed out_of_stock there. */

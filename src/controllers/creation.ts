@@ -7,7 +7,7 @@
 
 import { confirmAbsence } from "./absence.ts";
 import { adoptFound, foreignResourceMessage, heldByOtherMessage, nameConflict } from "./adoption.ts";
-import { cloudStatus, isCloudConflict, REASON, type Reason, type Verdict } from "./classify.ts";
+import { cloudStatus, isCloudConflict, REASON, type Reason, requestRefused, type Verdict } from "./classify.ts";
 import type { ManagedSpecBase, ManagedStatusBase } from "./external.ts";
 import { recordOperation, UNKNOWN_OUTCOME } from "./operation-tracking.ts";
 import { holderOf, slotOf } from "./ownership.ts";
@@ -112,8 +112,11 @@ async function create<Spec extends ManagedSpecBase>(
   } catch (error) {
     const refused = await paymentRefusal(pass, connection, error);
     if (refused !== undefined) return refused;
-    if (!isCloudConflict(error)) throw error;
-    return nameInUse(pass, connection, freshIntent);
+    if (isCloudConflict(error)) return nameInUse(pass, connection, freshIntent);
+    // Refused outright (a 4xx): this POST created nothing, so its intent goes, unless an earlier POST under the
+    // same intent may have created the resource (its proof is kept for the name lookup).
+    if (freshIntent && requestRefused(error)) delete pass.draft.createPending;
+    throw error;
   }
 }
 

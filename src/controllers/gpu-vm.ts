@@ -5,8 +5,9 @@
 import { hash } from "node:crypto";
 import { ANNOTATIONS, REASONS, SECRET_WATCH_HINT } from "../api/common.ts";
 import { type GpuVmSpec, GpuVmSpec as GpuVmSpecSchema, GpuVmStatus, MAX_RESET_VALUE_LENGTH } from "../api/gpu-vm.ts";
-import type { DiskRef } from "../cloud/wire.ts";
+import type { CreateVmRequest, DiskRef, Operation } from "../cloud/wire.ts";
 import type { Account } from "./claims.ts";
+import { cloudStatus, ReconcileError } from "./classify.ts";
 import type { CreateOnlyValue, ExternalClient, ManagedObject } from "./external.ts";
 import {
   connectionDetails,
@@ -125,6 +126,33 @@ function ownedObjectsOf(spec: GpuVmSpec): OwnedObject[] {
 
 const intent = (fields: Record<string, string> | undefined) => (fields ? { intentFields: fields } : {});
 
+/** Values of a create request worth naming when the cloud finds the request too large. */
+const LARGE_VALUE_BYTES = 1024;
+
+/**
+ * A create the cloud refused as too large (HTTP 413), said so that the user knows what to change: the request's
+ * size, its large values and where they come from (the cloud's message says its limit when it knows it).
+ */
+function tooLarge(error: unknown, body: CreateVmRequest, inputs: CreateInputs): ReconcileError | undefined {
+  if (cloudStatus(error) !== 413) return undefined;
+  const bytes = (text: string) => Buffer.byteLength(text, "utf8");
+  const values = [
+    ["startup script", body.startup_script, inputs.createOnly.startupScript?.source],
+    ["shutdown script", body.shutdown_script, inputs.createOnly.shutdownScript?.source],
+    ["SSH public key", body.ssh_public_key, inputs.createOnly.sshPublicKey?.source],
+  ] as const;
+  const large = values.flatMap(([what, value, source]) =>
+    value !== undefined && bytes(value) >= LARGE_VALUE_BYTES ? [`${what} (${bytes(value)} bytes, ${source})`] : [],
+  );
+  const fix =
+    large.length > 0
+      ? `; the large values: ${large.join(", ")}: make them smaller (a script can fetch the rest when the VM boots)`
+      : ": make the values it sends smaller";
+  const said = error instanceof Error ? error.message : String(error);
+  const message = `the cloud refused the VM's create request as too large (HTTP 413: ${said}): it was ${bytes(JSON.stringify(body))} bytes${fix}`;
+  return new ReconcileError(REASONS.InvalidSpec, message, { cause: error });
+}
+
 interface ResolvedDisks {
   disks: DiskRef[];
   /** disk id → GpuDisk name, for messages. */
@@ -233,20 +261,22 @@ export const gpuVm: KindDefinition<GpuVmSpec> = {
         if (!(await account.isAvailable(mr.spec.type, location, signal))) {
           return { capacityUnavailable: `${mr.spec.type} is not available in ${location}` };
         }
-        const operation = await client.vms.create(
-          projectId,
-          {
-            name: target.cloudName,
-            type: mr.spec.type,
-            location,
-            ssh_public_key: resolved.sshPublicKey,
-            ...(mr.spec.image ? { image: mr.spec.image } : {}),
-            ...(desired.disks.length > 0 ? { disks: desired.disks } : {}),
-            ...(resolved.startupScript !== undefined ? { startup_script: resolved.startupScript } : {}),
-            ...(resolved.shutdownScript !== undefined ? { shutdown_script: resolved.shutdownScript } : {}),
-          },
-          { signal },
-        );
+        const body: CreateVmRequest = {
+          name: target.cloudName,
+          type: mr.spec.type,
+          location,
+          ssh_public_key: resolved.sshPublicKey,
+          ...(mr.spec.image ? { image: mr.spec.image } : {}),
+          ...(desired.disks.length > 0 ? { disks: desired.disks } : {}),
+          ...(resolved.startupScript !== undefined ? { startup_script: resolved.startupScript } : {}),
+          ...(resolved.shutdownScript !== undefined ? { shutdown_script: resolved.shutdownScript } : {}),
+        };
+        let operation: Operation;
+        try {
+          operation = await client.vms.create(projectId, body, { signal });
+        } catch (error) {
+          throw tooLarge(error, body, resolved) ?? error;
+        }
         const createOnlyDigests = Object.fromEntries(
           Object.entries(resolved.createOnly).map(([field, value]) => [field, value.digest]),
         );

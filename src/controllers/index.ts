@@ -67,6 +67,9 @@ function decodeSecretValue(secret: SecretLike, key: string): string | undefined 
 export function registerControllers(manager: Manager, options: RegisterOptions = {}): OperatorControllers {
   const config = manager.config;
   const logger = manager.logger.child({ component: "controllers" });
+  // The cloud layer names its own component (cloud-client, operation-tracker, cloud-account): its loggers come
+  // from the manager's, without one (pino writes a child's binding beside its parent's, not over it).
+  const cloudLogger = (credentialKey: string) => manager.logger.child({ credentialKey });
   const informers = new Map(MANAGED_KINDS.map((kind) => [kind.kind, manager.informerFor(resourceOf(kind))]));
   // Only labelled Secrets are cached (credentials, keys and scripts objects refer to, and the connection details
   // written here), never every Secret of the cluster.
@@ -162,7 +165,7 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
               event.durationMs / 1000,
             );
           },
-          logger: logger.child({ component: "cloud", credentialKey }),
+          logger: cloudLogger(credentialKey),
         }),
         projectId: parsed.projectId,
         apiUrl: parsed.apiUrl,
@@ -179,7 +182,7 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
         snapshotMaxAgeMs: config.syncPeriodMs,
         operationPollMs: config.operationPollIntervalMs,
         operationPolling: config.operationPolling,
-        logger: logger.child({ credentialKey }),
+        logger: cloudLogger(credentialKey),
         wake: (family, ownerKey, affected) => {
           const kindName = kindOfFamily.get(family);
           if (kindName === undefined) return;

@@ -1,6 +1,7 @@
 // The writes a GpuVmPool makes to its members, after the pass's decisions are recorded in its status: adopt
-// orphans, create the GpuDisks and GpuVm of a slot, delete a replica (its disks as persistentDiskPolicy says),
-// change one in place, and let members go (deletionPolicy Orphan, retained disks). Every write is idempotent:
+// orphans, create the GpuVm of a slot, make its GpuDisks once its VM holds a place (and refer to them), delete a
+// replica (its disks as persistentDiskPolicy says), change one in place, and let members go (deletionPolicy
+// Orphan, retained disks). Every write is idempotent:
 // a create that finds the name taken, a delete that finds it gone, a patch that lost a race are all fine: the
 // next pass looks again.
 import type { Logger } from "pino";
@@ -18,6 +19,7 @@ import {
   type Member,
   memberOf,
   type PoolIdentity,
+  poolDisksPatch,
 } from "./pool-members.ts";
 import type { KubeAccess } from "./reconcile-pass.ts";
 
@@ -106,23 +108,36 @@ export async function adopt(context: ActionContext, kind: MemberKind, orphans: r
   }
 }
 
-/** Create what a slot lacks: its GpuDisks first (the GpuVm waits for them), then its GpuVm. */
-export async function createSlot(
-  context: ActionContext,
-  slot: PoolSlot,
-  existingDisks: ReadonlySet<string>,
-  note: string,
-): Promise<void> {
+/** Create the GpuVm of a slot (its disks come once its VM holds a place: `givePoolDisks`). */
+export async function createSlot(context: ActionContext, slot: PoolSlot, note: string): Promise<void> {
   const { members, pool } = context;
-  for (const disk of desiredDisks(pool, context.spec, slot)) {
-    if (!existingDisks.has(disk.metadata.name)) await members.create("GpuDisk", pool.namespace, disk);
-  }
   const created = await members.create("GpuVm", pool.namespace, desiredVm(pool, context.spec, slot));
   context.expectations.created(context.key, slot.name);
   if (created === "created") {
     context.logger.info({ replica: slot.name, location: slot.location }, "replica created");
     context.event(context.mr, "Normal", "Scaling", note);
   }
+}
+
+/**
+ * A replica whose VM holds its place gets the GpuDisks of the disk templates (in its location) and its GpuVm
+ * refers to them (a patch guarded by its resourceVersion): the GpuVm controller attaches them once Ready.
+ */
+export async function givePoolDisks(
+  context: ActionContext,
+  slot: PoolSlot,
+  vm: Member,
+  existingDisks: ReadonlySet<string>,
+): Promise<void> {
+  const { members, pool } = context;
+  for (const disk of desiredDisks(pool, context.spec, slot)) {
+    if (!existingDisks.has(disk.metadata.name)) await members.create("GpuDisk", pool.namespace, disk);
+  }
+  const patch = { ...poolDisksPatch(context.spec, vm), metadata: { resourceVersion: vm.resourceVersion } };
+  const written = await members.patch("GpuVm", pool.namespace, vm.name, patch);
+  if (written.type !== "written") return;
+  if (written.generation > vm.generation) context.expectations.changed(context.key, vm.name, written.generation);
+  context.logger.info({ replica: vm.name }, "replica holds its place; its disks are made");
 }
 
 /** Delete a replica's GpuVm (only the one we saw) and handle its disks. */

@@ -68,11 +68,11 @@ export function registerPoolController(manager: Manager, deps: PoolControllerDep
   const reconciler = new PoolReconciler({
     kube: deps.kube,
     members: memberAccess(manager, deps.informers),
-    availability: async (pool, type, location, signal) => {
+    availability: async (pool, type, location, signal, notBefore) => {
       const resolved = deps.credentials.resolve(pool.metadata.namespace, pool.spec.template.spec.credentialsRef?.name);
       if (resolved.type === "missing") return undefined;
       try {
-        return await resolved.handle.account.isAvailable(type, location, signal);
+        return await resolved.handle.account.availability(type, location, signal, notBefore);
       } catch (error) {
         manager.logger.debug({ err: error, type, location }, "availability unknown; placing without it");
         return undefined;
@@ -124,7 +124,7 @@ function registerPoolMetrics(manager: Manager, pools: ObjectInformer): void {
   );
   gauge(
     "gpucloud_pool_pending_replicas",
-    "Replicas of a GpuVmPool waiting for capacity (status.pendingReplicas)",
+    "Replicas of a GpuVmPool without a place for lack of capacity (status.pendingReplicas)",
     (pool) => numberOr0(pool.status?.pendingReplicas),
   );
 }

@@ -6,7 +6,7 @@ import { isDeepStrictEqual } from "node:util";
 import { z } from "zod";
 import { ANNOTATIONS, API_VERSION, ObjectMeta, POOL_LABELS } from "../api/common.ts";
 import type { GpuDiskSpec } from "../api/gpu-disk.ts";
-import { CREATE_ONLY_FIELDS, GpuVmSpec } from "../api/gpu-vm.ts";
+import { CREATE_ONLY_FIELDS, GpuVmSpec, VmDiskAttachment } from "../api/gpu-vm.ts";
 import type { GpuVmPoolSpec, PoolSlot } from "../api/gpu-vm-pool.ts";
 
 const OwnerReference = z.looseObject({
@@ -38,7 +38,7 @@ const MemberStatus = z.looseObject({
     .catch(undefined),
   id: z.string().optional().catch(undefined),
   createPending: z.unknown().optional(),
-  operation: z.looseObject({ state: z.string().optional() }).optional().catch(undefined),
+  operation: z.looseObject({ name: z.string().optional(), state: z.string().optional() }).optional().catch(undefined),
   location: z.string().optional().catch(undefined),
   state: z.string().optional().catch(undefined),
   hourlyPriceUSD: z.number().optional().catch(undefined),
@@ -150,20 +150,62 @@ export function revisionOf(spec: GpuVmPoolSpec): string {
   return createHash("sha256").update(canonical(createOnly)).digest("hex").slice(0, 10);
 }
 
-/** The fields of a replica's GpuVm the pool changes in place, as the template says. */
-function changeableFields(spec: GpuVmPoolSpec, vmName: string) {
+/** The references to the disks the pool makes for a replica (one per disk template). */
+function poolDiskRefs(spec: GpuVmPoolSpec, vmName: string): VmDiskAttachment[] {
+  return (spec.diskTemplates ?? []).map((disk) => ({
+    diskRef: { name: diskName(vmName, disk.name) },
+    mode: disk.mode,
+  }));
+}
+
+function currentDisks(member: Member): VmDiskAttachment[] {
+  const parsed = z.array(VmDiskAttachment).safeParse(member.spec.disks ?? []);
+  return parsed.success ? parsed.data : [];
+}
+
+const isPoolDiskOf = (spec: GpuVmPoolSpec, vmName: string) => {
+  const names = new Set(poolDiskRefs(spec, vmName).map((ref) => ref.diskRef?.name));
+  return (disk: VmDiskAttachment) => disk.diskRef !== undefined && names.has(disk.diskRef.name);
+};
+
+/**
+ * Whether the replica's GpuVm refers to every disk the pool makes for it. A replica gets them only once its VM
+ * holds a place (`holdsPlace`): a VM waiting for capacity has no disks billed for it.
+ */
+export function hasPoolDisks(spec: GpuVmPoolSpec, member: Member): boolean {
+  const have = new Set(currentDisks(member).flatMap((disk) => (disk.diskRef ? [disk.diskRef.name] : [])));
+  return poolDiskRefs(spec, member.name).every((ref) => ref.diskRef !== undefined && have.has(ref.diskRef.name));
+}
+
+/** The patch that gives a replica's GpuVm the pool's disks it lacks (after the disks it has). */
+export function poolDisksPatch(spec: GpuVmPoolSpec, member: Member): { spec: { disks: VmDiskAttachment[] } } {
+  const have = currentDisks(member);
+  const names = new Set(have.flatMap((disk) => (disk.diskRef ? [disk.diskRef.name] : [])));
+  const missing = poolDiskRefs(spec, member.name).filter((ref) => ref.diskRef && !names.has(ref.diskRef.name));
+  return { spec: { disks: [...have, ...missing] } };
+}
+
+/**
+ * The fields of a replica's GpuVm the pool changes in place, as the template says. The pool's own disks are
+ * added by `poolDisksPatch` once the VM holds a place, not as a template change: until then the ones it has are
+ * what it should have.
+ */
+function changeableFields(spec: GpuVmPoolSpec, member?: Member) {
   const template = spec.template.spec;
-  const disks = [
-    ...(template.disks ?? []),
-    ...(spec.diskTemplates ?? []).map((disk) => ({ diskRef: { name: diskName(vmName, disk.name) }, mode: disk.mode })),
-  ];
+  let own: VmDiskAttachment[] = [];
+  if (member !== undefined) {
+    own = hasPoolDisks(spec, member)
+      ? poolDiskRefs(spec, member.name)
+      : currentDisks(member).filter(isPoolDiskOf(spec, member.name));
+  }
+  const disks = [...(template.disks ?? []), ...own];
   return { type: template.type, powerState: template.powerState, deletionPolicy: template.deletionPolicy, disks };
 }
 
-/** The GpuVm of a slot, as created. */
+/** The GpuVm of a slot, as created: without the pool's disks (made once its VM holds a place). */
 export function desiredVm(pool: PoolIdentity, spec: GpuVmPoolSpec, slot: PoolSlot) {
   const template = spec.template.spec;
-  const { disks, ...changeable } = changeableFields(spec, slot.name);
+  const { disks, ...changeable } = changeableFields(spec);
   return {
     apiVersion: API_VERSION,
     kind: "GpuVm",
@@ -246,7 +288,7 @@ function describe(value: unknown): string {
 /** What the template asks of an existing replica that it does not have yet; undefined when it matches. */
 export function inPlaceChangeOf(spec: GpuVmPoolSpec, member: Member): InPlaceChange | undefined {
   const parsed = GpuVmSpec.safeParse(member.spec);
-  const wanted = changeableFields(spec, member.name);
+  const wanted = changeableFields(spec, member);
   const specPatch: Record<string, unknown> = {};
   const notes: string[] = [];
   let disruptive = false;
@@ -292,6 +334,28 @@ export function isMemberReady(member: Member): boolean {
     condition(member, "Ready")?.status === "True" &&
     member.status.observedGeneration === member.generation
   );
+}
+
+/**
+ * The replica's VM holds its place in the cloud: it was created there (an id, no create pending or in progress).
+ * Its disks are made only then.
+ */
+export function holdsPlace(member: Member): boolean {
+  const operation = member.status.operation;
+  return (
+    member.deletionTimestamp === undefined &&
+    member.status.id !== undefined &&
+    member.status.createPending === undefined &&
+    !(operation?.name === "CREATE" && operation.state === "IN_PROGRESS")
+  );
+}
+
+/**
+ * Ready for the pool: its GpuVm is Ready and, for a replica of the current template (`spec` given), refers to the
+ * pool's disks (a replica of an older template has the disks of its own, which `spec` does not describe).
+ */
+export function isReplicaReady(spec: GpuVmPoolSpec | undefined, member: Member): boolean {
+  return isMemberReady(member) && (spec === undefined || hasPoolDisks(spec, member));
 }
 
 /**

@@ -2,7 +2,8 @@
 // GpuVm controller does the cloud work of each replica. Order: read (a cache behind our own write waits) → invalid
 // spec? → paused? → deleting (delete or orphan the members, then release) → finalizer → the members as the caches
 // show them → adopt orphans → capacity → plan (pool-rollout.ts) → place new replicas (pool-placement.ts) → record
-// the slots and the verdict in status → only then create, delete and change members (pool-actions.ts).
+// the slots and the verdict in status → only then create, delete and change members, and make the disks of the
+// replicas whose VM holds a place (pool-actions.ts).
 // Shared with the managed kinds: parsing, the finalizer, pause and release (deletion.ts), the verdict and its
 // conditions (status-building.ts), error classification (classify.ts), our-own-writes tracking (own-writes.ts).
 import { isDeepStrictEqual } from "node:util";
@@ -15,6 +16,7 @@ import {
   type PoolSlot,
 } from "../api/gpu-vm-pool.ts";
 import { classify, REASON, type Verdict } from "./classify.ts";
+import type { AvailabilityReading } from "./cloud-account.ts";
 import { paused } from "./deletion.ts";
 import type { ManagedObject, ManagedStatusBase, Outcome } from "./external.ts";
 import { parseManaged } from "./kind-support.ts";
@@ -25,6 +27,7 @@ import {
   changeReplica,
   createSlot,
   disksByReplica,
+  givePoolDisks,
   letDisksGo,
   type MemberAccess,
   readMembers,
@@ -35,15 +38,17 @@ import { Expectations } from "./pool-expectations.ts";
 import {
   deleteFirst,
   hasCapacityFailure,
+  hasPoolDisks,
+  holdsPlace,
   inPlaceChangeOf,
-  isMemberReady,
+  isReplicaReady,
   type Member,
   memberLocation,
   replicaFailureOf,
   revisionOf,
   selectorOf,
 } from "./pool-members.ts";
-import { CapacityMemory, placeReplicas } from "./pool-placement.ts";
+import { CapacityMemory, type Placement, placeReplicas, type Room, roomIn } from "./pool-placement.ts";
 import { type PoolPlan, planPool, type SlotState } from "./pool-rollout.ts";
 import { countsOf, type PoolPicture, poolVerdict } from "./pool-status.ts";
 import {
@@ -69,8 +74,17 @@ export interface PoolReconcilerOptions {
   /** The pools (get from the cache, guarded status and finalizer writes, events). */
   kube: KubeAccess;
   members: MemberAccess;
-  /** Whether `location` can take a VM of `type` now (the cloud's availability endpoint); undefined when unknown. */
-  availability(pool: Pool, type: string, location: string, signal: AbortSignal): Promise<boolean | undefined>;
+  /**
+   * What the cloud's availability endpoint says of `type` in `location` (yes or no, and how many when it counts),
+   * from a reading started at `notBefore` (ms) or later; undefined when unknown.
+   */
+  availability(
+    pool: Pool,
+    type: string,
+    location: string,
+    signal: AbortSignal,
+    notBefore: number,
+  ): Promise<AvailabilityReading | undefined>;
   timing?: Partial<ReconcileTiming>;
   now?: () => number;
   /** The suffix of a new replica's name (random by default; tests pass a counter). */
@@ -85,6 +99,36 @@ function randomSuffix(): string {
     suffix += SUFFIX_ALPHABET[Math.floor(Math.random() * SUFFIX_ALPHABET.length)];
   }
   return suffix;
+}
+
+/** Slots per location. */
+function perLocation(slots: readonly PoolSlot[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const slot of slots) counts.set(slot.location, (counts.get(slot.location) ?? 0) + 1);
+  return counts;
+}
+
+/** The replicas of a pass: its slots, their live GpuVms, and those of them waiting for capacity. */
+interface Replicas {
+  slots: readonly PoolSlot[];
+  live: ReadonlyMap<string, Member>;
+  waiting: ReadonlySet<string>;
+}
+
+/**
+ * The pool's replicas in a location: holding a place (their VM created), and starting (to be created, or their
+ * create in flight). Replicas waiting for capacity are neither: their location is remembered as full.
+ */
+function replicasIn(location: string, replicas: Replicas) {
+  let holding = 0;
+  let starting = 0;
+  for (const slot of replicas.slots) {
+    if (slot.location !== location || replicas.waiting.has(slot.name)) continue;
+    const vm = replicas.live.get(slot.name);
+    if (vm !== undefined && holdsPlace(vm)) holding++;
+    else starting++;
+  }
+  return { holding, starting };
 }
 
 export class PoolReconciler {
@@ -212,8 +256,20 @@ export class PoolReconciler {
       });
     }
 
-    const full = await this.#fullLocations(context, signal);
-    const states = slots.map((slot) => this.#stateOf(context, slot, live.get(slot.name), revision, full));
+    // A replica waiting for capacity (its create found none, and it holds no place yet, a retry included) marks
+    // its location full: no new replica goes there meanwhile.
+    const waiting = new Set<string>();
+    for (const slot of slots) {
+      const vm = live.get(slot.name);
+      const doneWaiting = vm !== undefined && (holdsPlace(vm) || replicaFailureOf(vm) !== undefined);
+      if (vm === undefined || !this.#capacity.waits(key, vm.name, hasCapacityFailure(vm), doneWaiting)) continue;
+      waiting.add(slot.name);
+      this.#capacity.markFull(key, slot.location, this.#timing.capacityRetryMs);
+    }
+    const all: Replicas = { slots, live, waiting };
+    const readings = await this.#readAvailability(context, all, revision, signal);
+    const roomBefore = this.#rooms(context, all, readings);
+    const states = slots.map((slot) => this.#stateOf(context, slot, live.get(slot.name), revision, roomBefore));
     const replacedTerminating = terminating.filter((vm) => vm.labels[POOL_LABELS.revision] !== revision).length;
     const plan = planPool({
       replicas: spec.replicas,
@@ -223,10 +279,18 @@ export class PoolReconciler {
     });
     const removed = new Set(plan.remove.map((entry) => entry.name));
     const kept = slots.filter((slot) => !removed.has(slot.name));
-    const added = this.#place(context, plan.add, kept, full, revision, byName);
-    const finalSlots = [...kept, ...added.slots];
+    const placement = placeReplicas(plan.add, {
+      locations: spec.placement.locations,
+      strategy: spec.placement.strategy,
+      placed: perLocation(kept),
+      room: this.#rooms(context, { slots: kept, live, waiting }, readings),
+    });
+    const added = this.#newSlots(context, placement.locations, kept, revision, byName);
+    const finalSlots = [...kept, ...added];
+    this.#capacity.keepWaiting(key, new Set(finalSlots.map((slot) => slot.name)));
 
-    const picture = this.#picture(context, finalSlots, live, revision, plan, added.unplaced, terminating.length);
+    const final: Replicas = { slots: finalSlots, live, waiting };
+    const picture = this.#picture(context, final, revision, plan, placement, added.length, terminating);
     const counts = countsOf(picture);
     const result = poolVerdict(picture, counts);
     Object.assign(pass.draft, counts, {
@@ -247,6 +311,30 @@ export class PoolReconciler {
     if (written.type !== "written") return conflict();
     context.mr.status = structuredClone(pass.draft);
 
+    await this.#act(context, { vms, disks, live, gone, slots, finalSlots, added, plan, revision });
+    if (this.#expectations.pending(key) && result.outcome.type === "done")
+      return { ...result, outcome: after(this.#timing.shortMs * 5) };
+    return result;
+  }
+
+  /** The writes a recorded pass decided: adopt, remove, create, give disks, change, let stray disks go. */
+  async #act(
+    context: ActionContext,
+    decided: {
+      vms: ReturnType<typeof readMembers>;
+      disks: ReturnType<typeof readMembers>;
+      live: ReadonlyMap<string, Member>;
+      gone: ReadonlySet<string>;
+      slots: readonly PoolSlot[];
+      finalSlots: readonly PoolSlot[];
+      added: readonly PoolSlot[];
+      plan: PoolPlan;
+      revision: string;
+    },
+  ): Promise<void> {
+    const { spec } = context;
+    const { vms, disks, live, gone, slots, finalSlots, added, plan, revision } = decided;
+    const removed = new Set(plan.remove.map((entry) => entry.name));
     await adopt(context, "GpuVm", vms.orphans);
     await adopt(context, "GpuDisk", disks.orphans);
     const disksOf = disksByReplica(disks.all);
@@ -255,18 +343,30 @@ export class PoolReconciler {
       const note = this.#removalNote(entry, slot, revision);
       await removeReplica(context, live.get(entry.name), disksOf.get(entry.name) ?? [], note.reason, note.text);
     }
+    const addedNames = new Set(added.map((slot) => slot.name));
     const existingDisks = new Set(disks.all.map((disk) => disk.name));
-    const addedNames = new Set(added.slots.map((slot) => slot.name));
+    const completed = new Set<string>();
     for (const slot of finalSlots) {
-      if (live.has(slot.name) || gone.has(slot.name)) continue;
+      const vm = live.get(slot.name);
+      if (vm !== undefined) {
+        // Its VM holds a place now: its disks are made (never before: a VM waiting for capacity bills none).
+        // Only for the current template: an older replica has its own and is replaced, not completed.
+        if (slot.revision === revision && holdsPlace(vm) && !hasPoolDisks(spec, vm)) {
+          await givePoolDisks(context, slot, vm, existingDisks);
+          completed.add(vm.name);
+        }
+        continue;
+      }
+      if (gone.has(slot.name)) continue;
       const why = addedNames.has(slot.name)
         ? `created replica ${slot.name} in ${slot.location}`
         : `created replica ${slot.name} in ${slot.location} (recorded before, not created yet)`;
-      await createSlot(context, slot, existingDisks, why);
+      await createSlot(context, slot, why);
     }
     for (const { name, change } of plan.change) {
       const vm = live.get(name);
-      if (vm !== undefined) await changeReplica(context, vm, change);
+      // A replica just given its disks is changed at the next pass (its resourceVersion moved on).
+      if (vm !== undefined && !completed.has(name)) await changeReplica(context, vm, change);
     }
     // Disks of no replica (left by a crash between a removal's record and its deletion).
     const finalNames = new Set(finalSlots.map((slot) => slot.name));
@@ -275,9 +375,6 @@ export class PoolReconciler {
       return vm === undefined || (!finalNames.has(vm) && !removed.has(vm) && !live.has(vm));
     });
     await letDisksGo(context, strayDisks);
-    if (this.#expectations.pending(key) && result.outcome.type === "done")
-      return { ...result, outcome: after(this.#timing.shortMs * 5) };
-    return result;
   }
 
   #stateOf(
@@ -285,14 +382,16 @@ export class PoolReconciler {
     slot: PoolSlot,
     vm: Member | undefined,
     revision: string,
-    full: ReadonlySet<string>,
+    room: ReadonlyMap<string, Room>,
   ): SlotState {
     const { spec, key } = context;
     const outdated = slot.revision !== revision || !spec.placement.locations.includes(slot.location);
     const capacityFailed = vm !== undefined && hasCapacityFailure(vm);
-    if (capacityFailed) this.#capacity.markFull(key, slot.location, this.#timing.capacityRetryMs);
-    const elsewhere = spec.placement.locations.some((location) => location !== slot.location && !full.has(location));
-    const ready = vm !== undefined && isMemberReady(vm) && !this.#expectations.isChanging(key, vm.name);
+    const elsewhere = spec.placement.locations.some(
+      (location) => location !== slot.location && (room.get(location)?.count ?? 0) > 0,
+    );
+    const own = slot.revision === revision ? spec : undefined;
+    const ready = vm !== undefined && isReplicaReady(own, vm) && !this.#expectations.isChanging(key, vm.name);
     const createdAt = Date.parse(vm?.creationTimestamp ?? slot.recordedAt);
     return {
       name: slot.name,
@@ -306,75 +405,108 @@ export class PoolReconciler {
     };
   }
 
-  /** Locations that cannot take a replica now: remembered capacity failures and the availability endpoint. */
-  async #fullLocations(context: ActionContext, signal: AbortSignal): Promise<Set<string>> {
-    const full = new Set(this.#capacity.full(context.key).keys());
-    for (const location of context.spec.placement.locations) {
-      if (full.has(location)) continue;
-      const available = await this.#options.availability(
+  /**
+   * The availability endpoint's answer per location, read only when the pass may place a replica (one is missing,
+   * or one waits for capacity and may move); none for a location remembered as full. A reading must be newer than
+   * the last change of the pool's replicas there, so that a count never offers again what they took.
+   */
+  async #readAvailability(
+    context: ActionContext,
+    replicas: Replicas,
+    revision: string,
+    signal: AbortSignal,
+  ): Promise<Map<string, AvailabilityReading | undefined>> {
+    const { spec, key } = context;
+    const { slots, waiting } = replicas;
+    const current = slots.filter(
+      (slot) =>
+        slot.revision === revision && spec.placement.locations.includes(slot.location) && !waiting.has(slot.name),
+    ).length;
+    const mayPlace = current < spec.replicas || waiting.size > 0;
+    const readings = new Map<string, AvailabilityReading | undefined>();
+    for (const location of spec.placement.locations) {
+      const { holding, starting } = replicasIn(location, replicas);
+      // Pending replicas are tried again every capacity retry period: with a reading at most that old.
+      const notBefore = Math.max(
+        this.#capacity.readingNotBefore(key, location, holding, starting),
+        this.#now() - this.#timing.capacityRetryMs,
+      );
+      if (!mayPlace || this.#capacity.isFull(key, location)) continue;
+      const reading = await this.#options.availability(
         context.mr as Pool,
-        context.spec.template.spec.type,
+        spec.template.spec.type,
         location,
         signal,
+        notBefore,
       );
-      if (available === false) full.add(location);
+      readings.set(location, reading);
     }
-    return full;
+    return readings;
   }
 
-  /** Names and locations for new replicas; how many fit nowhere. */
-  #place(
+  /** How many more replicas each location may take, given the pool's replicas there (pool-placement.ts). */
+  #rooms(
     context: ActionContext,
-    count: number,
+    replicas: Replicas,
+    readings: ReadonlyMap<string, AvailabilityReading | undefined>,
+  ): Map<string, Room> {
+    const { spec, key } = context;
+    return new Map(
+      spec.placement.locations.map((location) => [
+        location,
+        roomIn({
+          availability: readings.get(location),
+          ...replicasIn(location, replicas),
+          full: this.#capacity.isFull(key, location),
+          failedBefore: this.#capacity.failedBefore(key, location),
+        }),
+      ]),
+    );
+  }
+
+  /** Names and slots for the replicas placed in `locations`. */
+  #newSlots(
+    context: ActionContext,
+    locations: readonly string[],
     kept: readonly PoolSlot[],
-    full: Set<string>,
     revision: string,
     existing: ReadonlyMap<string, Member>,
-  ): { slots: PoolSlot[]; unplaced: number } {
-    // A location where a kept replica is waiting for capacity is full too.
-    for (const location of this.#capacity.full(context.key).keys()) full.add(location);
-    const placed = new Map<string, number>();
-    for (const slot of kept) placed.set(slot.location, (placed.get(slot.location) ?? 0) + 1);
-    const locations = placeReplicas(count, {
-      locations: context.spec.placement.locations,
-      strategy: context.spec.placement.strategy,
-      placed,
-      full,
-    });
+  ): PoolSlot[] {
     const taken = new Set([...kept.map((slot) => slot.name), ...existing.keys()]);
     const slots: PoolSlot[] = [];
     for (const location of locations) {
-      if (location === undefined) continue;
       let name: string;
       do name = `${context.pool.name}-${(this.#options.suffix ?? randomSuffix)()}`;
       while (taken.has(name));
       taken.add(name);
       slots.push({ name, location, revision, recordedAt: formatKubeTime(this.#now()) });
     }
-    return { slots, unplaced: locations.length - slots.length };
+    return slots;
   }
 
   #picture(
     context: ActionContext,
-    slots: readonly PoolSlot[],
-    live: ReadonlyMap<string, Member>,
+    replicas: Replicas,
     revision: string,
     plan: PoolPlan,
-    unplaced: number,
-    terminating: number,
+    placement: Placement,
+    added: number,
+    terminating: readonly Member[],
   ): PoolPicture {
     const { spec } = context;
+    const { slots, live } = replicas;
     const updated = new Set<string>();
+    const ready = new Set<string>();
+    const waiting = new Set(slots.filter((slot) => replicas.waiting.has(slot.name)).map((slot) => slot.name));
     const failures: PoolPicture["failures"][number][] = [];
-    let waitingForCapacity = 0;
     let stale = 0;
     for (const slot of slots) {
       const vm = live.get(slot.name);
-      if (vm === undefined) continue;
+      if (vm === undefined || waiting.has(slot.name)) continue;
+      if (isReplicaReady(slot.revision === revision ? spec : undefined, vm)) ready.add(slot.name);
       const current = slot.revision === revision && spec.placement.locations.includes(slot.location);
       if (current && inPlaceChangeOf(spec, vm) === undefined) updated.add(slot.name);
       else stale++;
-      if (hasCapacityFailure(vm)) waitingForCapacity++;
       const failure = replicaFailureOf(vm);
       if (failure !== undefined) failures.push({ name: slot.name, ...failure });
     }
@@ -382,14 +514,17 @@ export class PoolReconciler {
       replicas: spec.replicas,
       slots,
       members: live,
+      ready,
+      waiting,
       updated,
       stale,
       previousReason: context.mr.status.conditions?.find((c) => c.type === "Ready")?.reason,
       plan,
-      unplaced,
-      waitingForCapacity,
+      added,
+      noCapacity: placement.noCapacity,
+      batched: placement.batched,
       failures,
-      terminating,
+      terminating: terminating.length,
       locations: spec.placement.locations,
       vmType: spec.template.spec.type,
       capacityRetryMs: this.#timing.capacityRetryMs,

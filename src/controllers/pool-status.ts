@@ -2,7 +2,7 @@
 // location, the price, and the verdict that becomes its Ready/Reconciling/Stalled conditions.
 import type { GpuVmPoolStatus, PoolSlot } from "../api/gpu-vm-pool.ts";
 import { REASON, type Verdict } from "./classify.ts";
-import { isMemberReady, type Member } from "./pool-members.ts";
+import type { Member } from "./pool-members.ts";
 import type { PoolPlan } from "./pool-rollout.ts";
 import { after, DONE, verdict } from "./reconcile-pass.ts";
 
@@ -13,6 +13,10 @@ export interface PoolPicture {
   slots: readonly PoolSlot[];
   /** Live GpuVms of the slots (not being deleted), by name. */
   members: ReadonlyMap<string, Member>;
+  /** Slot names whose replica is Ready for the pool (its GpuVm Ready, with the pool's disks). */
+  ready: ReadonlySet<string>;
+  /** Slot names whose GpuVm waits in its location for capacity (its create found none; nowhere else to go). */
+  waiting: ReadonlySet<string>;
   /** Slot names whose replica is up to date (current revision, in-place changes applied). */
   updated: ReadonlySet<string>;
   /** Replicas that exist and are not up to date (an older revision, or an in-place change not applied yet). */
@@ -20,10 +24,12 @@ export interface PoolPicture {
   /** The reason of the pool's Ready condition before this pass (a rollout stays a rollout until it settles). */
   previousReason: string | undefined;
   plan: PoolPlan;
-  /** Replicas that could not be placed in this pass. */
-  unplaced: number;
-  /** Replicas waiting in their location for capacity (nowhere else to go). */
-  waitingForCapacity: number;
+  /** Replicas placed in this pass. */
+  added: number;
+  /** Replicas that fit in no location for lack of capacity in this pass. */
+  noCapacity: number;
+  /** Replicas held back until the replicas starting in a location without counts hold their place. */
+  batched: number;
   /** Replicas stalled for another reason, with it. */
   failures: readonly { name: string; reason: string; message: string }[];
   /** The pool's GpuVms being deleted. */
@@ -34,18 +40,18 @@ export interface PoolPicture {
   pollMs: number;
 }
 
+/**
+ * The counts of the status. `replicas`: the slots that have a place (their GpuVm exists or is being created, not
+ * waiting for capacity); `pendingReplicas`: the ones asked for that have none (waiting GpuVms, and replicas no
+ * location has room for). Together they make spec.replicas once a scale settles (plus maxSurge while replacing).
+ */
 export function countsOf(picture: PoolPicture): Partial<GpuVmPoolStatus> {
-  const live = picture.slots.flatMap((slot) => {
-    const member = picture.members.get(slot.name);
-    return member === undefined ? [] : [{ slot, member }];
-  });
-  const ready = live.filter(({ member }) => isMemberReady(member));
+  const placed = picture.slots.filter((slot) => !picture.waiting.has(slot.name));
   const perLocation = new Map<string, { replicas: number; readyReplicas: number }>();
-  for (const slot of picture.slots) {
+  for (const slot of placed) {
     const entry = perLocation.get(slot.location) ?? { replicas: 0, readyReplicas: 0 };
     entry.replicas++;
-    const member = picture.members.get(slot.name);
-    if (member !== undefined && isMemberReady(member)) entry.readyReplicas++;
+    if (picture.ready.has(slot.name)) entry.readyReplicas++;
     perLocation.set(slot.location, entry);
   }
   const order = (name: string) => {
@@ -55,15 +61,17 @@ export function countsOf(picture: PoolPicture): Partial<GpuVmPoolStatus> {
   const locations = [...perLocation]
     .sort(([a], [b]) => order(a) - order(b) || (a < b ? -1 : 1))
     .map(([name, entry]) => ({ name, ...entry }));
-  const price = live
-    .filter(({ member }) => member.status.state === "STATE_RUNNING")
-    .reduce((sum, { member }) => sum + (member.status.hourlyPriceUSD ?? 0), 0);
+  const price = placed
+    .flatMap((slot) => picture.members.get(slot.name) ?? [])
+    .filter((member) => member.status.state === "STATE_RUNNING")
+    .reduce((sum, member) => sum + (member.status.hourlyPriceUSD ?? 0), 0);
+  const ready = placed.filter((slot) => picture.ready.has(slot.name));
   return {
-    replicas: live.length,
+    replicas: placed.length,
     readyReplicas: ready.length,
-    updatedReplicas: live.filter(({ slot }) => picture.updated.has(slot.name)).length,
-    availableReplicas: ready.filter(({ slot }) => picture.updated.has(slot.name)).length,
-    pendingReplicas: picture.unplaced + picture.waitingForCapacity,
+    updatedReplicas: placed.filter((slot) => picture.updated.has(slot.name)).length,
+    availableReplicas: ready.filter((slot) => picture.updated.has(slot.name)).length,
+    pendingReplicas: picture.waiting.size + picture.noCapacity,
     locations,
     locationSummary: locations.map((entry) => `${entry.name}=${entry.replicas}`).join(","),
     hourlyPriceUSD: Math.round(price * 10_000) / 10_000,
@@ -95,20 +103,27 @@ export function poolVerdict(picture: PoolPicture, counts: Partial<GpuVmPoolStatu
   const replacing = plan.remove.some((entry) => entry.why === "replace") || plan.change.length > 0 || plan.held > 0;
   const outdatedLeft = picture.stale > 0;
   const ready = counts.readyReplicas ?? 0;
-  const placed = picture.slots.length;
+  // Settled: nothing left to do now but wait for capacity (what fits is placed, Ready and up to date).
   const settled =
     plan.remove.length === 0 &&
-    plan.add === 0 &&
+    picture.added === 0 &&
+    picture.batched === 0 &&
     plan.change.length === 0 &&
     plan.held === 0 &&
     picture.terminating === 0 &&
-    ready === placed - picture.waitingForCapacity;
+    ready === (counts.replicas ?? 0);
   if (!settled) {
     const progress = `${ready}/${picture.replicas} ready, ${counts.updatedReplicas ?? 0} up to date`;
     const rolling = replacing || outdatedLeft || picture.previousReason === REASON.RollingUpdate;
     const reason = rolling ? REASON.RollingUpdate : REASON.Scaling;
     const held = plan.held > 0 ? `; ${plan.held} held back by maxUnavailable/maxSurge` : "";
-    return verdict(reason, `${progress}${held}${capacityNote}`, after(picture.pollMs), { progressing: true });
+    const batched =
+      picture.batched > 0
+        ? `; ${plural(picture.batched, "replica")} placed once the ones starting hold their place (the cloud does not count its capacity)`
+        : "";
+    return verdict(reason, `${progress}${held}${batched}${capacityNote}`, after(picture.pollMs), {
+      progressing: true,
+    });
   }
   if (pending > 0) {
     return verdict(

@@ -42,6 +42,8 @@ const Settings = z.strictObject({
   unknown_operation_status: z.union([z.literal(403), z.literal(404)]).optional(),
   /** How long a finished operation stays listed and readable; null keeps it. */
   operation_retention_ms: z.union([z.number().int().min(0), z.null()]).optional(),
+  /** Whether availability items carry `available_count`. */
+  availability_counts: z.boolean().optional(),
   rate_limit: z
     .union([z.literal(false), z.strictObject({ rate_per_sec: z.number().positive(), burst: z.number().int().min(1) })])
     .optional(),
@@ -69,6 +71,7 @@ export function registerAdminRoutes(app: FastifyInstance, deps: ServerDeps, regi
     token_ttl_seconds: auth.tokenTtlSeconds,
     unknown_operation_status: store.settings.unknownOperationStatus,
     operation_retention_ms: store.settings.operationRetentionMs ?? null,
+    availability_counts: store.settings.availabilityCounts,
     rate_limit:
       rateLimiter.options === false
         ? false
@@ -134,6 +137,7 @@ export function registerAdminRoutes(app: FastifyInstance, deps: ServerDeps, regi
     if (update.operation_retention_ms !== undefined) {
       store.settings.operationRetentionMs = update.operation_retention_ms ?? undefined;
     }
+    if (update.availability_counts !== undefined) store.settings.availabilityCounts = update.availability_counts;
     if (update.rate_limit !== undefined) {
       rateLimiter.options =
         update.rate_limit === false

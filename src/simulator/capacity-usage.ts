@@ -72,13 +72,16 @@ export class CapacityAndUsage {
     this.#context.changed();
   }
 
+  /** The spec's `available` per (type, location), and `available_count` (free VMs) when the setting says so. */
   availabilities(productName: string | undefined, location: string | undefined) {
-    const items: { type: string; location: string; available: boolean }[] = [];
+    const items: { type: string; location: string; available: boolean; available_count?: number }[] = [];
+    const counts = this.#context.settings.availabilityCounts;
     for (const loc of LOCATIONS) {
       if (location !== undefined && location !== loc) continue;
       for (const type of VM_TYPES) {
         if (productName !== undefined && productName !== type) continue;
-        items.push({ type, location: loc, available: this.hasCapacity(loc, type) });
+        const free = Math.max(0, this.capacityOf(loc, type) - this.usedCapacity(loc, type));
+        items.push({ type, location: loc, available: free > 0, ...(counts ? { available_count: free } : {}) });
       }
     }
     return items;

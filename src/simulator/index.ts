@@ -44,6 +44,11 @@ export interface SimulatorOptions {
   profile?: SimulatorProfile;
   /** How long a finished operation stays listed and readable. Default: kept (contract), 60 s (seed-only). */
   operationRetentionMs?: number;
+  /**
+   * Whether availability items carry `available_count` (how many more VMs of the type the location takes now),
+   * an extension beyond the spec. Default: true (contract), false (seed-only).
+   */
+  availabilityCounts?: boolean;
   /** 0 picks a free port (tests). Default 8070 (the operator's /metrics and probes default to 8080 and 8081). */
   port?: number;
   /** Default 127.0.0.1. */
@@ -139,6 +144,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     duplicateNames: options.duplicateNames ?? "conflict",
     unknownOperationStatus: defaults.unknownOperationStatus,
     operationRetentionMs: options.operationRetentionMs ?? defaults.operationRetentionMs,
+    availabilityCounts: options.availabilityCounts ?? defaults.availabilityCounts,
     onChange: () => writer?.markDirty(),
   });
   store.networks.ensureDefault(projectId);

@@ -40,6 +40,8 @@ export interface ProfileDefaults {
   /** How long finished operations stay listed and readable; undefined keeps them (pruned after a day). */
   operationRetentionMs: number | undefined;
   unknownOperationStatus: 403 | 404;
+  /** Whether availability items carry `available_count` (an extension beyond the spec; docs/api-contract.md). */
+  availabilityCounts: boolean;
 }
 
 /** The seed-only profile drops a finished operation one minute after it ended. */
@@ -47,6 +49,6 @@ export const SEED_ONLY_OPERATION_RETENTION_MS = 60_000;
 
 export function profileDefaults(profile: SimulatorProfile): ProfileDefaults {
   return profile === "seed-only"
-    ? { operationRetentionMs: SEED_ONLY_OPERATION_RETENTION_MS, unknownOperationStatus: 403 }
-    : { operationRetentionMs: undefined, unknownOperationStatus: 404 };
+    ? { operationRetentionMs: SEED_ONLY_OPERATION_RETENTION_MS, unknownOperationStatus: 403, availabilityCounts: false }
+    : { operationRetentionMs: undefined, unknownOperationStatus: 404, availabilityCounts: true };
 }

@@ -31,6 +31,8 @@ export interface SimSettings {
    * after a day). A real server drops finished operations after a while.
    */
   operationRetentionMs: number | undefined;
+  /** Availability items carry `available_count`, how many more VMs of the type fit (a tolerated extension). */
+  availabilityCounts: boolean;
 }
 
 /** What every part of the store shares: time, faults, settings, and the change hook (state file). */

@@ -142,6 +142,10 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
         ? (error as { statusCode: number }).statusCode
         : 500;
     if (status === 415) return sendError(reply, badRequest("Content-Type must be application/json"));
+    if (status === 413) {
+      const limit = `request body is too large: at most ${deps.maxRequestBytes} bytes`;
+      return sendError(reply, new SimError(413, limit, { code: "payload_too_large" }));
+    }
     if (status >= 400 && status < 500)
       return sendError(reply, new SimError(status, error instanceof Error ? error.message : "bad request"));
     request.log.error({ err: error }, "unexpected simulator error");

@@ -41,6 +41,7 @@ export class Store {
       duplicateNames: options.duplicateNames,
       unknownOperationStatus: options.unknownOperationStatus,
       operationRetentionMs: options.operationRetentionMs,
+      availabilityCounts: options.availabilityCounts,
     };
     const context: StoreContext = {
       clock: options.clock,

@@ -479,6 +479,26 @@ describe("every endpoint", () => {
   });
 });
 
+describe("catalogue.availabilities", () => {
+  it("reads the count of free VMs where a server gives one (an extension), and ignores a malformed one", async () => {
+    answer = {
+      items: [
+        { type: "a40.1x", location: "a", available: true, available_count: 3 },
+        { type: "a40.1x", location: "b", available: true, available_count: "many" },
+        { type: "a40.1x", location: "c", available: false, available_count: -1 },
+        { type: "a40.1x", location: "d", available: true },
+      ],
+    };
+    const items = await client.catalogue.availabilities(P);
+    expect(items.map((item) => [item.location, item.available, item.available_count])).toEqual([
+      ["a", true, 3],
+      ["b", true, undefined],
+      ["c", false, undefined],
+      ["d", true, undefined],
+    ]);
+  });
+});
+
 describe("vms.listAll", () => {
   it("follows next_page_token to the end, keeping the filters", async () => {
     const pages: Record<string, unknown> = {

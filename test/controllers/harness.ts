@@ -9,7 +9,7 @@ import {
   PatchStrategy,
   setHeaderOptions,
 } from "@kubernetes/client-node";
-import { pino } from "pino";
+import { type Logger, pino } from "pino";
 import { GROUP, VERSION } from "../../src/api/common.ts";
 import { type OperatorControllers, registerControllers } from "../../src/controllers/index.ts";
 import type { ReconcileTiming } from "../../src/controllers/managed-reconciler.ts";
@@ -96,6 +96,8 @@ export interface EnvOptions {
   start?: boolean;
   /** Reconciler timings over the harness's short ones (e.g. a long dependencyMs to see that a wake-up, not a requeue, moved an object). */
   timing?: Partial<ReconcileTiming>;
+  /** The operator's logger (default: silent, or TEST_LOG_LEVEL). */
+  logger?: Logger;
 }
 
 export async function startEnv(options: EnvOptions = {}): Promise<Env> {
@@ -212,7 +214,8 @@ export async function startEnv(options: EnvOptions = {}): Promise<Env> {
         // The simulator is always allowed; a test adds the URLs of its other tenants.
         allowedApiUrls: [sim.url, ...(options.config?.allowedApiUrls ?? [])],
       });
-      manager = new Manager({ kubeConfig, config, logger: pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" }) });
+      const logger = options.logger ?? pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" });
+      manager = new Manager({ kubeConfig, config, logger });
       controllers = registerControllers(manager, {
         timing: {
           operationFallbackMs: 1000,

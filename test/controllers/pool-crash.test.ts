@@ -142,7 +142,7 @@ async function runOperator(world: World): Promise<void> {
   const reconciler = new PoolReconciler({
     kube: world.kube(),
     members: world.members(),
-    availability: async () => true,
+    availability: async () => ({ available: true }),
   });
   const request = { namespace: "default", name: "burst" };
   for (let pass = 0; pass < 20; pass++) {

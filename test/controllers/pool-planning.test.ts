@@ -2,8 +2,22 @@
 // in-place changes within maxUnavailable/maxSurge), the removal order, placement, the revision and in-place diff.
 import { describe, expect, it } from "vitest";
 import { GpuVmPoolSpec } from "../../src/api/gpu-vm-pool.ts";
-import { inPlaceChangeOf, type Member, revisionOf } from "../../src/controllers/pool-members.ts";
-import { placeReplicas } from "../../src/controllers/pool-placement.ts";
+import {
+  desiredVm,
+  hasPoolDisks,
+  inPlaceChangeOf,
+  type Member,
+  poolDisksPatch,
+  revisionOf,
+} from "../../src/controllers/pool-members.ts";
+import {
+  CapacityMemory,
+  type LocationEvidence,
+  placeReplicas,
+  type Room,
+  roomIn,
+  SLOW_START_BATCH,
+} from "../../src/controllers/pool-placement.ts";
 import { planPool, type SlotState } from "../../src/controllers/pool-rollout.ts";
 import { removalOrder } from "../../src/controllers/pool-scale-down.ts";
 import { SSH_KEY } from "./harness.ts";
@@ -148,28 +162,107 @@ describe("the plan of a pass", () => {
 
 describe("placement", () => {
   const locations = ["a", "b", "c"];
-  it("spreads over the locations with capacity, fewest first, the list order breaking ties", () => {
+  const open = (count: number): Room => ({ count, limitedBy: "capacity" });
+  const rooms = (entries: Record<string, Room>) => new Map(Object.entries(entries));
+
+  it("spreads over the locations with room, fewest first, the list order breaking ties", () => {
     const placed = new Map([["a", 2]]);
-    expect(placeReplicas(4, { locations, strategy: "Spread", placed, full: new Set(["c"]) })).toEqual([
-      "b",
-      "b",
-      "a",
-      "b",
-    ]);
+    const room = rooms({ a: open(9), b: open(9), c: open(0) });
+    expect(placeReplicas(4, { locations, strategy: "Spread", placed, room }).locations).toEqual(["b", "b", "a", "b"]);
   });
 
-  it("packs into the first location with capacity", () => {
-    expect(placeReplicas(2, { locations, strategy: "Pack", placed: new Map(), full: new Set(["a"]) })).toEqual([
-      "b",
-      "b",
-    ]);
+  it("packs into the first location with room, then the next", () => {
+    const room = rooms({ a: open(0), b: open(1), c: open(5) });
+    expect(placeReplicas(3, { locations, strategy: "Pack", placed: new Map(), room })).toEqual({
+      locations: ["b", "c", "c"],
+      noCapacity: 0,
+      batched: 0,
+    });
   });
 
-  it("places nothing when every location is full", () => {
-    expect(placeReplicas(2, { locations, strategy: "Spread", placed: new Map(), full: new Set(locations) })).toEqual([
-      undefined,
-      undefined,
-    ]);
+  it("places no more than each location's room: the rest is pending for capacity", () => {
+    const room = rooms({ a: open(20), b: open(12), c: open(0) });
+    const placement = placeReplicas(128, { locations, strategy: "Spread", placed: new Map(), room });
+    expect(placement.locations.filter((location) => location === "a")).toHaveLength(20);
+    expect(placement.locations.filter((location) => location === "b")).toHaveLength(12);
+    expect(placement).toMatchObject({ noCapacity: 96, batched: 0 });
+  });
+
+  it("holds back, not pending, what waits for a batch of a location without counts", () => {
+    const room = rooms({ a: { count: 8, limitedBy: "batch" }, b: open(0), c: open(0) });
+    expect(placeReplicas(128, { locations, strategy: "Spread", placed: new Map(), room })).toMatchObject({
+      noCapacity: 0,
+      batched: 120,
+    });
+  });
+});
+
+describe("room in a location", () => {
+  const evidence = (extra: Partial<LocationEvidence>): LocationEvidence => ({
+    availability: { available: true },
+    holding: 0,
+    starting: 0,
+    full: false,
+    failedBefore: false,
+    ...extra,
+  });
+
+  it("is the cloud's count less the replicas still starting there", () => {
+    expect(roomIn(evidence({ availability: { available: true, count: 32 }, starting: 5 }))).toEqual({
+      count: 27,
+      limitedBy: "capacity",
+    });
+    expect(roomIn(evidence({ availability: { available: true, count: 3 }, starting: 5 })).count).toBe(0);
+  });
+
+  it("is none where the cloud says no or a replica's create found no capacity lately", () => {
+    expect(roomIn(evidence({ availability: { available: false } }))).toEqual({ count: 0, limitedBy: "capacity" });
+    expect(roomIn(evidence({ availability: { available: true, count: 9 }, full: true })).count).toBe(0);
+  });
+
+  it("grows in batches where the cloud only says yes: at least 8, at most as many starting as hold a place", () => {
+    expect(roomIn(evidence({}))).toEqual({ count: SLOW_START_BATCH, limitedBy: "batch" });
+    expect(roomIn(evidence({ availability: undefined, starting: 3 })).count).toBe(SLOW_START_BATCH - 3);
+    expect(roomIn(evidence({ holding: 16, starting: 4 })).count).toBe(12);
+    // After a create found no capacity there, one batch at a time again.
+    expect(roomIn(evidence({ holding: 32, failedBefore: true })).count).toBe(SLOW_START_BATCH);
+  });
+});
+
+describe("capacity memory", () => {
+  it("remembers a full location for the retry period, and that a create failed there", () => {
+    let now = 1_000;
+    const memory = new CapacityMemory(() => now);
+    memory.markFull("ns/pool", "a", 500);
+    expect(memory.isFull("ns/pool", "a")).toBe(true);
+    now += 501;
+    expect(memory.isFull("ns/pool", "a")).toBe(false);
+    expect(memory.failedBefore("ns/pool", "a")).toBe(true);
+    expect(memory.failedBefore("ns/pool", "b")).toBe(false);
+  });
+
+  it("keeps a replica waiting for capacity while its GpuVm tries again, until it holds a place or stalls otherwise", () => {
+    const memory = new CapacityMemory();
+    expect(memory.waits("ns/pool", "r1", false, false)).toBe(false);
+    expect(memory.waits("ns/pool", "r1", true, false)).toBe(true);
+    // Trying again (a create in flight): still waiting.
+    expect(memory.waits("ns/pool", "r1", false, false)).toBe(true);
+    expect(memory.waits("ns/pool", "r1", false, true)).toBe(false);
+    expect(memory.waits("ns/pool", "r1", false, false)).toBe(false);
+    expect(memory.waits("ns/pool", "r2", true, false)).toBe(true);
+    memory.keepWaiting("ns/pool", new Set(["r1"]));
+    expect(memory.waits("ns/pool", "r2", false, false)).toBe(false);
+  });
+
+  it("asks for an availability reading newer than the last change of the pool's replicas in a location", () => {
+    let now = 1_000;
+    const memory = new CapacityMemory(() => now);
+    expect(memory.readingNotBefore("ns/pool", "a", 0, 4)).toBe(1_000);
+    now = 2_000;
+    expect(memory.readingNotBefore("ns/pool", "a", 0, 4)).toBe(1_000);
+    // Two replicas began to hold their place: a reading from before may still count their capacity as free.
+    now = 3_000;
+    expect(memory.readingNotBefore("ns/pool", "a", 2, 2)).toBe(3_000);
   });
 });
 
@@ -193,6 +286,8 @@ describe("revision and in-place changes", () => {
     expect(revisionOf(withTemplate({ type: "a40.1x" }))).not.toBe(revision);
     expect(revisionOf(withTemplate({}, { diskTemplates: [{ name: "scratch", size: "10GiB" }] }))).not.toBe(revision);
   });
+
+  const waitingSlot = { name: "p-abcde", location: "us-east1-a", revision: "r", recordedAt: "2026-11-27T00:00:00Z" };
 
   function member(spec: Record<string, unknown>, labels: Record<string, string> = {}): Member {
     return {
@@ -236,6 +331,30 @@ describe("revision and in-place changes", () => {
       patch: { metadata: { labels: { team: "ml" } }, spec: { deletionPolicy: "Orphan" } },
       disruptive: false,
       summary: "deletionPolicy Delete → Orphan, labels team",
+    });
+  });
+
+  it("gives a replica the pool's disks by their own patch, after the disks it has, never as a template change", () => {
+    const spec = withTemplate(
+      { disks: [{ id: "disk-shared", mode: "read-only" }] },
+      { diskTemplates: [{ name: "scratch", size: "200GiB" }] },
+    );
+    const shared = { id: "disk-shared", mode: "read-only" };
+    const created = { type: "a100.1x", location: "us-east1-a", sshPublicKey: SSH_KEY, image: "ubuntu22.04" };
+    const waiting = member({ ...created, disks: [shared] });
+    // As created (and while its VM has no place): the template's disks, not the pool's; nothing to change.
+    expect(desiredVm({ namespace: "ns", name: "p", uid: "u" }, spec, waitingSlot).spec.disks).toEqual([shared]);
+    expect(hasPoolDisks(spec, waiting)).toBe(false);
+    expect(inPlaceChangeOf(spec, waiting)).toBeUndefined();
+    expect(poolDisksPatch(spec, waiting)).toEqual({
+      spec: { disks: [shared, { diskRef: { name: "p-abcde-scratch" }, mode: "read-write" }] },
+    });
+    const complete = member({ ...created, ...poolDisksPatch(spec, waiting).spec });
+    expect(hasPoolDisks(spec, complete)).toBe(true);
+    expect(inPlaceChangeOf(spec, complete)).toBeUndefined();
+    // A template disk dropped later is an ordinary change; the pool's disk stays.
+    expect(inPlaceChangeOf(withTemplate({}, { diskTemplates: spec.diskTemplates }), complete)?.patch).toEqual({
+      spec: { disks: [{ diskRef: { name: "p-abcde-scratch" }, mode: "read-write" }] },
     });
   });
 });

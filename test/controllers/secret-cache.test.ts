@@ -87,12 +87,15 @@ const read = async (namespace: string, name: string): Promise<ManagedView> =>
   })) as ManagedView;
 
 describe("the Secret cache", () => {
-  it("lists and watches only labelled Secrets, and the default Secret by name", async () => {
+  it("lists and watches only labelled Secrets, those of the credentials name (to know a namespace has one), and the default Secret by name", async () => {
     const secretReads = proxy.urls.filter((url) => url.startsWith("GET ") && url.includes("/secrets"));
     expect(secretReads.length).toBeGreaterThan(0);
     const selector = `labelSelector=${encodeURIComponent(SECRET_WATCH_SELECTOR)}`;
     const unselected = secretReads.filter(
-      (url) => !url.includes(selector) && !url.includes("fieldSelector=metadata.name%3Doperator-default"),
+      (url) =>
+        !url.includes(selector) &&
+        !url.includes("fieldSelector=metadata.name%3Doperator-default") &&
+        !url.includes("fieldSelector=metadata.name%3Dgpucloud-credentials"),
     );
     expect(unselected).toEqual([]);
     const cached = manager.informerFor(SECRETS, undefined, { labelSelector: SECRET_WATCH_SELECTOR }).list();

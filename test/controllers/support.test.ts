@@ -3,7 +3,7 @@
 import pino from "pino";
 import { describe, expect, it, vi } from "vitest";
 import { CloudError } from "../../src/cloud/errors.ts";
-import { classify, ReconcileError } from "../../src/controllers/classify.ts";
+import { classify, ReconcileError, requestRefused } from "../../src/controllers/classify.ts";
 import { CredentialStore, parseCredentialsSecret, type SecretLike } from "../../src/controllers/credentials.ts";
 import { DependencyIndex } from "../../src/controllers/dependency-index.ts";
 import { gpuVm } from "../../src/controllers/gpu-vm.ts";
@@ -38,6 +38,46 @@ describe("classify", () => {
       reason: "400 is terminal: stalled, no hot loop",
       error: http(400),
       want: { reason: "InvalidSpec", outcome: "requeueAfter", stalled: true },
+    },
+    {
+      reason: "413 (a body too large) is terminal: InvalidSpec, saying what to make smaller",
+      error: http(413, { message: "request body is too large: at most 1048576 bytes" }),
+      want: { reason: "InvalidSpec", outcome: "requeueAfter", stalled: true, message: /too large.*at most 1048576/ },
+    },
+    {
+      reason: "414 (a URL too long) is terminal: InvalidSpec",
+      error: http(414),
+      want: { reason: "InvalidSpec", outcome: "requeueAfter", stalled: true },
+    },
+    {
+      reason: "415 (the body's form refused) is terminal: NotSupported",
+      error: http(415),
+      want: { reason: "NotSupported", outcome: "requeueAfter", stalled: true },
+    },
+    {
+      reason: "405 on a spec route is terminal: NotSupported",
+      error: http(405),
+      want: { reason: "NotSupported", outcome: "requeueAfter", stalled: true },
+    },
+    {
+      reason: "402 → PaymentMethodRequired, retried with backoff",
+      error: http(402),
+      want: { reason: "PaymentMethodRequired", outcome: "retry", stalled: true },
+    },
+    {
+      reason: "another 4xx the cloud answers again the same way is terminal",
+      error: http(418),
+      want: { reason: "InvalidSpec", outcome: "requeueAfter", stalled: true },
+    },
+    {
+      reason: "404 proves nothing here (a read after a write may lag): backs off",
+      error: http(404),
+      want: { reason: "ApiUnavailable", outcome: "retry", stalled: false },
+    },
+    {
+      reason: "408 (the server timed out reading) backs off",
+      error: http(408),
+      want: { reason: "ApiUnavailable", outcome: "retry", stalled: false },
     },
     {
       reason: "an endpoint the server lacks is NotSupported",
@@ -76,6 +116,30 @@ describe("classify", () => {
     expect(verdict.outcome.type).toBe(want.outcome);
     if (want.stalled !== undefined) expect(verdict.stalled).toBe(want.stalled);
     if (want.ms !== undefined) expect(verdict.outcome).toEqual({ type: "requeueAfter", ms: want.ms });
+    if (want.message !== undefined) expect(verdict.message).toMatch(want.message);
+  });
+});
+
+describe("requestRefused", () => {
+  it("is true for an answer or a local refusal that proves the request was not carried out", () => {
+    for (const status of [400, 401, 403, 404, 409, 413, 422, 429]) expect(requestRefused(http(status))).toBe(true);
+    expect(requestRefused(new CloudError({ kind: "unsupported", message: "x", method: "GET", route: "/x" }))).toBe(
+      true,
+    );
+    const local = new CloudError({ kind: "parse", code: "invalid_request", message: "x", method: "POST", route: "/x" });
+    expect(requestRefused(local)).toBe(true);
+    // Through the ReconcileError a kind wraps it in.
+    expect(requestRefused(new ReconcileError("InvalidSpec", "too large", { cause: http(413) }))).toBe(true);
+  });
+
+  it("is false when the request may have been carried out", () => {
+    for (const status of [500, 502, 503]) expect(requestRefused(http(status))).toBe(false);
+    expect(requestRefused(new CloudError({ kind: "timeout", message: "x", method: "POST", route: "/x" }))).toBe(false);
+    expect(requestRefused(new CloudError({ kind: "network", message: "x", method: "POST", route: "/x" }))).toBe(false);
+    expect(requestRefused(new CloudError({ kind: "parse", message: "bad answer", method: "POST", route: "/x" }))).toBe(
+      false,
+    );
+    expect(requestRefused(new Error("bug"))).toBe(false);
   });
 });
 

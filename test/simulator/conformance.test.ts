@@ -202,7 +202,28 @@ describe("catalogue", () => {
       await api.call("GET", api.project("/availabilities?product_name=l40s-48gb.10x&location=eu-iceland1-a")),
       itemsOf(AvailabilityItem),
     ).items;
-    expect(one).toEqual([{ type: "l40s-48gb.10x", location: "eu-iceland1-a", available: true }]);
+    expect(one).toEqual([
+      { type: "l40s-48gb.10x", location: "eu-iceland1-a", available: true, available_count: expect.any(Number) },
+    ]);
+  });
+
+  it("counts the free VMs of a type in a location (available_count, an extension), unless told not to", async () => {
+    ok(await api.admin("PUT", "/capacity", { "eu-iceland1-a": { "a40.2x": 2 } }), z.object({}));
+    const path = api.project("/availabilities?product_name=a40.2x&location=eu-iceland1-a");
+    const item = async () => ok(await api.call("GET", path), itemsOf(AvailabilityItem)).items[0];
+    expect(await item()).toMatchObject({ available: true, available_count: 2 });
+    await createVm("count-1", { type: "a40.2x", location: "eu-iceland1-a" });
+    expect(await item()).toMatchObject({ available: true, available_count: 1 });
+    await createVm("count-2", { type: "a40.2x", location: "eu-iceland1-a" });
+    expect(await item()).toMatchObject({ available: false, available_count: 0 });
+    await api.admin("PUT", "/settings", { availability_counts: false });
+    try {
+      expect((await api.call("GET", path)).body).toEqual({
+        items: [{ type: "a40.2x", location: "eu-iceland1-a", available: false }],
+      });
+    } finally {
+      await api.admin("PUT", "/settings", { availability_counts: true });
+    }
   });
 
   it("consumes and releases capacity; a create beyond it fails out_of_stock", async () => {

@@ -68,7 +68,13 @@ describe("seed-only profile", () => {
       profile: "seed-only",
       operation_retention_ms: RETENTION,
       unknown_operation_status: 403,
+      availability_counts: false,
     });
+  });
+
+  it("answers availability as the spec shows it: yes or no, without a count", async () => {
+    const answer = await api.call("GET", api.project("/availabilities?product_name=a100.1x&location=us-east1-a"));
+    expect(answer.body).toEqual({ items: [{ type: "a100.1x", location: "us-east1-a", available: true }] });
   });
 
   it("answers every contract-only route exactly as an unknown route, with or without credentials", async () => {
