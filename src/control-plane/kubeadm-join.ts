@@ -121,6 +121,17 @@ const JoinConfiguration = z.object({
 });
 
 function decodeContent(file: z.infer<typeof WriteFile>): string {
+  try {
+    return decode(file);
+  } catch (error) {
+    if (error instanceof KubeadmJoinError) throw error;
+    throw new KubeadmJoinError("InvalidJoinConfiguration", `write_files ${file.path}: not ${file.encoding}`, {
+      cause: error,
+    });
+  }
+}
+
+function decode(file: z.infer<typeof WriteFile>): string {
   switch (file.encoding ?? "text/plain") {
     case "text/plain":
       return file.content;
@@ -286,26 +297,41 @@ function validateJoin(join: KubeadmJoin): KubeadmJoin {
   return join;
 }
 
+/** The first YAML document of `text` checked against `schema`; a YAML error (or an alias bomb) is a failure too. */
+function yamlValue<T>(
+  text: string,
+  schema: z.ZodType<T>,
+): { success: true; data: T } | { success: false; error: unknown } {
+  const [document] = parseAllDocuments(text);
+  if (document === undefined || document.errors.length > 0) return { success: false, error: document?.errors[0] };
+  let value: unknown;
+  try {
+    value = document.toJSON(); // throws on too many aliases
+  } catch (error) {
+    return { success: false, error };
+  }
+  const checked = schema.safeParse(value);
+  return checked.success ? { success: true, data: checked.data } : { success: false, error: checked.error };
+}
+
 /** Reads the `kubeadm join` out of a cloud-config; throws KubeadmJoinError (never anything else) when it cannot. */
 export function parseKubeadmJoin(cloudConfig: string): KubeadmJoin {
   const header = cloudConfig.split("\n", 3).map((line) => line.trim());
   if (!header.includes("#cloud-config")) {
     throw new KubeadmJoinError("NotCloudConfig", "the bootstrap data has no #cloud-config line at its start");
   }
-  const [document] = parseAllDocuments(cloudConfig);
-  const cloudInitKeys = CloudConfig.safeParse(document?.errors.length === 0 ? document.toJSON() : undefined);
-  if (!cloudInitKeys.success) {
+  const parsed = yamlValue(cloudConfig, CloudConfig);
+  if (!parsed.success) {
     throw new KubeadmJoinError("NotCloudConfig", "the cloud-config is not a YAML map of cloud-init keys", {
-      cause: document?.errors[0] ?? cloudInitKeys.error,
+      cause: parsed.error,
     });
   }
-  const parsed = cloudInitKeys.data;
   const files = new Map<string, z.infer<typeof WriteFile>>();
-  for (const entry of parsed.write_files ?? []) {
+  for (const entry of parsed.data.write_files ?? []) {
     const file = WriteFile.safeParse(entry);
     if (file.success) files.set(file.data.path, file.data);
   }
-  for (const command of parsed.runcmd ?? []) {
+  for (const command of parsed.data.runcmd ?? []) {
     const lines = Array.isArray(command) ? [command] : simpleCommands(command);
     for (const words of lines) {
       const args = kubeadmJoinArguments(words);
@@ -423,16 +449,22 @@ export async function verifyKubeadmJoin(
   if (!detachedSignatureValid(signature, kubeconfigText, token)) {
     throw new KubeadmJoinError("SignatureMismatch", `the token's secret does not verify cluster-info's signature`);
   }
-  let caPem: string;
-  try {
-    const parsed = ClusterInfoKubeconfig.parse(parseAllDocuments(kubeconfigText)[0]?.toJSON());
-    caPem = Buffer.from(parsed.clusters[0]?.cluster["certificate-authority-data"] ?? "", "base64").toString("utf8");
-  } catch (error) {
+  const parsed = yamlValue(kubeconfigText, ClusterInfoKubeconfig);
+  if (!parsed.success) {
     throw new KubeadmJoinError("NotSetUpForTokenBootstrap", `${serverUrl}: malformed kubeconfig in cluster-info`, {
+      cause: parsed.error,
+    });
+  }
+  const caData = parsed.data.clusters[0]?.cluster["certificate-authority-data"] ?? "";
+  const caPem = Buffer.from(caData, "base64").toString("utf8");
+  let hashes: string[];
+  try {
+    hashes = certificates(caPem).map(caCertHash);
+  } catch (error) {
+    throw new KubeadmJoinError("NotSetUpForTokenBootstrap", `${serverUrl}: cluster-info's CA does not parse`, {
       cause: error,
     });
   }
-  const hashes = certificates(caPem).map(caCertHash);
   if (hashes.length === 0) {
     throw new KubeadmJoinError("NotSetUpForTokenBootstrap", `${serverUrl}: cluster-info's kubeconfig has no CA`);
   }

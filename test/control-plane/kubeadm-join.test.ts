@@ -138,6 +138,19 @@ describe("parseKubeadmJoin", () => {
     }
   });
 
+  it("refuses undecodable files and YAML bombs as refusals, never as crashes", () => {
+    const garbage = cloudConfig(
+      "write_files:\n  - path: /j.yaml\n    encoding: gz+b64\n    content: bm90IGd6aXA=\nruncmd:\n  - kubeadm join --config /j.yaml\n",
+    );
+    expect(refusal(() => parseKubeadmJoin(garbage))).toMatchObject({ reason: "InvalidJoinConfiguration" });
+    const aliases = Array.from(
+      { length: 12 },
+      (_, index) => `a${index + 1}: &a${index + 1} [*a${index}, *a${index}, *a${index}]`,
+    );
+    const bomb = cloudConfig(`a0: &a0 [x, x]\n${aliases.join("\n")}\nruncmd: []\n`);
+    expect(refusal(() => parseKubeadmJoin(bomb))).toMatchObject({ reason: "NotCloudConfig" });
+  });
+
   it("refuses file discovery, which is not emulated", () => {
     const join =
       "apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\ndiscovery:\n  file: {kubeConfigPath: /etc/k.conf}\n";
@@ -183,9 +196,9 @@ describe("verifyKubeadmJoin against an API server that answers badly", () => {
     );
   }
 
-  /** A cluster-info kubeconfig with the fixture's CA, and its detached JWS for TOKEN as the bootstrap signer writes it. */
-  async function signedClusterInfo(endpoint: string): Promise<Record<string, string>> {
-    const ca = Buffer.from(await fixture("server.crt")).toString("base64");
+  /** A cluster-info kubeconfig with the fixture's CA (or `caPem`), and its detached JWS for TOKEN as the bootstrap signer writes it. */
+  async function signedClusterInfo(endpoint: string, caPem?: string): Promise<Record<string, string>> {
+    const ca = Buffer.from(caPem ?? (await fixture("server.crt"))).toString("base64");
     const kubeconfig = `apiVersion: v1\nkind: Config\nclusters:\n- name: ""\n  cluster:\n    server: https://${endpoint}\n    certificate-authority-data: ${ca}\n`;
     const header = Buffer.from(JSON.stringify({ alg: "HS256", kid: "abcdef" })).toString("base64url");
     const signingInput = `${header}.${Buffer.from(kubeconfig).toString("base64url")}`;
@@ -219,6 +232,17 @@ describe("verifyKubeadmJoin against an API server that answers badly", () => {
       await new Promise((resolve) => server?.close(resolve));
     }
     const endpoint = await fakeApiServer(() => ({ status: 404, body: "{}" }));
+    expect(await checkKubeadmJoin(joinFor(endpoint, [HASH]), { knownEndpoints: [endpoint] })).toMatchObject({
+      ok: false,
+      reason: "NotSetUpForTokenBootstrap",
+    });
+  });
+
+  it("refuses a signed cluster-info whose CA is not a certificate", async () => {
+    const broken = "-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n";
+    let info: Record<string, string> = {};
+    const endpoint = await fakeApiServer(() => ({ status: 200, body: JSON.stringify({ data: info }) }));
+    info = await signedClusterInfo(endpoint, broken);
     expect(await checkKubeadmJoin(joinFor(endpoint, [HASH]), { knownEndpoints: [endpoint] })).toMatchObject({
       ok: false,
       reason: "NotSetUpForTokenBootstrap",
