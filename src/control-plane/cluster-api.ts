@@ -10,6 +10,7 @@ import path from "node:path";
 import { isRecord } from "../util/is-record.ts";
 import { CAPI_COMPONENTS, type CapiBinary, type CapiComponent, type KubeBinary } from "./binaries.ts";
 import {
+  type ChildSet,
   ControlPlaneError,
   freePort,
   installCrds,
@@ -17,6 +18,7 @@ import {
   type RunningControlPlane,
   waitUntil,
 } from "./control-plane.ts";
+import { type KubeTarget, kubeRequest } from "./http.ts";
 import { applyManifests, type ManifestObject, parseManifests } from "./operator-identity.ts";
 
 export interface ClusterApiOptions {
@@ -189,6 +191,105 @@ export function managerArgs(deploymentArgs: string[], ours: Record<string, strin
   return [...kept, ...Object.entries(ours).map(([name, value]) => `--${name}=${value}`), ...extra];
 }
 
+interface PreparedManager {
+  component: CapiComponent;
+  binary: CapiBinary;
+  args: string[];
+  serviceAccount: ManagerContainer["serviceAccount"];
+  manager: RunningManager;
+}
+
+/**
+ * Waits until every aggregated ClusterRole among `objects` has rules: kube-controller-manager's
+ * clusterrole-aggregation-controller fills them. Without it the core manager's role stays empty and the manager
+ * waits forever for caches it may not list, so this says what is missing instead.
+ */
+async function waitForAggregatedRoles(admin: KubeTarget, objects: ManifestObject[]): Promise<void> {
+  const aggregated = objects.filter((object) => object.kind === "ClusterRole" && isRecord(object.aggregationRule));
+  for (const role of aggregated) {
+    const rolePath = `/apis/rbac.authorization.k8s.io/v1/clusterroles/${role.metadata.name}`;
+    await waitUntil(
+      `ClusterRole ${role.metadata.name} aggregated`,
+      async () => {
+        const current = await kubeRequest(admin, { path: rolePath });
+        return isRecord(current.json) && Array.isArray(current.json.rules) && current.json.rules.length > 0;
+      },
+      {
+        timeoutMs: 30_000,
+        failed: async () => undefined,
+        timeoutMessage:
+          "no rules after 30 s: the management cluster's kube-controller-manager must run clusterrole-aggregation-controller",
+      },
+    );
+  }
+}
+
+/** Applies one provider's components with its webhooks on fresh loopback ports; says how to run its manager. */
+async function installComponent(
+  options: ClusterApiOptions,
+  component: CapiComponent,
+  webhookCerts: { dir: string; caPem: string },
+  logDir: string,
+): Promise<PreparedManager> {
+  const admin = options.managementCluster.admin;
+  const [webhookPort, healthPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
+  const webhookUrl = `https://127.0.0.1:${webhookPort}`;
+  const objects = await readComponents(options.capi.components(component), options.variables ?? {});
+  const { identity, crds, webhooks, deployment } = loopbackComponents(objects, webhookUrl, webhookCerts.caPem);
+  await applyManifests(admin, identity);
+  await waitForAggregatedRoles(admin, identity);
+  // Their other versions convert through the manager, which is not up yet: only the storage version is listed.
+  await installCrds(admin, crds, 60_000, "storage");
+  await applyManifests(admin, webhooks);
+  const container = managerContainer(deployment);
+  const ours = {
+    // kube-certs' serving certificate is for 127.0.0.1 and localhost: both managers serve their webhooks with it.
+    "webhook-port": String(webhookPort),
+    "webhook-cert-dir": webhookCerts.dir,
+    "webhook-cert-name": "apiserver.crt",
+    "webhook-key-name": "apiserver.key",
+    "health-addr": `127.0.0.1:${healthPort}`,
+    "diagnostics-address": `127.0.0.1:${metricsPort}`,
+    "insecure-diagnostics": "true",
+  };
+  const binary = MANAGER_BINARY[component];
+  return {
+    component,
+    binary,
+    args: managerArgs(container.args, ours, options.extraArgs?.[component] ?? []),
+    serviceAccount: container.serviceAccount,
+    manager: {
+      webhookUrl,
+      healthUrl: `http://127.0.0.1:${healthPort}`,
+      metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
+      serviceAccount: `${container.serviceAccount.namespace}/${container.serviceAccount.name}`,
+      logPath: path.join(logDir, `${binary}.log`),
+    },
+  };
+}
+
+/** Starts a manager as its ServiceAccount (a token through TokenRequest, in a kubeconfig of its own). */
+async function launchManager(
+  options: ClusterApiOptions,
+  children: ChildSet,
+  prepared: PreparedManager,
+  dataDir: string,
+): Promise<void> {
+  const { namespace, name } = prepared.serviceAccount;
+  const token = await options.managementCluster.serviceAccountToken(namespace, name, MANAGER_TOKEN_SECONDS);
+  const kubeconfigPath = path.join(dataDir, `${prepared.binary}.kubeconfig`);
+  await writeFile(kubeconfigPath, options.managementCluster.kubeconfigYaml({ token, user: `${namespace}:${name}` }), {
+    mode: 0o600,
+  });
+  await children.spawn(
+    prepared.binary,
+    options.capi.bin(prepared.binary),
+    [`--kubeconfig=${kubeconfigPath}`, ...prepared.args],
+    // What the Deployment's downward API gives the pod.
+    { ...process.env, POD_NAMESPACE: namespace, POD_NAME: prepared.binary },
+  );
+}
+
 /**
  * Installs Cluster API's core and kubeadm bootstrap providers in the management cluster and starts their
  * managers; resolves once both answer /readyz (their check: the webhook server is up).
@@ -202,88 +303,40 @@ export async function startClusterApi(options: ClusterApiOptions): Promise<Runni
   };
   try {
     const started = Date.now();
-    const admin = options.managementCluster.admin;
+    const seconds = (): number => Math.round((Date.now() - started) / 100) / 10;
     const certDir = path.join(dataDir, "webhook-certs");
     const certs = await children.spawn("kube-certs", options.bin("kube-certs"), [certDir]);
     if ((await certs.exited) !== 0)
       throw new ControlPlaneError(`kube-certs failed: ${await children.tail("kube-certs")}`);
-    // kube-certs' serving certificate is for 127.0.0.1 and localhost: both managers serve their webhooks with it.
     const webhookCaPem = await readFile(path.join(certDir, "ca.crt"), "utf8");
-
-    const managers: Partial<Record<CapiComponent, RunningManager>> = {};
-    const launches: { component: CapiComponent; args: string[]; serviceAccount: ManagerContainer["serviceAccount"] }[] =
-      [];
+    const prepared: PreparedManager[] = [];
     for (const component of CAPI_COMPONENTS) {
-      const [webhookPort, healthPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
-      const webhookUrl = `https://127.0.0.1:${webhookPort}`;
-      const objects = await readComponents(options.capi.components(component), options.variables ?? {});
-      const { identity, crds, webhooks, deployment } = loopbackComponents(objects, webhookUrl, webhookCaPem);
-      await applyManifests(admin, identity);
-      // Their other versions convert through the manager, which is not up yet: only the storage version is listed.
-      await installCrds(admin, crds, 60_000, "storage");
-      await applyManifests(admin, webhooks);
-      const container = managerContainer(deployment);
-      const args = managerArgs(
-        container.args,
-        {
-          "webhook-port": String(webhookPort),
-          "webhook-cert-dir": certDir,
-          "webhook-cert-name": "apiserver.crt",
-          "webhook-key-name": "apiserver.key",
-          "health-addr": `127.0.0.1:${healthPort}`,
-          "diagnostics-address": `127.0.0.1:${metricsPort}`,
-          "insecure-diagnostics": "true",
-        },
-        options.extraArgs?.[component] ?? [],
-      );
-      launches.push({ component, args, serviceAccount: container.serviceAccount });
-      managers[component] = {
-        webhookUrl,
-        healthUrl: `http://127.0.0.1:${healthPort}`,
-        metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
-        serviceAccount: `${container.serviceAccount.namespace}/${container.serviceAccount.name}`,
-        logPath: path.join(dataDir, "logs", `${MANAGER_BINARY[component]}.log`),
-      };
+      const webhookCerts = { dir: certDir, caPem: webhookCaPem };
+      prepared.push(await installComponent(options, component, webhookCerts, path.join(dataDir, "logs")));
     }
-    log(`cluster-api: components installed in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-
-    for (const { component, args, serviceAccount } of launches) {
-      const token = await options.managementCluster.serviceAccountToken(
-        serviceAccount.namespace,
-        serviceAccount.name,
-        MANAGER_TOKEN_SECONDS,
-      );
-      const kubeconfigPath = path.join(dataDir, `${MANAGER_BINARY[component]}.kubeconfig`);
-      await writeFile(
-        kubeconfigPath,
-        options.managementCluster.kubeconfigYaml({ token, user: `${serviceAccount.namespace}:${serviceAccount.name}` }),
-        { mode: 0o600 },
-      );
-      const binary = MANAGER_BINARY[component];
-      await children.spawn(binary, options.capi.bin(binary), [`--kubeconfig=${kubeconfigPath}`, ...args], {
-        ...process.env,
-        // What the Deployment's downward API gives the pod.
-        POD_NAMESPACE: serviceAccount.namespace,
-        POD_NAME: binary,
-      });
-    }
-    for (const { component } of launches) {
-      const binary = MANAGER_BINARY[component];
-      const manager = managers[component];
-      if (manager === undefined) continue;
+    log(`cluster-api: components installed in ${seconds()} s`);
+    for (const manager of prepared) await launchManager(options, children, manager, dataDir);
+    // Either manager exiting ends the wait, with its log.
+    const anyExited = async (): Promise<string | undefined> => {
+      const gone = prepared.find(({ binary }) => children.exited(binary));
+      return gone === undefined ? undefined : `${gone.binary} exited:\n${await children.tail(gone.binary)}`;
+    };
+    for (const { binary, manager } of prepared) {
       await waitUntil(
         binary,
         async () => (await fetch(`${manager.healthUrl}/readyz`, { signal: AbortSignal.timeout(5000) })).ok,
-        {
-          timeoutMs: 180_000,
-          failed: async () => (children.exited(binary) ? `exited:\n${await children.tail(binary)}` : undefined),
-        },
+        { timeoutMs: 180_000, failed: anyExited },
       );
     }
-    const startupSeconds = Math.round((Date.now() - started) / 100) / 10;
+    const startupSeconds = seconds();
     log(`cluster-api: core and kubeadm bootstrap managers ready in ${startupSeconds} s`);
-    const ready = managers as Record<CapiComponent, RunningManager>;
-    return { managers: ready, webhookCaPem, dataDir, startupSeconds, close };
+    const managerOf = (component: CapiComponent): RunningManager => {
+      const found = prepared.find((candidate) => candidate.component === component);
+      if (found === undefined) throw new ControlPlaneError(`Cluster API: no ${component} manager`);
+      return found.manager;
+    };
+    const managers = { core: managerOf("core"), "bootstrap-kubeadm": managerOf("bootstrap-kubeadm") };
+    return { managers, webhookCaPem, dataDir, startupSeconds, close };
   } catch (error) {
     await close();
     throw error;

@@ -197,14 +197,17 @@ function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
 export async function waitUntil(
   what: string,
   check: () => Promise<boolean>,
-  options: { timeoutMs: number; failed: () => Promise<string | undefined> },
+  options: { timeoutMs: number; failed: () => Promise<string | undefined>; timeoutMessage?: string },
 ): Promise<void> {
   const deadline = Date.now() + options.timeoutMs;
   for (;;) {
     const failure = await options.failed();
     if (failure !== undefined) throw new ControlPlaneError(`${what}: ${failure}`);
     if (await check().catch(() => false)) return;
-    if (Date.now() > deadline) throw new ControlPlaneError(`${what}: not ready within ${options.timeoutMs} ms`);
+    if (Date.now() > deadline) {
+      const timedOut = options.timeoutMessage ?? `not ready within ${options.timeoutMs} ms`;
+      throw new ControlPlaneError(`${what}: ${timedOut}`);
+    }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }

@@ -4,6 +4,9 @@
 // checks against the workload cluster; the test plays the infrastructure provider (a minimal infrastructure
 // CRD defined here) and the kubelet, and the Machines reach Running with a nodeRef. Then the join checker's
 // refusals, on the same real clusters: a wrong CA hash, a wrong token secret, an unknown endpoint, an expired token.
+import { mkdtemp, readdir, readFile, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { builtKubeBinaries, ensureCapiBinaries } from "../../src/control-plane/binaries.ts";
 import { type RunningClusterApi, startClusterApi } from "../../src/control-plane/cluster-api.ts";
@@ -350,5 +353,33 @@ describe("Cluster API v1.14 with a workload cluster", () => {
     await eventually("the token cleaner deleting the expired token", async () =>
       (await kubeRequest(workloadAdmin, { path: tokenPath })).status === 404 ? true : undefined,
     );
+  });
+
+  it("reports a manager that exits during start-up with its log, and leaves no process or folder behind", async () => {
+    const kube = await builtKubeBinaries();
+    if (kube === undefined) throw new Error("no Kubernetes build");
+    const capi = await ensureCapiBinaries({ kube, log: () => {} });
+    const plane = await startControlPlane({ bin: kube.bin, controllers: ["clusterrole-aggregation-controller"] });
+    const dataDir = await mkdtemp(path.join(tmpdir(), "gpuvm-capi-failed-"));
+    try {
+      const failed = startClusterApi({
+        managementCluster: plane,
+        capi,
+        bin: kube.bin,
+        dataDir,
+        extraArgs: { "bootstrap-kubeadm": ["--no-such-flag"] },
+      });
+      await expect(failed).rejects.toThrow(/capi-kubeadm-bootstrap-manager exited:[\s\S]*unknown flag: --no-such-flag/);
+      // Both managers were started from dataDir (their kubeconfigs are there): none runs, and the folder is gone.
+      const running: string[] = [];
+      for (const pid of await readdir("/proc").catch(() => [] as string[])) {
+        const commandLine = await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "");
+        if (/^\d+$/.test(pid) && commandLine.includes(dataDir)) running.push(commandLine.replaceAll("\0", " "));
+      }
+      expect(running).toEqual([]);
+      await expect(stat(dataDir)).rejects.toThrow("ENOENT");
+    } finally {
+      await plane.close();
+    }
   });
 });
