@@ -13,7 +13,7 @@ const ALLOWED: Record<string, { internal: string[]; packages: string[] }> = {
   simulator: { internal: ["util/", "cloud/wire.ts", "cloud/sizes.ts"], packages: ["fastify", "zod", "pino"] },
   api: { internal: ["util/", "cloud/wire.ts", "cloud/sizes.ts"], packages: ["zod", "yaml", "ajv", "ajv-formats"] },
   "kube-double": { internal: ["util/"], packages: ["pino", "yaml", "ajv", "ajv-formats"] },
-  "control-plane": { internal: ["util/"], packages: ["yaml"] },
+  "control-plane": { internal: ["util/"], packages: ["yaml", "zod"] },
   runtime: {
     internal: ["util/", "api/common.ts"],
     packages: ["@kubernetes/client-node", "pino", "prom-client", "zod", "undici"],

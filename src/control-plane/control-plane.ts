@@ -25,6 +25,14 @@ export interface ControlPlaneOptions {
   crdDirs?: string[];
   /** Start kube-controller-manager (garbage collector, namespace controller). Default true. */
   controllerManager?: boolean;
+  /**
+   * kube-controller-manager's controllers (`--controllers`); default the garbage collector and the namespace
+   * controller. A workload cluster adds the bootstrap token signer and cleaner, a Cluster API management
+   * cluster the ClusterRole aggregation.
+   */
+  controllers?: string[];
+  /** More kube-apiserver flags (e.g. `--enable-bootstrap-token-auth` for a cluster nodes join). */
+  apiServerArgs?: string[];
   /** etcd without fsync: much faster, loses data on a machine crash. Default true unless keepData. */
   unsafeNoFsync?: boolean;
   /** Progress lines ("etcd ready in 0.8 s"); silent by default. */
@@ -58,6 +66,7 @@ export class ControlPlaneError extends Error {
 }
 
 const CHILD_STOP_TIMEOUT_MS = 10_000;
+const DEFAULT_CONTROLLERS = ["garbage-collector-controller", "namespace-controller"];
 const TEMP_PREFIX = "gpuvm-kube-";
 const OWNER_FILE = "owner.json";
 
@@ -71,7 +80,8 @@ rules:
   - level: None
 `;
 
-async function freePort(): Promise<number> {
+/** A free TCP port on 127.0.0.1 (free when asked: the caller binds it soon after). */
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once("error", reject);
@@ -115,7 +125,8 @@ async function sweepAbandoned(log: (line: string) => void): Promise<void> {
   }
 }
 
-class ChildSet {
+/** Child processes, each in its own process group with its log in logDir, stopped together. */
+export class ChildSet {
   readonly #children: { name: string; child: ChildProcess; exited: Promise<number | null> }[] = [];
   readonly #logDir: string;
   readonly #onSpawn: () => Promise<void>;
@@ -134,10 +145,11 @@ class ChildSet {
     name: string,
     command: string,
     args: string[],
+    env?: NodeJS.ProcessEnv,
   ): Promise<{ child: ChildProcess; exited: Promise<number | null> }> {
     const logFile = openSync(path.join(this.#logDir, `${name}.log`), "a");
     // Its own process group, killed as a group; stopped by close() or, at worst, when this process exits.
-    const child = spawn(command, args, { detached: true, stdio: ["ignore", logFile, logFile] });
+    const child = spawn(command, args, { detached: true, stdio: ["ignore", logFile, logFile], env });
     closeSync(logFile);
     const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
     child.once("error", () => {}); // a missing binary shows as an exit; the log tells why
@@ -181,17 +193,21 @@ function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   }
 }
 
-async function waitUntil(
+/** Polls `check` every 100 ms until true; throws ControlPlaneError on `failed` (a child exited) or the timeout. */
+export async function waitUntil(
   what: string,
   check: () => Promise<boolean>,
-  options: { timeoutMs: number; failed: () => Promise<string | undefined> },
+  options: { timeoutMs: number; failed: () => Promise<string | undefined>; timeoutMessage?: string },
 ): Promise<void> {
   const deadline = Date.now() + options.timeoutMs;
   for (;;) {
     const failure = await options.failed();
     if (failure !== undefined) throw new ControlPlaneError(`${what}: ${failure}`);
     if (await check().catch(() => false)) return;
-    if (Date.now() > deadline) throw new ControlPlaneError(`${what}: not ready within ${options.timeoutMs} ms`);
+    if (Date.now() > deadline) {
+      const timedOut = options.timeoutMessage ?? `not ready within ${options.timeoutMs} ms`;
+      throw new ControlPlaneError(`${what}: ${timedOut}`);
+    }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
@@ -247,11 +263,16 @@ function isEstablished(crd: unknown): boolean {
   );
 }
 
-/** Creates (or updates) the CRDs and waits until the API server serves each of them. */
+/**
+ * Creates (or updates) the CRDs and waits until the API server serves each of them: a list of every served
+ * version answers, or (`readyVersions: "storage"`) of the storage version only, for CRDs whose other versions
+ * need a conversion webhook that is not up yet.
+ */
 export async function installCrds(
   target: KubeTarget,
   crds: Record<string, unknown>[],
   timeoutMs = 60_000,
+  readyVersions: "served" | "storage" = "served",
 ): Promise<void> {
   const base = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
   for (const crd of crds) {
@@ -288,18 +309,19 @@ export async function installCrds(
     });
     // Established is not serving: after a restart the resource's storage answers 429 "storage is (re)initializing"
     // for a moment. Ready means a list of every served version answers.
-    for (const path of servedListPaths(crd)) {
+    for (const path of servedListPaths(crd, readyVersions)) {
       await waitFor(`GET ${path}`, async () => (await kubeRequest(target, { path })).status === 200);
     }
   }
 }
 
-function servedListPaths(crd: Record<string, unknown>): string[] {
+function servedListPaths(crd: Record<string, unknown>, readyVersions: "served" | "storage"): string[] {
   const spec = isRecord(crd.spec) ? crd.spec : {};
   const plural = isRecord(spec.names) ? spec.names.plural : undefined;
   const versions = Array.isArray(spec.versions) ? spec.versions.filter(isRecord) : [];
   return versions
     .filter((version) => version.served === true && typeof version.name === "string")
+    .filter((version) => readyVersions === "served" || version.storage === true)
     .map((version) => `/apis/${String(spec.group)}/${String(version.name)}/${String(plural)}?limit=1`);
 }
 
@@ -320,20 +342,33 @@ export async function compactEtcd(etcdUrl: string): Promise<number> {
   return revision;
 }
 
-/** Starts etcd, kube-apiserver and (unless told otherwise) kube-controller-manager; installs the CRDs. */
-export async function startControlPlane(options: ControlPlaneOptions): Promise<RunningControlPlane> {
-  const log = options.log ?? (() => {});
+/**
+ * The folder and the child set of a group of processes: `dataDir`, or a fresh temporary folder whose owner file
+ * lets the next start stop its processes and remove it if this process is killed with SIGKILL. Logs go to
+ * `<dataDir>/logs`.
+ */
+export async function processFolder(
+  dataDir: string | undefined,
+  log: (line: string) => void,
+): Promise<{ dataDir: string; children: ChildSet }> {
   await sweepAbandoned(log);
-  const dataDir = options.dataDir ?? (await mkdtemp(path.join(tmpdir(), TEMP_PREFIX)));
-  const certDir = path.join(dataDir, "certs");
-  const logDir = path.join(dataDir, "logs");
+  const folder = dataDir ?? (await mkdtemp(path.join(tmpdir(), TEMP_PREFIX)));
+  const logDir = path.join(folder, "logs");
   await mkdir(logDir, { recursive: true });
   const writeOwner = async (): Promise<void> => {
-    if (options.dataDir !== undefined) return; // a chosen folder (the playground's) is never swept
-    await writeFile(path.join(dataDir, OWNER_FILE), JSON.stringify({ ownerPid: process.pid, pids: children.pids() }));
+    if (dataDir !== undefined) return; // a chosen folder (the playground's) is never swept
+    await writeFile(path.join(folder, OWNER_FILE), JSON.stringify({ ownerPid: process.pid, pids: children.pids() }));
   };
   const children = new ChildSet(logDir, writeOwner);
   await writeOwner();
+  return { dataDir: folder, children };
+}
+
+/** Starts etcd, kube-apiserver and (unless told otherwise) kube-controller-manager; installs the CRDs. */
+export async function startControlPlane(options: ControlPlaneOptions): Promise<RunningControlPlane> {
+  const log = options.log ?? (() => {});
+  const { dataDir, children } = await processFolder(options.dataDir, log);
+  const certDir = path.join(dataDir, "certs");
   const cleanUp = async (): Promise<void> => {
     await children.stopAll();
     if (options.keepData !== true) await rm(dataDir, { recursive: true, force: true });
@@ -407,6 +442,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<R
       "--audit-log-maxbackup=1",
       `--cert-dir=${path.join(dataDir, "apiserver-generated")}`,
       "--v=0",
+      ...(options.apiServerArgs ?? []),
     ]);
     await waitUntil(
       "kube-apiserver",
@@ -443,7 +479,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<R
         // Each controller under its own ServiceAccount and bootstrap RBAC role, as kubeadm runs them (the
         // garbage collector needs its role's `get *` to look owners up).
         "--use-service-account-credentials=true",
-        "--controllers=garbage-collector-controller,namespace-controller",
+        `--controllers=${(options.controllers ?? DEFAULT_CONTROLLERS).join(",")}`,
         "--concurrent-gc-syncs=5",
         "--v=0",
       ]);

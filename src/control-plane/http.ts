@@ -13,6 +13,8 @@ export interface KubeTarget {
   cert?: string;
   key?: string;
   token?: string;
+  /** https without checking the server's certificate: only for what kubeadm reads before it trusts a CA. */
+  insecureSkipTlsVerify?: boolean;
 }
 
 export interface KubeRequest {
@@ -49,7 +51,17 @@ function open(target: KubeTarget, request: KubeRequest, onResponse: (response: I
   const options = { method: request.method ?? "GET", headers, timeout: request.timeoutMs ?? 30_000 };
   const outgoing =
     url.protocol === "https:"
-      ? httpsRequest(url, { ...options, ca: target.ca, cert: target.cert, key: target.key }, onResponse)
+      ? httpsRequest(
+          url,
+          {
+            ...options,
+            ca: target.ca,
+            cert: target.cert,
+            key: target.key,
+            rejectUnauthorized: target.insecureSkipTlsVerify !== true,
+          },
+          onResponse,
+        )
       : httpRequest(url, options, onResponse);
   outgoing.on("timeout", () => outgoing.destroy(new KubeHttpError(`${options.method} ${request.path}: timed out`)));
   outgoing.end(payload);

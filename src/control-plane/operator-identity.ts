@@ -13,14 +13,14 @@ export const IDENTITY_FILES = ["namespace.yaml", "service-account.yaml", "rbac.y
 
 export interface ManifestObject extends Record<string, unknown> {
   kind: string;
-  metadata: { name: string; namespace?: string };
+  metadata: { name: string; namespace?: string; [field: string]: unknown };
 }
 
 export class OperatorIdentityError extends Error {
   override name = "OperatorIdentityError";
 }
 
-function isManifest(value: unknown): value is ManifestObject {
+export function isManifest(value: unknown): value is ManifestObject {
   return (
     isRecord(value) &&
     typeof value.kind === "string" &&
@@ -29,10 +29,15 @@ function isManifest(value: unknown): value is ManifestObject {
   );
 }
 
-export async function readManifests(file: string): Promise<ManifestObject[]> {
-  return parseAllDocuments(await readFile(file, "utf8"))
+/** The objects of a multi-document YAML text (documents that are not objects with a kind and a name are left out). */
+export function parseManifests(text: string): ManifestObject[] {
+  return parseAllDocuments(text)
     .map((document) => document.toJSON() as unknown)
     .filter(isManifest);
+}
+
+export async function readManifests(file: string): Promise<ManifestObject[]> {
+  return parseManifests(await readFile(file, "utf8"));
 }
 
 /** Every object of deploy/'s identity files. */
@@ -49,6 +54,11 @@ const ROUTES: Record<string, (metadata: ManifestObject["metadata"]) => string> =
   ClusterRoleBinding: (m) => `/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${m.name}`,
   Role: (m) => `/apis/rbac.authorization.k8s.io/v1/namespaces/${m.namespace}/roles/${m.name}`,
   RoleBinding: (m) => `/apis/rbac.authorization.k8s.io/v1/namespaces/${m.namespace}/rolebindings/${m.name}`,
+  Secret: (m) => `/api/v1/namespaces/${m.namespace}/secrets/${m.name}`,
+  ConfigMap: (m) => `/api/v1/namespaces/${m.namespace}/configmaps/${m.name}`,
+  MutatingWebhookConfiguration: (m) => `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/${m.name}`,
+  ValidatingWebhookConfiguration: (m) =>
+    `/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/${m.name}`,
 };
 
 /** Server-side applies the objects (created or brought up to date). */
