@@ -2,7 +2,7 @@
 // leaves a cluster for nodes that join with a bootstrap token (bootstrap token authentication, the bootstrap
 // signer and token cleaner controllers, kube-public/cluster-info readable anonymously); the Secrets Cluster API
 // reaches it through (`<cluster>-kubeconfig`, `<cluster>-ca`); the externally managed control-plane object
-// that declares it to Cluster API (ADR 0020).
+// that declares it to Cluster API (ADR 0022).
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
@@ -161,7 +161,7 @@ export function clusterSecrets(
   ];
 }
 
-// ---- The externally managed control plane (ADR 0020) ---------------------------------------------------------
+// ---- The externally managed control plane (ADR 0022) ---------------------------------------------------------
 
 export const LOOPBACK_CONTROL_PLANE = {
   group: "controlplane.test.gpucloud.dev",

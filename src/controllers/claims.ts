@@ -1,4 +1,4 @@
-// Which object manages which cloud resource, as GpuCloudClaims in the operator's namespace (ADR 0020). A claim
+// Which object manages which cloud resource, as GpuCloudClaims in the operator's namespace (ADR 0021). A claim
 // reserves one cloud name slot (account, project, kind, name) for one holder (by uid), created with create-only
 // semantics so that any number of racers get one winner, and records the resource's id once known. Tenants
 // cannot write claims: a spec or status edit can point an object at anything, but it acts only on the resource

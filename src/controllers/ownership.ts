@@ -1,4 +1,4 @@
-// Every cloud resource has exactly one owner, recorded in a GpuCloudClaim (claims.ts, ADR 0020). This file
+// Every cloud resource has exactly one owner, recorded in a GpuCloudClaim (claims.ts, ADR 0021). This file
 // holds what a pass needs to know about its own claim: the cloud name it works with, the slot that name is in,
 // the claim it holds (checked against the account its credentials name now) and the proof an object needs to
 // take a resource it found by name (its own create intent, older than the resource).

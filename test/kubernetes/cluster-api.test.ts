@@ -1,5 +1,5 @@
 // The real Cluster API (core manager and kubeadm bootstrap provider, v1.14) on a management cluster of its own,
-// with a workload cluster declared through an externally managed control plane (ADR 0020): a MachineDeployment
+// with a workload cluster declared through an externally managed control plane (ADR 0022): a MachineDeployment
 // of 2 workers becomes Machines, KubeadmConfigs and bootstrap data whose `kubeadm join` passes kubeadm's own
 // checks against the workload cluster; the test plays the infrastructure provider (a minimal infrastructure
 // CRD defined here) and the kubelet, and the Machines reach Running with a nodeRef. Then the join checker's
