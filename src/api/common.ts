@@ -266,22 +266,9 @@ function withHash(head: string, hash: string): string {
  */
 export function defaultCloudName(namespace: string, name: string): string {
   if (namespace === "" || name === "") throw new Error("defaultCloudName needs a namespace and a name");
-  if (!namespace.includes("-")) return legacyDefaultCloudName(namespace, name);
   const full = `${namespace}-${name}`.toLowerCase();
-  return withHash(full, shortHash(`${namespace}/${name}`.toLowerCase()));
-}
-
-/**
- * The default cloud name of versions before 0.2: `<namespace>-<name>`, hashed only beyond 63 characters. It
- * is the same as defaultCloudName for namespaces without `-`; in others two objects could get the same one
- * (`default/reset-vm` and `default-reset/vm`). Objects that created their resource under it keep it (the
- * name recorded in status wins), and a resource found under it is never adopted without spec.id.
- */
-export function legacyDefaultCloudName(namespace: string, name: string): string {
-  if (namespace === "" || name === "") throw new Error("defaultCloudName needs a namespace and a name");
-  const full = `${namespace}-${name}`.toLowerCase();
-  if (full.length <= MAX_CLOUD_NAME_LENGTH) return full;
-  return withHash(full, shortHash(full));
+  if (namespace.includes("-")) return withHash(full, shortHash(`${namespace}/${name}`.toLowerCase()));
+  return full.length <= MAX_CLOUD_NAME_LENGTH ? full : withHash(full, shortHash(full));
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -6,7 +6,6 @@ import {
   defaultCloudName,
   FINALIZER,
   GROUP,
-  legacyDefaultCloudName,
   MAX_CLOUD_NAME_LENGTH,
   REASON_DESCRIPTIONS,
   REASONS,
@@ -42,13 +41,11 @@ describe("defaultCloudName", () => {
     { namespace: "default", name: "trainer", want: "default-trainer" },
     { namespace: "default", name: "reset-vm", want: "default-reset-vm" },
     { namespace: "Team", name: "Trainer.V2", want: "team-trainer.v2" },
-  ])("$namespace/$name → $want (readable, the same as before 0.2)", ({ namespace, name, want }) => {
+  ])("$namespace/$name → $want (readable when the namespace has no '-')", ({ namespace, name, want }) => {
     expect(defaultCloudName(namespace, name)).toBe(want);
-    expect(legacyDefaultCloudName(namespace, name)).toBe(want);
   });
 
-  it("never gives two objects the same name (default/reset-vm and default-reset/vm used to share one)", () => {
-    expect(legacyDefaultCloudName("default-reset", "vm")).toBe(legacyDefaultCloudName("default", "reset-vm"));
+  it("never gives two objects the same name (default/reset-vm and default-reset/vm would read alike)", () => {
     expect(defaultCloudName("default-reset", "vm")).not.toBe(defaultCloudName("default", "reset-vm"));
     expect(defaultCloudName("default-reset", "vm")).toMatch(/^default-reset-vm-[0-9a-f]{8}$/);
     // Every split of one text into namespace and name gets its own name.

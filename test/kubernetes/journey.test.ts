@@ -25,6 +25,8 @@ const NEEDED_WHEN_REACHED: Record<string, string> = {
   "patch events.k8s.io/events (cluster-wide)": "runtime/events.ts when an Event repeats (series)",
   "delete core/secrets (cluster-wide)": "deleteOwnedObjects when a GpuVm that published to a Secret goes",
   "delete core/configmaps (cluster-wide)": "deleteOwnedObjects when a GpuVm that published to a ConfigMap goes",
+  "get gpucloud.dev/gpucloudclaims (in gpuvm-system)":
+    "ClaimStore.acquire reads the holder of a claim its create found taken (claims.ts)",
 };
 
 const OPERATOR_USER = "system:serviceaccount:gpuvm-system:gpuvm-operator";
