@@ -86,7 +86,7 @@ export function kubeClaimRecords(kube: KubeClient, namespace: string): ClaimReco
     },
     async listById(kind, account: Account, id) {
       const selector = `${CLAIM_LABELS.resourceId}=${resourceIdLabel(id)}`;
-      const items = await kube.listObjects(CLAIMS_RESOURCE, namespace, selector);
+      const items = await kube.listObjects(CLAIMS_RESOURCE, namespace, { labelSelector: selector });
       return items
         .flatMap((raw) => claimOfObject(raw) ?? [])
         .filter(

@@ -15,7 +15,7 @@ export interface ClaimSweepOptions {
     string,
     { resource: KubeResource; cachedUid(namespace: string, name: string): string | undefined }
   >;
-  kube: Pick<KubeClient, "getObject">;
+  kube: Pick<KubeClient, "listObjects">;
   /** Namespaces the operator watches (empty: all): a holder elsewhere is not ours to judge. */
   watchNamespaces: readonly string[];
   /** How often a claim is looked at again (the resync): holders go without any event reaching the claim. */
@@ -33,10 +33,11 @@ export function claimSweepReconciler(options: ClaimSweepOptions): Reconciler {
       if (kind === undefined) return { type: "done" };
       if (watchNamespaces.length > 0 && !watchNamespaces.includes(namespace)) return { type: "done" };
       if (kind.cachedUid(namespace, name) === uid) return { type: "done" };
-      const live = (await kube.getObject(kind.resource, namespace, name)) as
-        | { metadata?: { uid?: string } }
-        | undefined;
-      if (live?.metadata?.uid === uid) return { type: "done" };
+      // A list by name: the operator may list its kinds, not get them (deploy/rbac.yaml).
+      const live = (await kube.listObjects(kind.resource, namespace, { fieldSelector: `metadata.name=${name}` })) as {
+        metadata?: { uid?: string };
+      }[];
+      if (live.some((object) => object.metadata?.uid === uid)) return { type: "done" };
       await claims.release(claim);
       ctx.logger.info(
         { claim: claim.objectName, holder: `${namespace}/${name}`, id: claim.id, cloudName: claim.cloudName },

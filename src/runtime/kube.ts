@@ -158,16 +158,21 @@ export class KubeClient {
   }
 
   /**
-   * The items of one namespace's collection that a label selector picks, straight from the API (a quorum read,
-   * not a cache); for small answers (one page of at most 500).
+   * The items of one namespace's collection that the selectors pick, straight from the API (a quorum read, not a
+   * cache); for small answers (one page of at most 500). With `metadata.name=…` it reads one object where only
+   * list is granted.
    */
-  async listObjects(resource: KubeResource, namespace: string, labelSelector: string): Promise<unknown[]> {
-    const query = new URLSearchParams({ labelSelector, limit: "500" });
+  async listObjects(
+    resource: KubeResource,
+    namespace: string,
+    selectors: { labelSelector?: string; fieldSelector?: string },
+  ): Promise<unknown[]> {
+    const query = new URLSearchParams({ ...selectors, limit: "500" });
     try {
       const answer = await this.#send<{ items?: unknown }>("GET", `${collectionPath(resource, namespace)}?${query}`);
       return Array.isArray(answer.items) ? answer.items : [];
     } catch (error) {
-      throw toKubeApiError(error, `list ${resourceId(resource)} in ${namespace} (${labelSelector})`);
+      throw toKubeApiError(error, `list ${resourceId(resource)} in ${namespace} (${query})`);
     }
   }
 
