@@ -204,4 +204,64 @@ describe("a tenant with edit rights in its namespace only", () => {
     expect(networks.map((network) => network.name).filter((name) => String(name).startsWith("team-b"))).toEqual([]);
     await asTenant("delete", "gpunetwork", "net", "-n", "team-b", "--timeout=60s");
   });
+  it("its Secret switched to another project under a VM stalls AccountChanged: nothing is made in either (case 2)", async () => {
+    const admin = `${new URL(pg.cloud.url).origin}/_sim`;
+    const made = await fetch(`${admin}/projects`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ name: "tenant-elsewhere" }),
+    });
+    const other = (await made.json()) as { project_id: string; api_key: string };
+    const own = { apiKey: pg.cloud.apiKey, projectId: pg.cloud.projectId, apiUrl: pg.cloud.url };
+    await asTenant(
+      "create",
+      "secret",
+      "generic",
+      "team-creds",
+      "-n",
+      "team-b",
+      ...Object.entries(own).map(([k, v]) => `--from-literal=${k}=${v}`),
+    );
+    await asTenant("label", "secret", "team-creds", "-n", "team-b", "gpucloud.dev/watch=true");
+    await apply("own.yaml", gpuVm("team-b", "own", ["credentialsRef: {name: team-creds}"]), asTenant);
+    const id = await eventually("its VM Ready", async () => {
+      const object = await vm("team-b", "own");
+      return reason(object) === "Available" ? (object?.status?.id as string) : undefined;
+    });
+    const patch = { stringData: { apiKey: other.api_key, projectId: other.project_id } };
+    await asTenant("patch", "secret", "team-creds", "-n", "team-b", "--type=merge", "-p", JSON.stringify(patch));
+    await eventually("AccountChanged", async () =>
+      reason(await vm("team-b", "own")) === "AccountChanged" ? true : undefined,
+    );
+    const theirs = await fetch(`${pg.cloud.url}/projects/${other.project_id}/vms`, {
+      headers: { authorization: `Bearer ${other.api_key}` },
+    });
+    expect(((await theirs.json()) as { items: unknown[] }).items).toEqual([]);
+    expect((await listCloud(pg, "vms")).filter((item) => item.id === id)).toHaveLength(1);
+    // Letting it go keeps the VM where it is.
+    await asTenant(
+      "patch",
+      "gpuvm",
+      "own",
+      "-n",
+      "team-b",
+      "--type=merge",
+      "-p",
+      '{"spec":{"deletionPolicy":"Orphan"}}',
+    );
+    await asTenant("delete", "gpuvm", "own", "-n", "team-b", "--timeout=60s");
+    expect((await listCloud(pg, "vms")).filter((item) => item.id === id)).toHaveLength(1);
+  });
+
+  it("cannot make the operator write connection details over a credentials Secret (case 4)", async () => {
+    const refused = await apply(
+      "shadow.yaml",
+      gpuVm("team-b", "shadow", ["connectionDetails: {secretName: gpucloud-credentials}"]),
+      asTenant,
+    ).then(
+      () => "accepted",
+      (error: Error) => error.message,
+    );
+    expect(refused).toContain("connectionDetails.secretName must not be a credentials Secret");
+  });
 });
