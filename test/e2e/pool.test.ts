@@ -148,6 +148,14 @@ describe("GpuVmPool on the playground", () => {
   });
 
   it("ends with exactly the desired number of cloud VMs after a SIGKILL of the operator during a scale-up", async () => {
+    // Slow creates (4 s each) keep the scale-up under way long enough to kill the operator in the middle of it.
+    const faults = `${new URL(playground.cloud.url).origin}/_sim/faults`;
+    const slowCreates = { latency: [{ method: "POST", route: "/projects/:projectId/vms", ms: 4000 }] };
+    await fetch(faults, {
+      method: "PUT",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(slowCreates),
+    });
     await playground.kubectl("scale", "gpool/workers", "--replicas", "9");
     // Kill once the new slots are recorded and the cloud does not have all their VMs yet.
     await eventually(
@@ -162,6 +170,7 @@ describe("GpuVmPool on the playground", () => {
     const killed = await operator?.stop("SIGKILL");
     expect(killed?.signal).toBe("SIGKILL");
     expect((await workerVms(playground)).length).toBeLessThan(9);
+    await fetch(faults, { method: "DELETE" });
     operator = startOperator(playground);
     await waitPool(playground, 9);
     const cloud = await workerVms(playground);
