@@ -508,10 +508,10 @@ describe("kustomize tree (deploy/)", () => {
     expect(only(manifests, "Role").rules).toEqual(only(chart, "Role").rules);
   });
 
-  it("grants the least the operator needs: no update anywhere, no get or /finalizers on its kinds, Leases get/create/update", async () => {
+  it("grants the least the operator needs: no update anywhere, no get or /finalizers on its kinds, Leases get/list/create/update", async () => {
     const manifests = parseManifests((await run("kubectl", ["kustomize", path.join(REPO_ROOT, "deploy")])).stdout);
     expect(grants(only(manifests, "ClusterRole"))).toEqual(LEAST_PRIVILEGE);
-    expect(grants(only(manifests, "Role"))).toEqual(["coordination.k8s.io/leases: create get update"]);
+    expect(grants(only(manifests, "Role"))).toEqual(["coordination.k8s.io/leases: create get list update"]);
   });
 
   it("namespace-scoped component: no cluster-wide permission, the same rules as a Role, watching its own namespace", async () => {
