@@ -439,6 +439,11 @@ export const ActionPending = z
     name: text("Operation name of the action: START, STOP, RESET, UPDATE, RESIZE, PATCH or DELETE.", 32),
     id: text("Id of the cloud resource it is sent to.", 128),
     requestedAt: timestamp("When the action was recorded, before it was sent."),
+    resourceUpdatedAt: text(
+      "The resource's updated_at (the cloud's clock) as observed before the action was sent: a later one shows " +
+        "the action carried out when its operation cannot be found.",
+      64,
+    ).optional(),
     fields: z
       .record(z.string().max(63), z.string().max(64).meta({ description: "The value to set." }))
       .optional()

@@ -123,6 +123,8 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
           accountConcurrency: config.apiAccountConcurrency,
           timeoutMs: config.apiTimeoutMs,
           maxResponseBytes: config.apiMaxResponseBytes,
+          fence: manager.fence,
+          userAgent: manager.userAgent,
           observer: (event) => {
             const code = String(event.status);
             manager.metrics.cloudApiRequestsTotal.inc({ method: event.method, route: event.route, code });
@@ -201,6 +203,11 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
 
   // Who uses which credentials Secret, kept from informer events: a Secret is woken only when an object starts
   // or stops using it, and its reconcile counts users over the distinct references, never over every object.
+  // A recorded action is decided afresh only once the replica that recorded it can no longer send it.
+  const timing: Partial<ReconcileTiming> = {
+    intentHoldMs: config.leaseDurationMs + config.apiTimeoutMs,
+    ...options.timing,
+  };
   const usage = new CredentialsUsage((namespace, refName) => credentials.secretFor(namespace, refName));
   const secretUsage = new SecretUsageReconciler({
     kube: manager.kube,
@@ -254,7 +261,7 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
       ...(claimIndexes.get(kind.kind) ? { claims: claimIndexes.get(kind.kind) } : {}),
       fitStatus: fitterFor(kind.statusSchema),
       ...(options.now ? { now: options.now } : {}),
-      timing: { ...options.timing },
+      timing,
       connect: async (mr) => {
         const resolved = credentials.resolve(mr.metadata.namespace, mr.spec.credentialsRef?.name);
         if (resolved.type === "missing") return resolved;

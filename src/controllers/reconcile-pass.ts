@@ -130,6 +130,12 @@ export interface ReconcileTiming {
   followTimeoutMs: number;
   /** How often a NameConflict is looked at again (the index also wakes it when the other object changes). */
   nameConflictRetryMs: number;
+  /**
+   * How long a recorded action whose operation cannot be found, and whose resource shows no change, may still be
+   * sent by the replica that recorded it: the Lease duration plus the API timeout (a replica that lost its Lease
+   * sends nothing after it, and a request sent before it has ended). Only then is it decided afresh.
+   */
+  intentHoldMs: number;
 }
 
 export const DEFAULT_TIMING: ReconcileTiming = {
@@ -141,6 +147,8 @@ export const DEFAULT_TIMING: ReconcileTiming = {
   dependencyMs: 30_000,
   followTimeoutMs: 15 * 60_000,
   nameConflictRetryMs: 2 * 60_000,
+  // --leader-election-lease-duration (15 s) + --api-timeout (10 s) by default; index.ts passes the flags'.
+  intentHoldMs: 25_000,
 };
 
 export interface ReconcileRequest {
@@ -188,6 +196,8 @@ export interface Pass<Spec extends ManagedSpecBase> {
   upToDate?: Verdict["upToDate"];
   /** The snapshot items this pass's observation was computed from (Observation.reads; quiet-resyncs.ts). */
   reads?: readonly object[];
+  /** The observed resource's updated_at (Observation.updatedAt), recorded with an action's intent. */
+  observedUpdatedAt?: string;
 }
 
 /** The object is released (finalizer removed or never held): no status to write. */
