@@ -20,6 +20,7 @@ import {
   VM_LIST_MAX_LIMIT,
   VmActionRequest,
 } from "../cloud/wire.ts";
+import type { BoundedLog } from "../util/bounded-log.ts";
 import { registerAdminRoutes } from "./admin.ts";
 import type { Auth, Principal, RateLimiter } from "./auth.ts";
 import { IMAGES, LOCATIONS, specItems } from "./catalogue.ts";
@@ -27,6 +28,7 @@ import { badRequest, forbidden, SimError } from "./errors.ts";
 import type { FaultInjector } from "./faults.ts";
 import { paginate, parseSort } from "./paging.ts";
 import { type SimulatorProfile, servesRoute } from "./profiles.ts";
+import type { WriteLogEntry } from "./request-log.ts";
 import type { Family, Store } from "./store.ts";
 import { publishedUsage } from "./usage-publication.ts";
 
@@ -38,6 +40,8 @@ export interface ServerDeps {
   faults: FaultInjector;
   rateLimiter: RateLimiter;
   requestCounts: Map<string, number>;
+  /** Every write received, with who sent it and how it was answered. */
+  writeLog: BoundedLog<WriteLogEntry>;
   /** Which API is served: the spec plus contract-decisions.md, or the spec's endpoints only. */
   profile: SimulatorProfile;
   /** Re-seed everything (admin reset). */
@@ -179,6 +183,8 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
       url: fullUrl,
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
         count(method, fullUrl);
+        const logged = method === "GET" ? undefined : logWrite(method, url, request);
+        if (logged !== undefined) reply.raw.once("finish", () => (logged.status ??= reply.statusCode));
         await injectFaults(method, url);
         const principal = authorize(request, needsAuth);
         const params = (request.params ?? {}) as Params;
@@ -192,6 +198,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
           projectId,
         });
         if (faults.loseResponse(method, url)) {
+          if (logged !== undefined) logged.status = "lost";
           // The change is made; the client never hears about it.
           reply.hijack();
           request.raw.socket.destroy();
@@ -199,6 +206,22 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
         }
         return reply.code(result.status ?? 200).send(result.body);
       },
+    });
+  }
+
+  function logWrite(method: string, route: string, request: FastifyRequest): WriteLogEntry {
+    const body: unknown = request.body;
+    const action =
+      typeof body === "object" && body !== null && "action" in body && typeof body.action === "string"
+        ? body.action
+        : undefined;
+    return deps.writeLog.push({
+      at: Date.now(),
+      method,
+      route,
+      path: request.url.split("?")[0]?.slice(API_PREFIX.length) ?? "",
+      userAgent: String(request.headers["user-agent"] ?? ""),
+      ...(action !== undefined ? { action } : {}),
     });
   }
 
