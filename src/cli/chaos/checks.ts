@@ -138,3 +138,43 @@ export function flatness(samples: readonly { replica: string; rssBytes: number; 
       return { replica, firstRssBytes: firstRss, lastRssBytes: lastRss, firstFds, lastFds, flat };
     });
 }
+
+/** One write that left an operator replica, as the server that received it logged it. */
+export interface ReplicaWrite {
+  /** When it arrived (ms since the epoch). */
+  at: number;
+  /** The replica's POD_NAME (from its User-Agent, `gpuvm-operator (<POD_NAME>_<suffix>)`). */
+  replica: string;
+  /** `PATCH /apis/…/status`, for messages. */
+  what: string;
+  /** A write of the election's Lease (acquire, renew, release): whether the server took it. */
+  lease?: { accepted: boolean };
+}
+
+/** The replica (POD_NAME) an operator's User-Agent names, or undefined for anybody else's request. */
+export function replicaOf(userAgent: string): string | undefined {
+  return /^gpuvm-operator \((.+)_[^_)]+\)$/.exec(userAgent)?.[1];
+}
+
+/**
+ * Writes a replica sent while it did not hold the Lease: the last Lease write the server took was not its own,
+ * or is older than the lease duration (another replica may have taken over since). Each as `replica: what at
+ * <time>`. The Lease's own writes are the election's, never counted.
+ */
+export function writesWithoutLease(writes: readonly ReplicaWrite[], leaseDurationMs: number): string[] {
+  const ordered = [...writes].sort((a, b) => a.at - b.at);
+  let holder: { replica: string; at: number } | undefined;
+  const found: string[] = [];
+  for (const write of ordered) {
+    if (write.lease !== undefined) {
+      if (write.lease.accepted) holder = { replica: write.replica, at: write.at };
+      continue;
+    }
+    const held = holder !== undefined && holder.replica === write.replica && write.at - holder.at < leaseDurationMs;
+    if (!held) {
+      const last = holder === undefined ? "no Lease write yet" : `last Lease write by ${holder.replica}`;
+      found.push(`${write.replica}: ${write.what} at ${new Date(write.at).toISOString()} (${last})`);
+    }
+  }
+  return found;
+}
