@@ -18,6 +18,8 @@ export interface WriteLogEntry {
   action?: string;
   /** Filled when answered: the HTTP status, or `lost` (made, answer dropped). */
   status?: number | "lost";
+  /** The operation the write started, when it started one (answered or lost). */
+  operationId?: string;
 }
 
 /** The simulator's write log: the newest 100,000 writes. */

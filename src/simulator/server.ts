@@ -113,6 +113,16 @@ function sendError(reply: FastifyReply, error: SimError): void {
   void reply.code(error.status).send(body);
 }
 
+/** The operation an answer starts (`{ operation: { operation_id } }`), if any. */
+function operationIdOf(body: unknown): string | undefined {
+  const operation = typeof body === "object" && body !== null && "operation" in body ? body.operation : undefined;
+  const id =
+    typeof operation === "object" && operation !== null && "operation_id" in operation
+      ? operation.operation_id
+      : undefined;
+  return typeof id === "string" ? id : undefined;
+}
+
 /** The answer to a route this server does not have. */
 function answerUnknownRoute(request: FastifyRequest, reply: FastifyReply): void {
   sendError(reply, new SimError(404, `no route ${request.method} ${request.url.split("?")[0]}`));
@@ -183,8 +193,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
       url: fullUrl,
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
         count(method, fullUrl);
-        const logged = method === "GET" ? undefined : logWrite(method, url, request);
-        if (logged !== undefined) reply.raw.once("finish", () => (logged.status ??= reply.statusCode));
+        const logged = logWrite(method, url, request, reply);
         await injectFaults(method, url);
         const principal = authorize(request, needsAuth);
         const params = (request.params ?? {}) as Params;
@@ -197,6 +206,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
           body: request.body,
           projectId,
         });
+        noteOperation(logged, result.body);
         if (faults.loseResponse(method, url)) {
           if (logged !== undefined) logged.status = "lost";
           // The change is made; the client never hears about it.
@@ -209,13 +219,20 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     });
   }
 
-  function logWrite(method: string, route: string, request: FastifyRequest): WriteLogEntry {
+  /** A write (any method but GET) goes into the write log as it arrives; its status once answered. */
+  function logWrite(
+    method: string,
+    route: string,
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): WriteLogEntry | undefined {
+    if (method === "GET") return undefined;
     const body: unknown = request.body;
     const action =
       typeof body === "object" && body !== null && "action" in body && typeof body.action === "string"
         ? body.action
         : undefined;
-    return deps.writeLog.push({
+    const logged = deps.writeLog.push({
       at: Date.now(),
       method,
       route,
@@ -223,6 +240,16 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
       userAgent: String(request.headers["user-agent"] ?? ""),
       ...(action !== undefined ? { action } : {}),
     });
+    reply.raw.once("finish", () => {
+      logged.status ??= reply.statusCode;
+    });
+    return logged;
+  }
+
+  /** The operation a logged write started (known even when its answer is then lost). */
+  function noteOperation(logged: WriteLogEntry | undefined, answer: unknown): void {
+    const started = operationIdOf(answer);
+    if (logged !== undefined && started !== undefined) logged.operationId = started;
   }
 
   async function injectFaults(method: string, url: string): Promise<void> {

@@ -18,6 +18,8 @@ import { GROUP, SECRET_WATCH_LABEL, VERSION } from "../../api/common.ts";
 import { type CloudClient, createCloudClient } from "../../cloud/client.ts";
 import type { RunningKubeDouble } from "../../kube-double/index.ts";
 import type { RunningSimulator } from "../../simulator/index.ts";
+import type { WriteLogEntry } from "../../simulator/request-log.ts";
+import { type ReplicaWrite, replicaOf } from "./checks.ts";
 import { type HostileEndpoint, startHostileEndpoints } from "./hostile.ts";
 import type { ChaosProfile } from "./profiles.ts";
 import type { Random } from "./random.ts";
@@ -34,6 +36,8 @@ import {
 const REPO_ROOT = path.resolve(import.meta.dirname, "../../..");
 const MAIN_SCRIPT = path.join(REPO_ROOT, "src/cli/main.ts");
 export const LEASE = { namespace: "gpuvm-system", name: "gpuvm-operator.gpucloud.dev" };
+/** The replicas' Lease duration (short, so that a takeover is quick). */
+export const LEASE_DURATION_MS = 6000;
 export const REPLICA_NAMES = ["replica-a", "replica-b"] as const;
 
 export class Rig {
@@ -186,6 +190,51 @@ export class Rig {
     );
   }
 
+  /**
+   * Every write that left a replica, as the Kubernetes API test double and the cloud simulator logged it (sign-ins
+   * left out: they change nothing), for writesWithoutLease.
+   */
+  async replicaWrites(): Promise<ReplicaWrite[]> {
+    const writes: ReplicaWrite[] = [];
+    for (const write of this.double.writes()) {
+      const replica = replicaOf(write.userAgent);
+      if (replica === undefined) continue;
+      const lease = write.path.startsWith(`/apis/coordination.k8s.io/v1/namespaces/${LEASE.namespace}/leases`);
+      const accepted = write.status !== undefined && write.status < 300;
+      writes.push({
+        at: write.at,
+        replica,
+        what: `${write.method} ${write.path}`,
+        ...(lease ? { lease: { accepted } } : {}),
+      });
+    }
+    for (const write of await this.cloudWrites()) {
+      const replica = replicaOf(write.userAgent);
+      if (replica === undefined || write.route.startsWith("/auth")) continue;
+      writes.push({ at: write.at, replica, what: `cloud ${write.method} ${write.path} ${write.action ?? ""}`.trim() });
+    }
+    return writes;
+  }
+
+  /** The cloud simulator's write log. */
+  async cloudWrites(): Promise<readonly WriteLogEntry[]> {
+    return ((await this.admin("GET", "/requests/log")) as { writes: WriteLogEntry[] }).writes;
+  }
+
+  async annotate(object: ObjectSpec, annotations: Record<string, string>): Promise<void> {
+    await this.custom.patchNamespacedCustomObject(
+      {
+        group: GROUP,
+        version: VERSION,
+        plural: PLURALS[object.kind],
+        namespace: object.namespace,
+        name: object.name,
+        body: { metadata: { annotations } },
+      },
+      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+    );
+  }
+
   async admin(method: string, route: string, body?: unknown): Promise<unknown> {
     const response = await fetch(`${this.sim.adminUrl}${route}`, {
       method,
@@ -207,7 +256,7 @@ export class Rig {
 function operatorArgs(kubeconfigPath: string, apiUrl: string, hostile: readonly HostileEndpoint[]): string[] {
   return [
     ...["--kubeconfig", kubeconfigPath, "--leader-elect", "--leader-election-namespace", LEASE.namespace],
-    ...["--leader-election-lease-duration", "6s", "--leader-election-renew-deadline", "4s"],
+    ...["--leader-election-lease-duration", `${LEASE_DURATION_MS}ms`, "--leader-election-renew-deadline", "4s"],
     ...["--leader-election-retry-period", "1s", "--metrics-bind-address", "0", "--health-probe-bind-address", "0"],
     ...["--api-url", apiUrl, "--allowed-api-urls", hostile.map((endpoint) => endpoint.url).join(",")],
     ...["--api-rate-limit", "50", "--operation-poll-interval", "500ms", "--sync-period", "2m"],
