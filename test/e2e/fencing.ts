@@ -19,8 +19,15 @@ import {
   setHeaderOptions,
 } from "@kubernetes/client-node";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type ReplicaWrite, replicaOf, writesWithoutLease } from "../../src/cli/chaos/checks.ts";
+import {
+  type LoggedWrite,
+  type ReplicaWrite,
+  replicaOf,
+  replicaWritesOf,
+  writesWithoutLease,
+} from "../../src/cli/chaos/checks.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/index.ts";
+import type { WriteLogEntry } from "../../src/simulator/request-log.ts";
 import { eventually, RunningProcess, sleep } from "./harness.ts";
 
 /** A write the Kubernetes API received, as the backend logged it. */
@@ -194,42 +201,19 @@ class World {
     );
   }
 
-  async cloudWrites(): Promise<
-    { at: number; method: string; path: string; userAgent: string; action?: string; status?: number | "lost" }[]
-  > {
+  async cloudWrites(): Promise<WriteLogEntry[]> {
     const response = await fetch(`${this.sim.adminUrl}/requests/log`);
-    return ((await response.json()) as { writes: Awaited<ReturnType<World["cloudWrites"]>> }).writes;
+    return ((await response.json()) as { writes: WriteLogEntry[] }).writes;
   }
 
-  /** Every write of the replicas, both servers, for writesWithoutLease. */
+  /** Every write of this scenario's replicas (a shared API server's log holds earlier ones' too), both servers. */
   async replicaWrites(): Promise<ReplicaWrite[]> {
-    const writes: ReplicaWrite[] = [];
-    // Only this scenario's replicas (a shared API server's log holds earlier scenarios' too).
-    const ours = (userAgent: string): string | undefined => {
-      const replica = replicaOf(userAgent);
-      return replica !== undefined && this.#replicas.has(replica) ? replica : undefined;
-    };
-    for (const write of await this.kube.writes()) {
-      const replica = ours(write.userAgent);
-      if (replica === undefined) continue;
-      // A create names its Lease in the body only: every Lease this test's replicas write is the election's.
-      const lease =
-        write.path.includes("/leases") &&
-        (write.method === "POST" || (write.leaseName ?? write.path).endsWith(this.#electionId));
-      const accepted = write.status !== undefined && write.status >= 200 && write.status < 300;
-      writes.push({
-        at: write.at,
-        replica,
-        what: `${write.method} ${write.path}`,
-        ...(lease ? { lease: { accepted } } : {}),
-      });
-    }
-    for (const write of await this.cloudWrites()) {
-      const replica = ours(write.userAgent);
-      if (replica === undefined || write.path.startsWith("/auth")) continue;
-      writes.push({ at: write.at, replica, what: `cloud ${write.method} ${write.path} ${write.action ?? ""}`.trim() });
-    }
-    return writes;
+    // A create names its Lease in the body only: every Lease this test's replicas write is the election's.
+    const isLease = (write: LoggedWrite): boolean =>
+      write.path.includes("/leases") &&
+      (write.method === "POST" || ((write as KubeWriteRecord).leaseName ?? write.path).endsWith(this.#electionId));
+    const replicas = new Set(this.#replicas.keys());
+    return replicaWritesOf(await this.kube.writes(), await this.cloudWrites(), isLease, replicas);
   }
 
   async stop(): Promise<void> {

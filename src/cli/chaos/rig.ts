@@ -19,7 +19,7 @@ import { type CloudClient, createCloudClient } from "../../cloud/client.ts";
 import type { RunningKubeDouble } from "../../kube-double/index.ts";
 import type { RunningSimulator } from "../../simulator/index.ts";
 import type { WriteLogEntry } from "../../simulator/request-log.ts";
-import { type ReplicaWrite, replicaOf } from "./checks.ts";
+import { type ReplicaWrite, replicaWritesOf } from "./checks.ts";
 import { type HostileEndpoint, startHostileEndpoints } from "./hostile.ts";
 import type { ChaosProfile } from "./profiles.ts";
 import type { Random } from "./random.ts";
@@ -177,6 +177,14 @@ export class Rig {
   }
 
   async patchSpec(object: ObjectSpec, spec: Record<string, unknown>): Promise<void> {
+    await this.#mergePatch(object, { spec });
+  }
+
+  async annotate(object: ObjectSpec, annotations: Record<string, string>): Promise<void> {
+    await this.#mergePatch(object, { metadata: { annotations } });
+  }
+
+  async #mergePatch(object: ObjectSpec, body: Record<string, unknown>): Promise<void> {
     await this.custom.patchNamespacedCustomObject(
       {
         group: GROUP,
@@ -184,55 +192,21 @@ export class Rig {
         plural: PLURALS[object.kind],
         namespace: object.namespace,
         name: object.name,
-        body: { spec },
+        body,
       },
       setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
     );
   }
 
-  /**
-   * Every write that left a replica, as the Kubernetes API test double and the cloud simulator logged it (sign-ins
-   * left out: they change nothing), for writesWithoutLease.
-   */
+  /** Every write that left a replica, as the Kubernetes API test double and the cloud simulator logged it. */
   async replicaWrites(): Promise<ReplicaWrite[]> {
-    const writes: ReplicaWrite[] = [];
-    for (const write of this.double.writes()) {
-      const replica = replicaOf(write.userAgent);
-      if (replica === undefined) continue;
-      const lease = write.path.startsWith(`/apis/coordination.k8s.io/v1/namespaces/${LEASE.namespace}/leases`);
-      const accepted = write.status !== undefined && write.status < 300;
-      writes.push({
-        at: write.at,
-        replica,
-        what: `${write.method} ${write.path}`,
-        ...(lease ? { lease: { accepted } } : {}),
-      });
-    }
-    for (const write of await this.cloudWrites()) {
-      const replica = replicaOf(write.userAgent);
-      if (replica === undefined || write.route.startsWith("/auth")) continue;
-      writes.push({ at: write.at, replica, what: `cloud ${write.method} ${write.path} ${write.action ?? ""}`.trim() });
-    }
-    return writes;
+    const leases = `/apis/coordination.k8s.io/v1/namespaces/${LEASE.namespace}/leases`;
+    return replicaWritesOf(this.double.writes(), await this.cloudWrites(), (write) => write.path.startsWith(leases));
   }
 
   /** The cloud simulator's write log. */
   async cloudWrites(): Promise<readonly WriteLogEntry[]> {
     return ((await this.admin("GET", "/requests/log")) as { writes: WriteLogEntry[] }).writes;
-  }
-
-  async annotate(object: ObjectSpec, annotations: Record<string, string>): Promise<void> {
-    await this.custom.patchNamespacedCustomObject(
-      {
-        group: GROUP,
-        version: VERSION,
-        plural: PLURALS[object.kind],
-        namespace: object.namespace,
-        name: object.name,
-        body: { metadata: { annotations } },
-      },
-      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
-    );
   }
 
   async admin(method: string, route: string, body?: unknown): Promise<unknown> {
