@@ -437,12 +437,15 @@ export class Manager {
     return `this replica does not hold the Lease ${lease} now (lost, past its renew deadline, or not acquired)`;
   }
 
-  /** Per controller, the objects no held Lease of any shard set covers (with --leader-elect only). */
+  /**
+   * Per controller, the objects no held Lease of any shard set covers. 0 without --leader-elect (nothing tells
+   * whether other shards run) and until the Leases were first listed.
+   */
   #objectsWithoutOwner(): { controller: string; objects: number }[] {
     const leases = this.#shardLeases;
-    if (leases?.held === undefined) return [];
     return this.#controllers.map(({ controller, informer }) => {
       let objects = 0;
+      if (leases?.held === undefined) return { controller: controller.name, objects };
       for (const object of informer.list()) {
         const name = object.metadata?.name;
         if (name && leases.isOwned(keyOf(object.metadata?.namespace, name)) === false) objects++;

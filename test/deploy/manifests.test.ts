@@ -403,6 +403,11 @@ describe("Helm chart", () => {
       ["--set", "replicaCount=2", "--set", "leaderElection.enabled=false"],
       "/leaderElection/enabled': value must be true",
     ],
+    [
+      "sharding without leader election (no safe change of the shard count)",
+      ["--set", "sharding.shards=2", "--set", "leaderElection.enabled=false"],
+      "/leaderElection/enabled': value must be true",
+    ],
     ["a name override that is no DNS label", ["--set", "nameOverride=Big_Name"], "/nameOverride"],
     ["a full name override that is no DNS label", ["--set", "fullnameOverride=a.b"], "/fullnameOverride"],
     ["an image digest that is not sha256", ["--set", "image.digest=latest"], "/image/digest"],
