@@ -129,7 +129,7 @@ describe("playground --shards 2", () => {
       })
     ).json()) as { items: { metadata: { name: string }; spec: { holderIdentity?: string } }[] };
     const holders = Object.fromEntries(leases.items.map((l) => [l.metadata.name, l.spec.holderIdentity ?? ""]));
-    expect(holders["gpuvm-operator.gpucloud.dev-shard-0"]).toMatch(/^playground-shard-0_/);
-    expect(holders["gpuvm-operator.gpucloud.dev-shard-1"]).toMatch(/^replacement-shard-1_/);
+    expect(holders["gpuvm-operator.gpucloud.dev-shard-0-of-2"]).toMatch(/^playground-shard-0_/);
+    expect(holders["gpuvm-operator.gpucloud.dev-shard-1-of-2"]).toMatch(/^replacement-shard-1_/);
   });
 });
