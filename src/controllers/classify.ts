@@ -100,7 +100,7 @@ function backingOff(reason: Reason, message: string, outcome: Outcome): Verdict 
  * is wrong with the object, and nothing is to be said about it (no status, no Event): a quiet retry.
  */
 function isCancellation(error: Error): boolean {
-  return isFenced(error) || (isCloudError(error) && error.code === "aborted");
+  return isFenced(error) || (isCloudError(error) && (error.code === "aborted" || error.code === "fenced"));
 }
 
 /** The one mapping from a thrown error to conditions and a queue action. */

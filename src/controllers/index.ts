@@ -26,6 +26,7 @@ import { ClaimIndex } from "./ownership.ts";
 import { POOL_RESOURCE, registerPoolController } from "./pool-controller.ts";
 import { CREDENTIALS_FINALIZER, CredentialsUsage, SecretUsageReconciler } from "./secret-usage.ts";
 import { fitStatusInPlace } from "./status-limits.ts";
+import { markWithoutOwner } from "./without-owner.ts";
 
 export const MANAGED_KINDS: readonly KindDefinition<ManagedSpecBase>[] = [gpuVm, gpuDisk, gpuNetwork, gpuFirewallRule];
 
@@ -314,6 +315,13 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
       resource,
       reconciler,
       isEcho: (key, resourceVersion) => managed.isEcho(key, resourceVersion),
+      onWithoutOwner: (keys) =>
+        void markWithoutOwner(keys, {
+          read: (key) => parse(kind.kind, informer.get(...splitKey(key))),
+          kube,
+          now: options.now ?? Date.now,
+          logger,
+        }),
       watches: [...watched].map((watchedKind) => ({
         resource:
           watchedKind === "Secret"
@@ -386,6 +394,12 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
   );
 
   return { controllers, credentials, stop: () => credentials.stop() };
+}
+
+/** `namespace/name` as informer.get's arguments. */
+function splitKey(key: string): [string, string] {
+  const slash = key.indexOf("/");
+  return [key.slice(0, slash), key.slice(slash + 1)];
 }
 
 /** Fit statuses of a kind to its CRD schema in place (the structural schema the CRD is generated with). */

@@ -27,7 +27,7 @@ import { Metrics } from "./metrics.ts";
 import { type KubeResource, resourceId } from "./resource.ts";
 import { healthRoute, metricsRoute, type RunningServer, startHttpServer } from "./server.ts";
 import { ShardLeases } from "./shard-leases.ts";
-import { shardLeaseName } from "./sharding.ts";
+import { shardLeaseName, shardOfKey } from "./sharding.ts";
 import { formatDuration, syncPeriodOf } from "./time.ts";
 import type { Priority } from "./workqueue.ts";
 
@@ -65,6 +65,12 @@ export interface ControllerRegistration {
    * when the write is still awaiting its answer. Without it, every event enqueues (controller-runtime's default).
    */
   isEcho?(key: string, resourceVersion: string): boolean | Promise<boolean>;
+  /**
+   * With sharding and --leader-elect: called on one replica (the leader of the lowest shard led) with the keys
+   * of objects whose shard has had no leader for twice the lease duration, every retry period. It may say so in
+   * their status (a condition); it must not reconcile them. Must not throw.
+   */
+  onWithoutOwner?(keys: string[]): void;
 }
 
 /** Informer tuning, mostly for tests (short stale windows, fast restarts). */
@@ -115,7 +121,11 @@ export class Manager {
   /** options.kubeConfig with every request counted in rest_client_requests_total. */
   readonly #kubeConfig: KubeConfig;
   readonly #informers = new Map<string, ObjectInformer>();
-  readonly #controllers: Array<{ controller: Controller; informer: ObjectInformer }> = [];
+  readonly #controllers: Array<{
+    controller: Controller;
+    informer: ObjectInformer;
+    onWithoutOwner?: (keys: string[]) => void;
+  }> = [];
   /** --max-reconcile-rate: one pacer for every controller. */
   readonly #pacer: ReconcilePacer | undefined;
   readonly #servers: RunningServer[] = [];
@@ -273,7 +283,11 @@ export class Manager {
         for (const key of keys) controller.enqueue(key);
       });
     }
-    this.#controllers.push({ controller, informer });
+    this.#controllers.push({
+      controller,
+      informer,
+      ...(registration.onWithoutOwner ? { onWithoutOwner: registration.onWithoutOwner } : {}),
+    });
     if (this.#leading) this.#startController(controller, informer);
     return controller;
   }
@@ -331,7 +345,10 @@ export class Manager {
     this.#shardLeases = shardLeases;
     // Fresh for the metric of objects without an owner while leading (a standby looks at each campaign too).
     this.#shardLeaseTimer = setInterval(() => {
-      shardLeases.refresh().catch((error: unknown) => this.logger.debug({ err: error }, "could not list the Leases"));
+      shardLeases.refresh().then(
+        () => this.#reportWithoutOwner(shardLeases),
+        (error: unknown) => this.logger.debug({ err: error }, "could not list the Leases"),
+      );
     }, this.config.retryPeriodMs);
     this.#shardLeaseTimer.unref();
     this.#elector = new LeaderElector({
@@ -452,6 +469,33 @@ export class Manager {
       }
       return { controller: controller.name, objects };
     });
+  }
+
+  /**
+   * The leader of the lowest shard led hands the keys of objects whose shard has had no leader for twice the
+   * lease duration (and no other set covers) to their controller's onWithoutOwner.
+   */
+  #reportWithoutOwner(leases: ShardLeases): void {
+    const { shard, leaseDurationMs } = this.config;
+    if (shard.count <= 1 || !this.#leading || leases.lowestLedShard() !== shard.index) return;
+    const leaderless = new Set(leases.leaderlessFor(2 * leaseDurationMs));
+    if (leaderless.size === 0) return;
+    for (const { controller, informer, onWithoutOwner } of this.#controllers) {
+      if (onWithoutOwner === undefined) continue;
+      const keys: string[] = [];
+      for (const object of informer.list()) {
+        const name = object.metadata?.name;
+        if (!name) continue;
+        const key = keyOf(object.metadata?.namespace, name);
+        if (leaderless.has(shardOfKey(key, shard.count)) && leases.isOwned(key) === false) keys.push(key);
+      }
+      if (keys.length === 0) continue;
+      try {
+        onWithoutOwner(keys);
+      } catch (error) {
+        this.logger.error({ err: error, controller: controller.name }, "onWithoutOwner threw");
+      }
+    }
   }
 
   #onStartedLeading(): void {

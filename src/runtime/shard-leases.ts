@@ -6,7 +6,8 @@
 // - why this replica must stand by: a Lease of another shard count is held, i.e. another set divides the objects
 //   differently (a `helm upgrade` of the shard count starts the new set beside the old one); the elector asks
 //   before and right after acquiring, so two sets never both lead (sharding.ts, leader-election.ts `mayLead`);
-// - whether an object has an owner: some held set's Lease covers its shard (gpucloud_operator_objects_without_owner).
+// - whether an object has an owner: some held set's Lease covers its shard (gpucloud_operator_objects_without_owner),
+//   and which shards of this set have had no leader for a while (their objects' stale Synced is corrected).
 import type { KubeConfig } from "@kubernetes/client-node";
 import { z } from "zod";
 import { kubeRequest } from "./kube-http.ts";
@@ -50,6 +51,8 @@ export class ShardLeases {
   /** Lease name → the version last seen and when it was first seen at that version. */
   readonly #seen = new Map<string, { version: string; since: number }>();
   #held: HeldShardLease[] | undefined;
+  /** Shard index of this replica's count → since when no held Lease has covered it. */
+  readonly #leaderlessSince = new Map<number, number>();
 
   constructor(options: ShardLeasesOptions) {
     this.#options = options;
@@ -83,6 +86,25 @@ export class ShardLeases {
     }
     for (const name of this.#seen.keys()) if (!names.has(name)) this.#seen.delete(name);
     this.#held = held;
+    const { count } = this.#options.shard;
+    for (let index = 0; index < count; index++) {
+      const led = held.some((lease) => lease.count === count && lease.index === index);
+      if (led) this.#leaderlessSince.delete(index);
+      else if (!this.#leaderlessSince.has(index)) this.#leaderlessSince.set(index, now);
+    }
+  }
+
+  /** Shards of this replica's count whose Lease nobody has held for at least `ms` (as of the last refresh). */
+  leaderlessFor(ms: number): number[] {
+    const now = this.#clock.now();
+    return [...this.#leaderlessSince].filter(([, since]) => now - since >= ms).map(([index]) => index);
+  }
+
+  /** The lowest shard of this replica's count whose Lease is held: its leader speaks for the set. */
+  lowestLedShard(): number | undefined {
+    const count = this.#options.shard.count;
+    const led = (this.#held ?? []).filter((lease) => lease.count === count).map((lease) => lease.index);
+    return led.length === 0 ? undefined : Math.min(...led);
   }
 
   /** The held Leases as of the last refresh (undefined before the first). */

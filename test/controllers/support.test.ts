@@ -11,6 +11,7 @@ import { ManagedParser } from "../../src/controllers/kind-support.ts";
 import { ClaimIndex } from "../../src/controllers/ownership.ts";
 import { FamilySnapshot } from "../../src/controllers/snapshots.ts";
 import { KubeApiError } from "../../src/runtime/index.ts";
+import { FencedError } from "../../src/util/fence.ts";
 import { StringInterner, sharedInterner } from "../../src/util/intern.ts";
 
 const http = (status: number, extra: Partial<ConstructorParameters<typeof CloudError>[0]> = {}) =>
@@ -77,6 +78,32 @@ describe("classify", () => {
     expect(verdict.outcome.type).toBe(want.outcome);
     if (want.stalled !== undefined) expect(verdict.stalled).toBe(want.stalled);
     if (want.ms !== undefined) expect(verdict.outcome).toEqual({ type: "requeueAfter", ms: want.ms });
+    expect(verdict.silent).toBeUndefined();
+  });
+
+  it.each([
+    {
+      reason: "a call aborted with its pass (the Lease lost, shutdown)",
+      error: new CloudError({
+        kind: "network",
+        code: "aborted",
+        message: "GET /x was aborted",
+        method: "GET",
+        route: "/x",
+      }),
+    },
+    {
+      reason: "a cloud write the fence kept",
+      error: new CloudError({ kind: "network", code: "fenced", message: "not sent", method: "PATCH", route: "/x" }),
+    },
+    {
+      reason: "a Kubernetes write the fence kept",
+      error: new KubeApiError("patch status: error", { cause: new FencedError("no Lease") }),
+    },
+  ])("$reason is a cancellation: a silent retry, no status and no Event", ({ error }) => {
+    const verdict = classify(error);
+    expect(verdict.silent).toBe(true);
+    expect(verdict.outcome.type).toBe("retry");
   });
 });
 

@@ -43,6 +43,8 @@ describe("shard assignment", () => {
 describe("two shards over the same objects", () => {
   let cluster: TestCluster;
   const managers: Manager[] = [];
+  /** Keys each replica was told no replica owns (onWithoutOwner), by identity. */
+  const toldWithoutOwner = new Map<string, string[]>();
 
   beforeEach(async () => {
     cluster = await startTestCluster();
@@ -50,6 +52,7 @@ describe("two shards over the same objects", () => {
   afterEach(async () => {
     await Promise.all(managers.splice(0).map((manager) => manager.stop()));
     await cluster.double.close();
+    toldWithoutOwner.clear();
   });
 
   const election: Partial<OperatorConfig> = {
@@ -88,6 +91,7 @@ describe("two shards over the same objects", () => {
           return written.type === "conflict" ? outcome.requeue() : outcome.done();
         },
       },
+      onWithoutOwner: (keys) => toldWithoutOwner.set(identity, [...keys].sort()),
     });
     managers.push(manager);
     return manager;
@@ -126,6 +130,10 @@ describe("two shards over the same objects", () => {
     await eventually(() => expect([...reconciled.keys()].sort()).toEqual([...ofShard0].sort()));
     await new Promise((resolve) => setTimeout(resolve, 1000));
     for (const key of ofShard1) expect(reconciled.has(key)).toBe(false);
+    // Shard 0's leader names them to its controller (to mark them) once shard 1 has had no leader for twice the
+    // lease duration; never while it had one.
+    expect(toldWithoutOwner.size).toBe(0);
+    await eventually(() => expect(toldWithoutOwner.get("shard-0-a")).toEqual([...ofShard1].sort()), 10_000);
 
     // A new replica of shard 1 takes the shard's Lease and catches up.
     const replacement = shardManager({ index: 1, count: 2 }, "shard-1-b", reconciled);
