@@ -69,6 +69,7 @@ export const REASONS = {
   Adopted: "Adopted",
   WaitingForOperation: "WaitingForOperation",
   WaitingForDependency: "WaitingForDependency",
+  WaitingForOwner: "WaitingForOwner",
   CapacityUnavailable: "CapacityUnavailable",
   PaymentMethodRequired: "PaymentMethodRequired",
   CredentialsMissing: "CredentialsMissing",
@@ -111,6 +112,10 @@ export const REASON_DESCRIPTIONS: Readonly<Record<Reason, string>> = {
   WaitingForDependency:
     "A referenced object (GpuDisk, GpuNetwork, GpuVm) is not Ready yet, or one being deleted still holds this " +
     "object (a VM detaching a disk); resolves itself.",
+  WaitingForOwner:
+    "Synced=False: sharded operator, and no replica of this object's shard has held its Lease for a while, so a " +
+    "spec change (metadata.generation above status.observedGeneration) waits; written by another shard's leader " +
+    "(gpucloud_operator_objects_without_owner counts such objects).",
   CapacityUnavailable:
     "No location in the list has capacity for the VM type right now; retried with backoff. On a GpuVmPool: some " +
     "replicas cannot be placed in any of spec.placement.locations; the others run.",
@@ -437,6 +442,11 @@ export const ActionPending = z
     name: text("Operation name of the action: START, STOP, RESET, UPDATE, RESIZE, PATCH or DELETE.", 32),
     id: text("Id of the cloud resource it is sent to.", 128),
     requestedAt: timestamp("When the action was recorded, before it was sent."),
+    resourceUpdatedAt: text(
+      "The resource's updated_at (the cloud's clock) as observed before the action was sent: a later one shows " +
+        "the action carried out when its operation cannot be found.",
+      64,
+    ).optional(),
     fields: z
       .record(z.string().max(63), z.string().max(64).meta({ description: "The value to set." }))
       .optional()

@@ -4,6 +4,7 @@
 // wrapped it in one more: in a burst those streams cost a fifth of the operator's CPU for about one cloud call
 // per object. Redirects are never followed (undici's `request` does not), as with `redirect: "manual"`.
 import { type Dispatcher, getGlobalDispatcher, request } from "undici";
+import { isFenced } from "../util/fence.ts";
 
 export type FetchFunction = (input: Request | string | URL, init?: RequestInit) => Promise<Response>;
 
@@ -101,6 +102,8 @@ export async function sendRequest(
  * cause), so ky recognises a network error; an abort stays the signal's reason.
  */
 function asFetchFailure(error: unknown, signal: AbortSignal | null | undefined): unknown {
+  // A write the fence refused was never sent: no network failure (ky would count it as one).
+  if (isFenced(error)) return error;
   if (signal?.aborted) return signal.reason ?? error;
   if (error instanceof Error && error.name === "AbortError") return error;
   return new TypeError("fetch failed", { cause: error });

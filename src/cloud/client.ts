@@ -3,6 +3,7 @@
 import pino, { type Logger } from "pino";
 import { z } from "zod";
 import { normalizeApiUrl } from "../util/api-url.ts";
+import type { Fence } from "../util/fence.ts";
 import { isRecord } from "../util/is-record.ts";
 import {
   ApiKeyAuthenticator,
@@ -92,6 +93,13 @@ export interface CloudClientOptions {
    * one call may try it again. Default 30 minutes.
    */
   capabilityReprobeMs?: number;
+  /**
+   * Checked right before each write (any method but GET) leaves, as its bytes are written: a refused write is
+   * never sent and fails with CloudError code `fenced` (util/fence.ts). Default: none.
+   */
+  fence?: Fence;
+  /** The User-Agent header of every request (the operator sends its replica's identity). Default: none. */
+  userAgent?: string;
 }
 
 /**
@@ -197,6 +205,8 @@ export function createCloudClient(options: CloudClientOptions) {
     maxResponseBytes: options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
     observer: options.observer,
     logger,
+    fence: options.fence,
+    userAgent: options.userAgent,
   });
   const passwordAuth =
     "password" in credentials ? new PasswordAuthenticator(credentials, transport, transport.logger) : undefined;

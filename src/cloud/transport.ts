@@ -6,7 +6,9 @@
 // CloudError. Authentication lives one level up (auth.ts); this layer just sends a header.
 import ky, { HTTPError, type Options, type ShouldRetryState, TimeoutError } from "ky";
 import type { Logger } from "pino";
+import { type Dispatcher, getGlobalDispatcher } from "undici";
 import type { z } from "zod";
+import { type Fence, fencingInterceptor, isFenced, isWriteMethod } from "../util/fence.ts";
 import { type FetchFunction, sendRequest } from "./buffered-fetch.ts";
 import type { AccountBulkhead, AttemptHandle } from "./bulkhead.ts";
 import { CloudError, cloudErrorFromHttp, parseRetryAfter } from "./errors.ts";
@@ -58,6 +60,10 @@ export interface TransportOptions {
   maxResponseBytes: number;
   observer: RequestObserver | undefined;
   logger: Logger;
+  /** Every write is checked against it as its bytes are about to leave (util/fence.ts); a refused one is not sent. */
+  fence?: Fence | undefined;
+  /** Sent as the User-Agent header (who sent a request, in the server's logs). */
+  userAgent?: string | undefined;
 }
 
 /** Default answer size limit: a full page of 500 VMs is well below 1 MiB. */
@@ -92,6 +98,8 @@ export class Transport {
   readonly #baseUrl: string;
   readonly #base: URL;
   readonly #logger: Logger;
+  /** The global dispatcher composed with the fence, per global dispatcher (writes only; reads go as they are). */
+  readonly #fenced = new WeakMap<Dispatcher, Dispatcher>();
 
   constructor(options: TransportOptions) {
     this.#options = options;
@@ -114,6 +122,7 @@ export class Transport {
     const url = this.#urlOf(call);
     const headers: Record<string, string> = { accept: "application/json" };
     if (authorization) headers.authorization = authorization;
+    if (this.#options.userAgent) headers["user-agent"] = this.#options.userAgent;
     // One deadline for the whole call: a worker never waits on a request longer than the request timeout.
     const deadline = AbortSignal.timeout(this.#options.timeoutMs);
     const signal = call.signal ? AbortSignal.any([call.signal, deadline]) : deadline;
@@ -243,10 +252,10 @@ export class Transport {
   ): Promise<Response> {
     let head: Awaited<ReturnType<typeof sendRequest>>;
     try {
-      head = await sendRequest(input, init, undefined, json);
+      head = await sendRequest(input, init, this.#dispatcherFor(call.method), json);
     } catch (error) {
       report("error");
-      attempt?.end(call.signal?.aborted ? "neutral" : "failure");
+      attempt?.end(call.signal?.aborted || isFenced(error) ? "neutral" : "failure");
       throw error;
     }
     report(head.status);
@@ -261,6 +270,19 @@ export class Transport {
       attempt?.end(call.signal?.aborted ? "neutral" : "failure");
       throw error;
     }
+  }
+
+  /** The dispatcher of one attempt: writes go through the fence when there is one (see util/fence.ts). */
+  #dispatcherFor(method: HttpMethod): Dispatcher | undefined {
+    const fence = this.#options.fence;
+    if (fence === undefined || !isWriteMethod(method)) return undefined;
+    const base = getGlobalDispatcher();
+    let fenced = this.#fenced.get(base);
+    if (fenced === undefined) {
+      fenced = base.compose(fencingInterceptor(fence));
+      this.#fenced.set(base, fenced);
+    }
+    return fenced;
   }
 
   /** Every answer tells the account's bucket whether the server took the request (see rate-limit.ts). */
@@ -292,6 +314,18 @@ export class Transport {
     const { method, route } = call;
     if (error instanceof CloudError) return error;
     if (error instanceof Error && error.cause instanceof CloudError) return error.cause;
+    if (isFenced(error)) {
+      // Proven unsent: this replica may not act now (it lost its Lease, or its pass was cancelled).
+      return new CloudError({
+        kind: "network",
+        code: "fenced",
+        retryable: false,
+        method,
+        route,
+        message: `${method} ${route} was not sent: ${error instanceof Error ? error.message : String(error)}`,
+        cause: error,
+      });
+    }
     if (error instanceof HTTPError && error.response.status >= 300 && error.response.status < 400) {
       // The Location stays out of the message: it may name an internal address.
       return new CloudError({

@@ -1,20 +1,26 @@
 // Non-idempotent actions (START, STOP, RESET, UPDATE, RESIZE, PATCH, DELETE) are sent only after their intent
-// (`status.actionPending`) is durably recorded. A pass that finds an intent without its operation (the answer
-// was lost, the process died, or the status write after the request failed) looks the operation up instead of
-// sending the action again: a failed status write can never turn into a loop of actions.
+// (`status.actionPending`) is durably recorded, with the resource's updated_at as seen before sending. A pass that
+// finds an intent without its operation (the answer was lost, the process died, the status write after the
+// request failed, or another replica recorded it and may still be about to send it) never reads the absence of
+// an operation as "not carried out" — a cloud forgets finished operations, and a replica that lost its Lease may
+// be frozen between its intent and its request. It confirms from the resource (updated_at later than before the
+// action: carried out) or holds, and decides afresh only once the intent's writer can no longer act (older than
+// ReconcileTiming.intentHoldMs: the Lease duration plus the API timeout), or when this process's own request
+// ended with an answer (the server had finished with it).
 
+import { isCloudError } from "../cloud/errors.ts";
 import type { Operation } from "../cloud/wire.ts";
-import { requestRefused, type Verdict } from "./classify.ts";
-import type { ManagedSpecBase, Mutation } from "./external.ts";
+import { REASON, requestRefused, type Verdict } from "./classify.ts";
+import type { ActionPending, ManagedSpecBase, Mutation } from "./external.ts";
 import { recordOperation } from "./operation-tracking.ts";
-import { type CloudConnection, conflict, type Pass } from "./reconcile-pass.ts";
+import { after, type CloudConnection, conflict, type Pass, verdict, withDraft } from "./reconcile-pass.ts";
 import { intentRefused } from "./status-building.ts";
 
-/** An action sent by this process whose operation status may not show yet (the write after it failed). */
-export interface SentAction {
-  requestedAt: string;
-  operation: Operation;
-}
+/**
+ * An action this process sent: its operation, or how its request ended without one (`answered`: the server
+ * answered an error, so it had finished with the request; else the answer was lost or timed out).
+ */
+export type SentAction = { requestedAt: string } & ({ operation: Operation } | { answered: boolean });
 
 type Sendable = Mutation & { send: () => Promise<Operation>; action: string };
 
@@ -39,6 +45,7 @@ export async function sendAction<Spec extends ManagedSpecBase>(
     name: mutation.action,
     id: resourceId,
     requestedAt,
+    ...(pass.observedUpdatedAt !== undefined ? { resourceUpdatedAt: pass.observedUpdatedAt } : {}),
     ...(mutation.intentFields ? { fields: mutation.intentFields } : {}),
   };
   const written = await services.writeStatus(mr, draft);
@@ -53,6 +60,7 @@ export async function sendAction<Spec extends ManagedSpecBase>(
     operation = await mutation.send();
   } catch (error) {
     if (requestRefused(error)) delete draft.actionPending;
+    else services.sentActions.set(pass.key, { requestedAt, answered: isCloudError(error) && error.kind === "http" });
     throw error;
   }
   services.sentActions.set(pass.key, { requestedAt, operation });
@@ -88,38 +96,99 @@ function ownOperation<Spec extends ManagedSpecBase>(pass: Pass<Spec>, listed: Op
 }
 
 /**
+ * Whether the resource changed after the intent was recorded: its updated_at is later than the one seen before
+ * sending (both the cloud's clock), or, for an intent recorded without it, not earlier than the intent's time.
+ */
+function changedSince(pending: ActionPending, updatedAt: string | undefined): boolean | undefined {
+  const now = Date.parse(updatedAt ?? "");
+  if (Number.isNaN(now)) return undefined;
+  const before = Date.parse(pending.resourceUpdatedAt ?? "");
+  return Number.isNaN(before) ? now >= Date.parse(pending.requestedAt) : now > before;
+}
+
+/** What became of a recorded action: the time the next observation must be fresher than, or a verdict to hold. */
+export type PendingResolution = { notBefore?: number; hold?: Verdict };
+
+/**
  * An intent in status without its operation: the operation this process saw, else the one the cloud lists for
- * the resource since the intent. Neither means the action was not carried out: the intent goes, and this pass
- * decides afresh from what it observes. Returns the time the observation must be fresher than.
+ * the resource since the intent, else the resource itself (changed since: carried out). Without any of these the
+ * intent is held while its writer may still send it, then dropped, and the pass decides afresh.
  */
 export async function resolvePendingAction<Spec extends ManagedSpecBase>(
   pass: Pass<Spec>,
   connection: CloudConnection<Spec>,
-): Promise<number | undefined> {
+): Promise<PendingResolution> {
   const pending = pass.draft.actionPending;
-  if (pending === undefined) return undefined;
-  const sent = pass.services.sentActions.get(pass.key);
-  let operation = sent?.requestedAt === pending.requestedAt ? sent.operation : undefined;
+  if (pending === undefined) return {};
+  const services = pass.services;
+  const sent = services.sentActions.get(pass.key);
+  const ours = sent?.requestedAt === pending.requestedAt ? sent : undefined;
+  let operation = ours !== undefined && "operation" in ours ? ours.operation : undefined;
   if (operation === undefined && connection.findOperations !== undefined) {
     operation = ownOperation(
       pass,
       await connection.findOperations(pending.id, pending.name, Date.parse(pending.requestedAt), pass.signal),
     );
   }
-  pass.services.sentActions.delete(pass.key);
   if (operation !== undefined) {
+    services.sentActions.delete(pass.key);
     pass.logger.info(
       { action: pending.name, operation: operation.operation_id },
       "found the operation of a recorded action",
     );
     confirm(pass, connection, operation);
-  } else {
+    return { notBefore: services.now() };
+  }
+  if (ours !== undefined && "answered" in ours && ours.answered) {
+    // Our own request, and the server answered it (an error): what it did shows in the list by now.
+    services.sentActions.delete(pass.key);
+    pass.logger.info({ action: pending.name, id: pending.id }, "a recorded action was refused; deciding afresh");
+    delete pass.draft.actionPending;
+    return { notBefore: services.now() };
+  }
+  return confirmFromResource(pass, connection, pending);
+}
+
+/** No operation shows: the resource tells whether the action was carried out, else time tells when to stop waiting. */
+async function confirmFromResource<Spec extends ManagedSpecBase>(
+  pass: Pass<Spec>,
+  connection: CloudConnection<Spec>,
+  pending: ActionPending,
+): Promise<PendingResolution> {
+  const services = pass.services;
+  const now = services.now();
+  const observed = await connection.external.observe(
+    withDraft(pass.mr, pass.draft),
+    { cloudName: pass.cloudName, notBefore: now },
+    pass.signal,
+  );
+  const changed = observed.exists ? changedSince(pending, observed.updatedAt) : undefined;
+  if (!observed.exists || changed === true) {
+    // Gone, or changed after the intent: carried out (what it served is done); the pass decides from what it sees.
+    services.sentActions.delete(pass.key);
+    pass.logger.info(
+      { action: pending.name, id: pending.id, updatedAt: observed.exists ? observed.updatedAt : undefined },
+      "a recorded action shows in its resource; taken as carried out",
+    );
+    if (observed.exists) Object.assign(pass.draft, pending.fields);
+    delete pass.draft.actionPending;
+    return { notBefore: now };
+  }
+  const decideAt = Date.parse(pending.requestedAt) + services.timing.intentHoldMs;
+  if (!(now < decideAt)) {
+    services.sentActions.delete(pass.key);
     pass.logger.info(
       { action: pending.name, id: pending.id },
-      "a recorded action was not carried out; deciding afresh",
+      "a recorded action was not carried out (no operation, no change, its writer can no longer send it); deciding afresh",
     );
     delete pass.draft.actionPending;
+    return { notBefore: now };
   }
-  // Either way the resource may have changed since the last list: the observation must be fresh.
-  return pass.services.now();
+  const waitMs = decideAt - now;
+  const message = `${pending.name} recorded at ${pending.requestedAt} shows no operation and no change of the resource yet: the replica that recorded it may still send it; decided afresh in ${Math.ceil(waitMs / 1000)} s unless it shows`;
+  return {
+    hold: verdict(REASON.WaitingForOperation, message, after(Math.min(waitMs, services.timing.shortMs * 5)), {
+      progressing: true,
+    }),
+  };
 }

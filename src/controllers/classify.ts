@@ -5,6 +5,7 @@ import { REASONS, type Reason } from "../api/common.ts";
 import { CAPABILITIES, capabilityOf } from "../cloud/capabilities.ts";
 import { isCloudError } from "../cloud/errors.ts";
 import { KubeApiError } from "../runtime/index.ts";
+import { isFenced } from "../util/fence.ts";
 import type { Outcome } from "./external.ts";
 
 export const REASON = REASONS;
@@ -94,7 +95,8 @@ function asError(error: unknown): Error {
 export function requestRefused(error: unknown): boolean {
   const err = error instanceof ReconcileError ? error.cause : error;
   if (!isCloudError(err)) return false;
-  if (err.kind === "unsupported" || err.code === "invalid_request") return true;
+  // Not sent at all: an endpoint this server lacks, a request the client refused, a write the fence kept.
+  if (err.kind === "unsupported" || err.code === "invalid_request" || err.code === "fenced") return true;
   return err.kind === "http" && err.status !== undefined && err.status >= 400 && err.status < 500;
 }
 
@@ -111,9 +113,20 @@ function backingOff(reason: Reason, message: string, outcome: Outcome): Verdict 
   return { ready: false, reason, message, progressing: true, stalled: false, outcome, event: "Warning" };
 }
 
+/**
+ * A pass cancelled (its signal aborted: the Lease lost, shutdown) or a write the leadership fence kept: nothing
+ * is wrong with the object, and nothing is to be said about it (no status, no Event): a quiet retry.
+ */
+function isCancellation(error: Error): boolean {
+  return isFenced(error) || (isCloudError(error) && (error.code === "aborted" || error.code === "fenced"));
+}
+
 /** The one mapping from a thrown error to conditions and a queue action. */
 export function classify(error: unknown): Verdict {
   const err = asError(error);
+  if (isCancellation(err)) {
+    return { ...backingOff(REASON.ApiUnavailable, err.message, { type: "retry", error: err }), silent: true };
+  }
   if (err instanceof ReconcileError) {
     const terminal = TERMINAL_REASONS.has(err.reason);
     return terminal

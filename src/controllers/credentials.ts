@@ -25,6 +25,7 @@ import { type CloudClient, createCloudClient } from "../cloud/client.ts";
 import { credentialKeyOf } from "../cloud/rate-limit.ts";
 import type { RequestObserver } from "../cloud/transport.ts";
 import type { ApiUrlPolicy } from "../util/api-url.ts";
+import type { Fence } from "../util/fence.ts";
 import { isRecord } from "../util/is-record.ts";
 
 /** The fields of a core/v1 Secret the operator reads. */
@@ -281,6 +282,9 @@ export interface ClientFactoryOptions {
   maxResponseBytes?: number;
   observer?: RequestObserver;
   logger?: Logger;
+  /** Every write is checked against it as it leaves (the leadership fence); the User-Agent names the replica. */
+  fence?: Fence;
+  userAgent?: string;
 }
 
 /**
@@ -308,5 +312,7 @@ export function clientFor(
     ...(options.maxResponseBytes !== undefined ? { maxResponseBytes: options.maxResponseBytes } : {}),
     ...(options.observer ? { observer: options.observer } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.fence ? { fence: options.fence } : {}),
+    ...(options.userAgent ? { userAgent: options.userAgent } : {}),
   });
 }

@@ -38,6 +38,8 @@ export interface ActionPending {
   name: string;
   id: string;
   requestedAt: string;
+  /** The resource's updated_at seen before sending: a later one shows the action carried out. */
+  resourceUpdatedAt?: string;
   /** Status fields to set once the action is confirmed sent. */
   fields?: Record<string, string>;
 }
@@ -117,6 +119,11 @@ export type Observation =
        * resource found by name is adopted only when it is younger than this object's own create intent.
        */
       createdAt?: string;
+      /**
+       * The resource's updated_at, when the cloud says it (the cloud's clock): an action recorded before it was
+       * sent is known carried out once the resource changed after the value seen before sending.
+       */
+      updatedAt?: string;
       /**
        * The family snapshots' items this observation was computed from, as the snapshots hold them (identity
        * matters: a snapshot keeps an item's object while its lists show it alike). Only from a kind whose

@@ -75,6 +75,7 @@ export function observeDisk(
     upToDate: size === "equal" || size === "unknown",
     atProvider: diskAtProvider(disk, vmNameOf),
     ...(disk.created_at ? { createdAt: disk.created_at } : {}),
+    ...(disk.updated_at ? { updatedAt: disk.updated_at } : {}),
     ...(size === "equal" ? {} : { diff: `size ${disk.size} → ${spec.size}` }),
   };
 }

@@ -23,7 +23,10 @@ export function isTransitional(state: string): boolean {
  * disk's serial number, block size, type, location and timestamps; each interface's MAC, network, subnet; the
  * commitment, template and group fields...), which was twice the size for every VM it holds.
  */
-export type VmSummary = Pick<Vm, "id" | "name" | "type" | "state" | "location" | "ssh_destination" | "created_at"> & {
+export type VmSummary = Pick<
+  Vm,
+  "id" | "name" | "type" | "state" | "location" | "ssh_destination" | "created_at" | "updated_at"
+> & {
   disks: Pick<VmDisk, "id" | "name" | "mode" | "attachment_type">[];
   network_interfaces: { ips: { private_ipv4: { address: string }; public_ipv4: { address: string } }[] }[];
 };
@@ -37,6 +40,7 @@ export function summarizeVm(vm: Vm): VmSummary {
     location: vm.location,
     ssh_destination: vm.ssh_destination,
     created_at: vm.created_at,
+    updated_at: vm.updated_at,
     disks: vm.disks.map((disk) => ({
       id: disk.id,
       name: disk.name,
@@ -182,6 +186,7 @@ export function observeVm(desired: DesiredVm | undefined, vm: VmSummary): Extrac
     busy: step.action === "wait",
     atProvider,
     ...(vm.created_at ? { createdAt: vm.created_at } : {}),
+    ...(vm.updated_at ? { updatedAt: vm.updated_at } : {}),
     ...("why" in step ? { diff: step.why } : {}),
   };
 }

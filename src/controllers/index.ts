@@ -36,6 +36,7 @@ import { cloudOperationsSample, registerOperatorMetrics } from "./metrics.ts";
 import { POOL_RESOURCE, registerPoolController } from "./pool-controller.ts";
 import { CREDENTIALS_FINALIZER, CredentialsUsage, SecretUsageReconciler } from "./secret-usage.ts";
 import { fitStatusInPlace } from "./status-limits.ts";
+import { markWithoutOwner } from "./without-owner.ts";
 
 export const MANAGED_KINDS: readonly KindDefinition<ManagedSpecBase>[] = [gpuVm, gpuDisk, gpuNetwork, gpuFirewallRule];
 
@@ -157,6 +158,8 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
           accountConcurrency: config.apiAccountConcurrency,
           timeoutMs: config.apiTimeoutMs,
           maxResponseBytes: config.apiMaxResponseBytes,
+          fence: manager.fence,
+          userAgent: manager.userAgent,
           observer: (event) => {
             const code = String(event.status);
             manager.metrics.cloudApiRequestsTotal.inc({ method: event.method, route: event.route, code });
@@ -248,6 +251,11 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
 
   // Who uses which credentials Secret, kept from informer events: a Secret is woken only when an object starts
   // or stops using it, and its reconcile counts users over the distinct references, never over every object.
+  // A recorded action is decided afresh only once the replica that recorded it can no longer send it.
+  const timing: Partial<ReconcileTiming> = {
+    intentHoldMs: config.leaseDurationMs + config.apiTimeoutMs,
+    ...options.timing,
+  };
   const usage = new CredentialsUsage((namespace, refName) => credentials.secretFor(namespace, refName));
   const secretUsage = new SecretUsageReconciler({
     kube: manager.kube,
@@ -303,7 +311,7 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
       allowCrossNamespaceObserve: config.allowCrossNamespaceObserve,
       fitStatus: fitterFor(kind.statusSchema),
       ...(options.now ? { now: options.now } : {}),
-      timing: { ...options.timing },
+      timing,
       connect: async (mr) => {
         const resolved = credentials.resolve(mr.metadata.namespace, mr.spec.credentialsRef?.name);
         if (resolved.type === "missing") {
@@ -363,6 +371,13 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
       resource,
       reconciler,
       isEcho: (key, resourceVersion) => managed.isEcho(key, resourceVersion),
+      onWithoutOwner: (keys) =>
+        void markWithoutOwner(keys, {
+          read: (key) => parse(kind.kind, informer.get(...splitKey(key))),
+          kube,
+          now: options.now ?? Date.now,
+          logger,
+        }),
       watches: [...watched]
         .map((watchedKind) => ({
           resource:
@@ -476,6 +491,12 @@ async function explainMissing(
   if (missing.reason !== undefined || name === undefined || name === DEFAULT_CREDENTIALS_SECRET) return missing;
   const secret = await manager.kube.getSecret(mr.metadata.namespace, name);
   return secret === undefined ? missing : { ...missing, message: unlabelledMessage(mr.metadata.namespace, name) };
+}
+
+/** `namespace/name` as informer.get's arguments. */
+function splitKey(key: string): [string, string] {
+  const slash = key.indexOf("/");
+  return [key.slice(0, slash), key.slice(slash + 1)];
 }
 
 /** Fit statuses of a kind to its CRD schema in place (the structural schema the CRD is generated with). */

@@ -210,6 +210,12 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
       if (step.reason === REASON.InternalError) ctx.logger.error({ err: error }, "reconcile failed: internal error");
       else ctx.logger.debug({ reason: step.reason, detail: step.message }, "reconcile failed");
     }
+    if (ctx.signal.aborted) {
+      // Cancelled (the Lease lost, shutdown): what it concluded is not said, and its writes are fenced anyway;
+      // whoever leads next looks afresh.
+      ctx.logger.debug("pass cancelled: nothing written");
+      return { type: "retry", error: new Error("pass cancelled") };
+    }
     if (step === RELEASED) {
       this.#quiet.forget(key);
       return { type: "done" };
@@ -294,7 +300,9 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
       const stop = reconcileClaim(pass, connection.account, deleting);
       if (stop !== undefined) return stop;
     }
-    const resolvedAt = await resolvePendingAction(pass, connection);
+    const resolved = await resolvePendingAction(pass, connection);
+    if (resolved.hold !== undefined) return resolved.hold;
+    const resolvedAt = resolved.notBefore;
     const settled = settleOperation(pass, connection);
     if (settled.verdict !== undefined) return settled.verdict;
     if (settled.failure !== undefined) return handleFailedOperation(pass, connection, settled.failure);
@@ -381,6 +389,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
       if (waiting !== undefined) return { waiting };
     }
     if (observed.exists && observed.reads !== undefined) pass.reads = observed.reads;
+    if (observed.exists && observed.updatedAt !== undefined) pass.observedUpdatedAt = observed.updatedAt;
     return { observed };
   }
 

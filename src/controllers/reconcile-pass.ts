@@ -142,6 +142,12 @@ export interface ReconcileTiming {
    * after a create may lag (the eventual consistency a cloud controller manager waits two minutes out).
    */
   goneConfirmMs: number;
+  /**
+   * How long a recorded action whose operation cannot be found, and whose resource shows no change, may still be
+   * sent by the replica that recorded it: the Lease duration plus the API timeout (a replica that lost its Lease
+   * sends nothing after it, and a request sent before it has ended). Only then is it decided afresh.
+   */
+  intentHoldMs: number;
 }
 
 export const DEFAULT_TIMING: ReconcileTiming = {
@@ -154,6 +160,8 @@ export const DEFAULT_TIMING: ReconcileTiming = {
   followTimeoutMs: 15 * 60_000,
   nameConflictRetryMs: 2 * 60_000,
   goneConfirmMs: 2 * 60_000,
+  // --leader-election-lease-duration (15 s) + --api-timeout (10 s) by default; index.ts passes the flags'.
+  intentHoldMs: 25_000,
 };
 
 export interface ReconcileRequest {
@@ -206,6 +214,8 @@ export interface Pass<Spec extends ManagedSpecBase> {
   upToDate?: Verdict["upToDate"];
   /** The snapshot items this pass's observation was computed from (Observation.reads; quiet-resyncs.ts). */
   reads?: readonly object[];
+  /** The observed resource's updated_at (Observation.updatedAt), recorded with an action's intent. */
+  observedUpdatedAt?: string;
 }
 
 /** The object is released (finalizer removed or never held): no status to write. */

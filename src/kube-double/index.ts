@@ -17,9 +17,11 @@ import { ApiError } from "./status.ts";
 import { ObjectStore } from "./store.ts";
 import { isRecord, storageKeyOf } from "./types.ts";
 import { WatchHub } from "./watch.ts";
+import { type KubeWrite, newKubeWriteLog } from "./write-log.ts";
 
 export type { FailNextOptions, KubeDoubleFaults } from "./faults.ts";
 export type { KubeObject } from "./types.ts";
+export type { KubeWrite } from "./write-log.ts";
 
 export interface KubeDoubleOptions {
   /** 0 (default) picks a free port. */
@@ -42,6 +44,8 @@ export interface KubeDoubleOptions {
 export interface RunningKubeDouble {
   url: string;
   faults: KubeDoubleFaults;
+  /** Every write received so far, in order (write-log.ts). */
+  writes(): readonly KubeWrite[];
   kubeconfigYaml(): string;
   writeKubeconfig(path: string): Promise<void>;
   close(): Promise<void>;
@@ -180,8 +184,9 @@ export async function startKubeDouble(options: KubeDoubleOptions = {}): Promise<
     injected: () => faultState.injected(),
     watchesGone: () => watches.goneCount,
   };
+  const writes = newKubeWriteLog();
   const server: Server = createServer(
-    createRequestHandler({ api, watches, faults: faultState, adminActions: faults, logger }),
+    createRequestHandler({ api, watches, faults: faultState, adminActions: faults, logger, writes }),
   );
   const host = options.host ?? "127.0.0.1";
   await new Promise<void>((resolve, reject) => {
@@ -198,6 +203,7 @@ export async function startKubeDouble(options: KubeDoubleOptions = {}): Promise<
   return {
     url,
     faults,
+    writes: () => writes.entries(),
     kubeconfigYaml: () => kubeconfigFor(url),
     writeKubeconfig: (path: string) => writeFile(path, kubeconfigFor(url), { mode: 0o600 }),
     close: () => {

@@ -2,6 +2,7 @@
 // the `/_double/faults` admin endpoints.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
+import type { BoundedLog } from "../util/bounded-log.ts";
 import type { DeleteOptions, KubeApi, ListOptions, WriteOptions } from "./api.ts";
 import type { FaultState } from "./faults.ts";
 import { groupVersionDocument, rootDocument } from "./openapi.ts";
@@ -12,6 +13,7 @@ import { ApiError, badRequest, methodNotAllowed, unsupportedMediaType } from "./
 import { columnDefinitions, tableRow, toTable, wantsTable } from "./table.ts";
 import { isRecord, type KubeObject, type ResourceType } from "./types.ts";
 import type { WatchHub } from "./watch.ts";
+import type { KubeWrite } from "./write-log.ts";
 
 const MAX_BODY_BYTES = 3 * 1024 * 1024;
 
@@ -21,6 +23,8 @@ export interface ServerDeps {
   faults: FaultState;
   adminActions: { dropWatches(): void; endWatches(): void; compact(): void };
   logger: Logger;
+  /** Every write received (who, when, what, answered how). */
+  writes: BoundedLog<KubeWrite>;
 }
 
 function sendJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
@@ -485,6 +489,14 @@ export function createRequestHandler(deps: ServerDeps): (request: IncomingMessag
     if (pathname.startsWith("/_double/faults/") && request.method === "POST") {
       await handleAdmin(request, response, pathname);
       return;
+    }
+    const method = request.method ?? "GET";
+    if (method !== "GET") {
+      const userAgent = String(request.headers["user-agent"] ?? "");
+      const logged: KubeWrite = deps.writes.push({ at: Date.now(), method, path: pathname, userAgent });
+      response.once("finish", () => {
+        logged.status = response.statusCode;
+      });
     }
     if (deps.faults.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, deps.faults.latencyMs));
     if (answeredWithFault(response, pathname)) return;

@@ -3,6 +3,8 @@
 // carries only namespace/name and the reconciler re-reads the object from the informer cache.
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
+import { isFenced } from "../util/fence.ts";
+import { runInPass } from "./fencing.ts";
 import { lazyChildLogger } from "./logging.ts";
 import type { Metrics, ReconcileResult } from "./metrics.ts";
 import { ownsKey, type Shard } from "./sharding.ts";
@@ -155,6 +157,11 @@ export class Controller {
   #queue: WorkQueue;
   #running: Promise<void>[] = [];
   readonly #inFlight = new Set<AbortController>();
+  /**
+   * The pass of each key being reconciled, whatever queue it came from: a pass cancelled by a lost Lease may still
+   * be unwinding when leadership is regained (a fresh queue), and its key must wait for it.
+   */
+  readonly #passes = new Map<string, Promise<void>>();
   #activeWorkers = 0;
   /** When the workers last let the event loop turn, and the turn they wait for (see #breathe). */
   #lastTurnAt: number;
@@ -294,9 +301,24 @@ export class Controller {
     for (;;) {
       const key = await queue.get();
       if (key === undefined) return;
+      const earlier = this.#passes.get(key);
+      if (earlier !== undefined) {
+        // A pass of this key from before leadership was lost (and regained) has not ended yet: never two passes
+        // of one key at once. The key comes back when it has.
+        const lane = queue.takenFrom(key) ?? "normal";
+        queue.done(key);
+        const again = (): void => {
+          if (!queue.shuttingDown) queue.add(key, lane);
+        };
+        void earlier.then(again, again);
+        continue;
+      }
+      const pass = this.#reconcileKey(queue, key);
+      this.#passes.set(key, pass);
       try {
-        await this.#reconcileKey(queue, key);
+        await pass;
       } finally {
+        if (this.#passes.get(key) === pass) this.#passes.delete(key);
         queue.done(key);
       }
       await this.#breathe();
@@ -356,27 +378,36 @@ export class Controller {
     try {
       const priority = queue.takenFrom(key) ?? "normal";
       if (priority !== "low") this.#options.onWork?.();
-      result = await this.#options.reconciler.reconcile(request, {
-        signal: abort.signal,
-        logger,
-        reconcileId,
-        priority,
-      });
+      const ctx: ReconcileContext = { signal: abort.signal, logger, reconcileId, priority };
+      // Inside the pass's scope: every write it makes is refused once its signal aborts (runtime/fencing.ts).
+      result = await runInPass(abort.signal, () => this.#options.reconciler.reconcile(request, ctx));
       if (!isOutcome(result)) {
         metrics?.reconcilePanicsTotal.inc(labels);
         result = outcome.retry(new Error(`reconciler returned an invalid outcome`));
       }
     } catch (error) {
-      // A thrown error is what a panic is in controller-runtime: counted as one, logged with its stack (it is a
-      // bug), then a retry, never a crash of the worker.
-      metrics?.reconcilePanicsTotal.inc(labels);
-      logger.error({ err: error }, "reconcile panicked");
-      result = outcome.retry(error instanceof Error ? error : new Error(String(error)));
+      const failure = error instanceof Error ? error : new Error(String(error));
+      if (abort.signal.aborted || isFenced(error)) {
+        // Cancelled (leadership lost, shutdown) or refused by the fence: nothing went wrong with the object.
+        logger.debug({ error: failure.message }, "pass cancelled");
+        result = outcome.retry(failure);
+      } else {
+        // A thrown error is what a panic is in controller-runtime: counted as one, logged with its stack (it is a
+        // bug), then a retry, never a crash of the worker.
+        metrics?.reconcilePanicsTotal.inc(labels);
+        logger.error({ err: error }, "reconcile panicked");
+        result = outcome.retry(failure);
+      }
     } finally {
       this.#inFlight.delete(abort);
       this.#activeWorkers--;
       metrics?.activeWorkers.set(labels, this.#activeWorkers);
       metrics?.reconcileTimeSeconds.observe(labels, (this.#clock.now() - startedAt) / 1000);
+    }
+    if (abort.signal.aborted) {
+      // Cancelled (leadership lost, shutdown): its queue is gone and its outcome means nothing; no result counted.
+      logger.debug({ outcome: result.type }, "cancelled pass ended");
+      return;
     }
     const recorded = this.#apply(queue, key, request, result, logger);
     metrics?.reconcileTotal.inc({ ...labels, result: recorded });

@@ -3,6 +3,7 @@
 // one, and a per-object token bucket caps the writes, so a failing object cannot flood the API server.
 import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
 import type { Logger } from "pino";
+import { type Fence, isFenced } from "../util/fence.ts";
 import { kubeRequest } from "./kube-http.ts";
 import { type Clock, formatMicroTime, systemClock } from "./time.ts";
 
@@ -33,6 +34,12 @@ export interface EventRecorderOptions {
   refillIntervalMs?: number;
   /** Series and per-object buckets remembered, least recently used forgotten first (default 4096, as client-go). */
   maxTracked?: number;
+  /**
+   * An Event is recorded only while the fence lets writes leave (checked as it is recorded, in the recording
+   * pass's context): a replica that lost its Lease, or a cancelled pass, tells nothing. The kubeConfig should
+   * apply the same fence to the write itself (runtime/fencing.ts).
+   */
+  fence?: Fence;
 }
 
 interface SeriesState {
@@ -73,8 +80,17 @@ export class EventRecorder {
 
   /** Records an event about `regarding`. Never throws and never blocks the reconcile: failures are logged. */
   record(regarding: KubernetesObject, event: EventInput): void {
+    const refusal = this.#options.fence?.writeGuard()();
+    if (refusal !== undefined) {
+      this.#options.logger.debug(
+        { reason: event.reason, refusal },
+        "event not recorded: this replica may not write now",
+      );
+      return;
+    }
     const write = this.#record(regarding, event).catch((error: unknown) => {
-      this.#options.logger.warn({ err: error, reason: event.reason }, "could not write event");
+      if (isFenced(error)) this.#options.logger.debug({ reason: event.reason }, "event not sent: fenced");
+      else this.#options.logger.warn({ err: error, reason: event.reason }, "could not write event");
     });
     this.#pending.add(write);
     void write.finally(() => this.#pending.delete(write));

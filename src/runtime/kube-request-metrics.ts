@@ -72,13 +72,45 @@ interface DispatcherFactory {
 }
 
 /**
- * A KubeConfig that behaves like `source` (it inherits from it, so later changes to `source` show through)
- * and counts every request made with it. `source` itself is left as it was.
+ * A KubeConfig that behaves like `source` (it inherits from it, so later changes to `source` show through) whose
+ * requests go through `source`'s dispatcher composed with `interceptor` (one composition per dispatcher);
+ * `configure` may add to each request's context (a header). `source` itself is left as it was.
  */
-export function instrumentKubeConfig(source: KubeConfig, counter: Counter<RestClientLabels>): KubeConfig {
-  const interceptor = countingInterceptor(counter);
+export function withInterceptor(
+  source: KubeConfig,
+  interceptor: Dispatcher.DispatcherComposeInterceptor,
+  configure?: (context: RequestContext) => void,
+): KubeConfig {
   const composed = new WeakMap<Dispatcher, Dispatcher>();
-  const instrumented = Object.create(source) as KubeConfig;
+  const derived = Object.create(source) as KubeConfig;
+  derived.applySecurityAuthentication = async (context: RequestContext): Promise<void> => {
+    await source.applySecurityAuthentication.call(derived, context);
+    configure?.(context);
+    const base = context.getDispatcher() ?? getGlobalDispatcher();
+    let dispatcher = composed.get(base);
+    if (dispatcher === undefined) {
+      dispatcher = base.compose(interceptor);
+      composed.set(base, dispatcher);
+    }
+    context.setDispatcher(dispatcher);
+  };
+  return derived;
+}
+
+/**
+ * A KubeConfig that behaves like `source` and counts every request made with it, sent with `userAgent` when given
+ * (the API server's audit log then names the replica).
+ */
+export function instrumentKubeConfig(
+  source: KubeConfig,
+  counter: Counter<RestClientLabels>,
+  userAgent?: string,
+): KubeConfig {
+  const instrumented = withInterceptor(
+    source,
+    countingInterceptor(counter),
+    userAgent === undefined ? undefined : (context) => context.setHeaderParam("User-Agent", userAgent),
+  );
   // client-node 2.0.1 builds a new undici Agent for every request whenever TLS options apply (a CA, a client
   // certificate, or insecure-skip-tls-verify: every real cluster): no connection is ever reused, each request
   // pays a connect and a TLS handshake, and the old sockets linger. One dispatcher per distinct TLS/proxy
@@ -95,16 +127,6 @@ export function instrumentKubeConfig(source: KubeConfig, counter: Counter<RestCl
     const key = JSON.stringify(options);
     if (!dispatchers.has(key)) dispatchers.set(key, createDispatcher(cluster, agentOptions));
     return dispatchers.get(key);
-  };
-  instrumented.applySecurityAuthentication = async (context: RequestContext): Promise<void> => {
-    await source.applySecurityAuthentication.call(instrumented, context);
-    const base = context.getDispatcher() ?? getGlobalDispatcher();
-    let dispatcher = composed.get(base);
-    if (dispatcher === undefined) {
-      dispatcher = base.compose(interceptor);
-      composed.set(base, dispatcher);
-    }
-    context.setDispatcher(dispatcher);
   };
   return instrumented;
 }

@@ -2,6 +2,10 @@
 // Lease is free or its holder has not renewed it for leaseDuration (measured on our own clock from when we saw it
 // change, so clock skew between nodes does not matter), renew every retryPeriod, and give up leadership when
 // renewing has failed for renewDeadline. Writes are replace-with-resourceVersion, so two candidates never both win.
+// The fence (`holdsLease`): a leader may act only until renewDeadline after the start of its last successful
+// renewal, checked synchronously by every write (runtime/fencing.ts); a standby takes over leaseDuration after it
+// last saw the Lease change, so the difference is the margin for a write in flight. A candidate may also be told
+// to stand by while a rival holds another Lease (`mayLead`: shard sets of another count, sharding.ts).
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { z } from "zod";
@@ -68,6 +72,11 @@ export interface LeaderElectorOptions {
   retryPeriodMs?: number;
   clock?: Clock;
   metrics?: Metrics;
+  /**
+   * Asked before each attempt to acquire the Lease and again right after one succeeded, before leading: a reason
+   * to stand by (a rival holds another Lease), or undefined. Refused after acquiring, the Lease is released.
+   */
+  mayLead?: () => Promise<string | undefined>;
   /** Called once each time this candidate becomes leader. */
   onStartedLeading: () => void;
   /** Called once each time leadership is lost or released. Must stop work at once. */
@@ -86,6 +95,11 @@ export class LeaderElector {
   readonly #renewDeadlineMs: number;
   readonly #retryPeriodMs: number;
   #leading = false;
+  /** Until when (clock ms) this leader may act: renewDeadline after the start of its last successful renewal. */
+  #actUntil = 0;
+  /** Set while releasing the Lease at stop: nothing may be written any more. */
+  #releasing = false;
+  #standingByFor: string | undefined;
   #observedVersion: string | undefined;
   #observedAt = 0;
   #lastHolder: string | undefined;
@@ -114,9 +128,19 @@ export class LeaderElector {
     return this.#leading;
   }
 
+  /**
+   * The fence, checked synchronously before a write leaves: leading, and the last successful renewal started
+   * less than renewDeadline ago (a process frozen past it may have been replaced: its writes must not leave even
+   * before its renew loop gets a turn to notice).
+   */
+  holdsLease(): boolean {
+    return this.#leading && !this.#releasing && this.#clock.now() < this.#actUntil;
+  }
+
   /** Starts campaigning in the background; after losing the lease the candidate campaigns again. */
   start(): void {
     if (this.#loop !== undefined) return;
+    this.#releasing = false;
     this.#stop = new AbortController();
     this.#loop = this.#run(this.#stop.signal).catch((error: unknown) => {
       this.#logger.error({ err: error }, "leader election loop failed");
@@ -129,6 +153,7 @@ export class LeaderElector {
     await this.#loop;
     this.#loop = undefined;
     if (this.#leading) {
+      this.#releasing = true;
       await this.#bounded(this.#release(), this.#renewDeadlineMs, undefined);
       this.#setLeading(false);
     }
@@ -138,7 +163,7 @@ export class LeaderElector {
     while (!signal.aborted) {
       // Candidate: try every retryPeriod (jittered so candidates do not collide).
       // A hung request must not hang the campaign (or stop()): bound each attempt.
-      const attempt = await this.#bounded(this.#tryAcquireOrRenew(), this.#renewDeadlineMs, "failed");
+      const attempt = await this.#campaign();
       if (signal.aborted) return;
       if (attempt !== "leading") {
         await sleep(jitter(this.#retryPeriodMs, 0.2), signal, this.#clock);
@@ -151,25 +176,58 @@ export class LeaderElector {
     }
   }
 
-  /** Renews every retryPeriod; returns when renewing failed for renewDeadline or another holder took the Lease. */
+  /**
+   * One attempt to become leader: stands by while `mayLead` names a rival, then acquires, then asks `mayLead`
+   * again (a rival that acquired meanwhile sees our Lease, or we see its: never both lead); refused then, the
+   * Lease just acquired is released.
+   */
+  async #campaign(): Promise<Attempt> {
+    if ((await this.#standBy()) !== undefined) return "failed";
+    const attempt = await this.#bounded(this.#tryAcquireOrRenew(), this.#renewDeadlineMs, "failed");
+    if (attempt !== "leading") return attempt;
+    if ((await this.#standBy()) === undefined) return "leading";
+    this.#actUntil = 0;
+    await this.#bounded(this.#release(), this.#renewDeadlineMs, undefined);
+    return "failed";
+  }
+
+  /** Why this candidate must stand by now (mayLead), logged once per reason; a failing check stands by too. */
+  async #standBy(): Promise<string | undefined> {
+    const mayLead = this.#options.mayLead;
+    if (mayLead === undefined) return undefined;
+    let reason: string | undefined;
+    try {
+      reason = await this.#bounded(mayLead(), this.#renewDeadlineMs, "the check for rival Leases did not answer");
+    } catch (error) {
+      reason = `the check for rival Leases failed: ${error instanceof Error ? error.message : String(error)}`;
+    }
+    if (reason !== this.#standingByFor) {
+      if (reason !== undefined) this.#logger.warn({ reason }, "standing by");
+      else if (this.#standingByFor !== undefined) this.#logger.info("no rival Lease any more: campaigning");
+      this.#standingByFor = reason;
+    }
+    return reason;
+  }
+
+  /**
+   * Renews every retryPeriod; returns when the fence passed (renewing failed until renewDeadline after the last
+   * successful renewal began) or another holder took the Lease. Once past it, nothing is sent: the Lease may
+   * already belong to another replica, which a late renewal must not take back.
+   */
   async #renewUntilLost(signal: AbortSignal): Promise<void> {
-    let lastRenewedAt = this.#clock.now();
     while (!signal.aborted) {
       await sleep(this.#retryPeriodMs, signal, this.#clock);
       if (signal.aborted) return;
-      const remaining = this.#renewDeadlineMs - (this.#clock.now() - lastRenewedAt);
-      const attempt = await this.#bounded(this.#tryAcquireOrRenew(), Math.max(remaining, 1), "failed");
-      if (signal.aborted) return;
-      if (attempt === "leading") {
-        lastRenewedAt = this.#clock.now();
-        continue;
-      }
-      if (attempt === "held-by-other") {
-        this.#logger.warn("lease taken by another candidate");
+      const remaining = this.#actUntil - this.#clock.now();
+      if (remaining <= 0) {
+        this.#logger.warn({ renewDeadlineMs: this.#renewDeadlineMs }, "could not renew the lease in time");
         return;
       }
-      if (this.#clock.now() - lastRenewedAt >= this.#renewDeadlineMs) {
-        this.#logger.warn({ renewDeadlineMs: this.#renewDeadlineMs }, "could not renew the lease in time");
+      const attempt = await this.#bounded(this.#tryAcquireOrRenew(), remaining, "failed");
+      if (signal.aborted) return;
+      if (attempt === "leading") continue;
+      if (attempt === "held-by-other") {
+        this.#logger.warn("lease taken by another candidate");
         return;
       }
     }
@@ -191,6 +249,7 @@ export class LeaderElector {
   #setLeading(leading: boolean): void {
     if (this.#leading === leading) return;
     this.#leading = leading;
+    if (!leading) this.#actUntil = 0;
     this.#options.metrics?.leaderElectionMasterStatus.set({ name: this.#options.name }, leading ? 1 : 0);
     this.#logger.info(leading ? "became leader" : "stopped leading");
     try {
@@ -224,6 +283,7 @@ export class LeaderElector {
           metadata: { name, namespace },
           spec: { ...desiredSpec, acquireTime: microTime(now), leaseTransitions: 0 },
         });
+        this.#actUntil = now + this.#renewDeadlineMs;
         return "leading";
       } catch (createError) {
         if (statusOf(createError) !== 409) {
@@ -260,6 +320,8 @@ export class LeaderElector {
       });
       this.#observedVersion = replaced.metadata?.resourceVersion;
       this.#observedAt = now;
+      // `now` was taken before the read: the Lease was renewed no earlier, so others wait leaseDuration from then.
+      this.#actUntil = now + this.#renewDeadlineMs;
       return "leading";
     } catch (error) {
       if (statusOf(error) !== 409)

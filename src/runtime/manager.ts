@@ -1,6 +1,8 @@
 // The Manager ties the runtime together: shared informers (one per resource per namespace set), controllers,
 // the event recorder, metrics, the /metrics /healthz /readyz servers, leader election and graceful shutdown.
-// Standby replicas (not leading) keep caches warm and queue keys, but run no reconciles.
+// Standby replicas (not leading) keep caches warm and queue keys, but run no reconciles. Every Kubernetes write
+// (KubeClient, EventRecorder) and every cloud write of the controllers (`fence`) passes the leadership fence
+// (fencing.ts): none leaves a replica that does not hold its Lease with margin, nor a cancelled pass.
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
@@ -9,6 +11,7 @@ import { MIN_SYNC_PERIOD_MS, SYNC_PERIOD_ANNOTATION } from "../api/common.ts";
 import { type OperatorConfig, parseConfig } from "./config.ts";
 import { Controller, keyOf, ReconcilePacer, type ReconcileRequest, type Reconciler } from "./controller.ts";
 import { EventRecorder } from "./events.ts";
+import { fenceKubeConfig, LeadershipFence } from "./fencing.ts";
 import { IdleMemorySaver } from "./idle-memory-saver.ts";
 import {
   type InformerEvent,
@@ -23,7 +26,8 @@ import { LeaderElector } from "./leader-election.ts";
 import { Metrics } from "./metrics.ts";
 import { type KubeResource, resourceId } from "./resource.ts";
 import { healthRoute, metricsRoute, type RunningServer, startHttpServer } from "./server.ts";
-import { shardLeaseName } from "./sharding.ts";
+import { ShardLeases } from "./shard-leases.ts";
+import { shardLeaseName, shardOfKey } from "./sharding.ts";
 import { formatDuration, syncPeriodOf } from "./time.ts";
 import type { Priority } from "./workqueue.ts";
 
@@ -65,6 +69,12 @@ export interface ControllerRegistration {
    * when the write is still awaiting its answer. Without it, every event enqueues (controller-runtime's default).
    */
   isEcho?(key: string, resourceVersion: string): boolean | Promise<boolean>;
+  /**
+   * With sharding and --leader-elect: called on one replica (the leader of the lowest shard led) with the keys
+   * of objects whose shard has had no leader for twice the lease duration, every retry period. It may say so in
+   * their status (a condition); it must not reconcile them. Must not throw.
+   */
+  onWithoutOwner?(keys: string[]): void;
 }
 
 /** Informer tuning, mostly for tests (short stale windows, fast restarts). */
@@ -107,15 +117,26 @@ export class Manager {
   readonly metrics: Metrics;
   readonly events: EventRecorder;
   readonly kube: KubeClient;
+  /** Passed by every write of this process (the Kubernetes client and Events here; the controllers' cloud clients). */
+  readonly fence: LeadershipFence;
+  /** The User-Agent of every request (Kubernetes and cloud): the replica's identity, for the servers' logs. */
+  readonly userAgent: string;
   readonly #options: ManagerOptions;
   /** options.kubeConfig with every request counted in rest_client_requests_total. */
   readonly #kubeConfig: KubeConfig;
   readonly #informers = new Map<string, ObjectInformer>();
-  readonly #controllers: Array<{ controller: Controller; informer: ObjectInformer }> = [];
+  readonly #controllers: Array<{
+    controller: Controller;
+    informer: ObjectInformer;
+    onWithoutOwner?: (keys: string[]) => void;
+  }> = [];
   /** --max-reconcile-rate: one pacer for every controller. */
   readonly #pacer: ReconcilePacer | undefined;
   readonly #servers: RunningServer[] = [];
   #elector: LeaderElector | undefined;
+  /** With --leader-elect: the Leases of every shard set (rival sets, objects without an owner). */
+  #shardLeases: ShardLeases | undefined;
+  #shardLeaseTimer: ReturnType<typeof setInterval> | undefined;
   #started = false;
   #leading = false;
   #stopping: Promise<void> | undefined;
@@ -130,15 +151,21 @@ export class Manager {
     this.config = options.config;
     this.logger = options.logger;
     this.identity = options.identity ?? `${process.env.POD_NAME || hostname()}_${randomUUID().slice(0, 8)}`;
+    this.userAgent = `gpuvm-operator (${this.identity})`;
     this.metrics = new Metrics();
     this.#pacer = options.config.maxReconcileRate > 0 ? new ReconcilePacer(options.config.maxReconcileRate) : undefined;
     this.metrics.observeReadiness(() => this.hasSynced());
-    this.#kubeConfig = instrumentKubeConfig(options.kubeConfig, this.metrics.restClientRequestsTotal);
-    this.kube = new KubeClient(this.#kubeConfig, options.logger.child({ component: "kube" }));
+    this.metrics.observeOwnership(() => this.#objectsWithoutOwner());
+    this.#kubeConfig = instrumentKubeConfig(options.kubeConfig, this.metrics.restClientRequestsTotal, this.userAgent);
+    this.fence = new LeadershipFence(() => this.#mayAct());
+    // Reads (informers) and the Lease's own requests use #kubeConfig; every other write goes through the fence.
+    const writes = fenceKubeConfig(this.#kubeConfig, this.fence);
+    this.kube = new KubeClient(writes, options.logger.child({ component: "kube" }));
     this.events = new EventRecorder({
-      kubeConfig: this.#kubeConfig,
+      kubeConfig: writes,
       reportingInstance: this.identity,
       logger: options.logger.child({ component: "events" }),
+      fence: this.fence,
     });
     this.#idleMemorySaver = new IdleMemorySaver({
       idleAfterMs: options.config.idleMemorySaverMs,
@@ -265,7 +292,11 @@ export class Manager {
         for (const key of keys) controller.enqueue(key);
       });
     }
-    this.#controllers.push({ controller, informer });
+    this.#controllers.push({
+      controller,
+      informer,
+      ...(registration.onWithoutOwner ? { onWithoutOwner: registration.onWithoutOwner } : {}),
+    });
     if (this.#leading) this.#startController(controller, informer);
     return controller;
   }
@@ -314,10 +345,26 @@ export class Manager {
       this.#onStartedLeading();
       return;
     }
+    const shardLeases = new ShardLeases({
+      kubeConfig: this.#kubeConfig,
+      namespace: this.config.leaderElectionNamespace,
+      leaderElectionId: this.config.leaderElectionId,
+      shard: this.config.shard,
+    });
+    this.#shardLeases = shardLeases;
+    // Fresh for the metric of objects without an owner while leading (a standby looks at each campaign too).
+    this.#shardLeaseTimer = setInterval(() => {
+      shardLeases.refresh().then(
+        () => this.#reportWithoutOwner(shardLeases),
+        (error: unknown) => this.logger.debug({ err: error }, "could not list the Leases"),
+      );
+    }, this.config.retryPeriodMs);
+    this.#shardLeaseTimer.unref();
     this.#elector = new LeaderElector({
       kubeConfig: this.#kubeConfig,
       namespace: this.config.leaderElectionNamespace,
       name: shardLeaseName(this.config.leaderElectionId, this.config.shard),
+      mayLead: () => shardLeases.rivalReason(),
       identity: this.identity,
       logger: this.logger,
       leaseDurationMs: this.config.leaseDurationMs,
@@ -362,6 +409,7 @@ export class Manager {
     this.#leading = false;
     const timeoutMs = this.config.gracefulShutdownTimeoutMs;
     const drained = await Promise.all(this.#controllers.map(({ controller }) => controller.stop(timeoutMs)));
+    clearInterval(this.#shardLeaseTimer);
     await this.#elector?.stop();
     await Promise.race([this.events.flush(), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
     await Promise.all([...this.#informers.values()].map((informer) => informer.stop()));
@@ -400,6 +448,62 @@ export class Manager {
       const server = await startHttpServer(probes, probeRoutes, logger, "--health-probe-bind-address");
       this.#servers.push(server);
       this.#serverUrls.probes = server.url;
+    }
+  }
+
+  /**
+   * Why this process may not write now: with --leader-elect, unless it holds its Lease with margin (checked on
+   * the clock, so a process frozen past its renew deadline writes nothing even before its elector notices).
+   */
+  #mayAct(): string | undefined {
+    const elector = this.#elector;
+    if (!this.config.leaderElect) return undefined;
+    if (elector?.holdsLease()) return undefined;
+    const lease = `${this.config.leaderElectionNamespace}/${shardLeaseName(this.config.leaderElectionId, this.config.shard)}`;
+    return `this replica does not hold the Lease ${lease} now (lost, past its renew deadline, or not acquired)`;
+  }
+
+  /**
+   * Per controller, the objects no held Lease of any shard set covers. 0 without --leader-elect (nothing tells
+   * whether other shards run) and until the Leases were first listed.
+   */
+  #objectsWithoutOwner(): { controller: string; objects: number }[] {
+    const leases = this.#shardLeases;
+    return this.#controllers.map(({ controller, informer }) => {
+      let objects = 0;
+      if (leases?.held === undefined) return { controller: controller.name, objects };
+      for (const object of informer.list()) {
+        const name = object.metadata?.name;
+        if (name && leases.isOwned(keyOf(object.metadata?.namespace, name)) === false) objects++;
+      }
+      return { controller: controller.name, objects };
+    });
+  }
+
+  /**
+   * The leader of the lowest shard led hands the keys of objects whose shard has had no leader for twice the
+   * lease duration (and no other set covers) to their controller's onWithoutOwner.
+   */
+  #reportWithoutOwner(leases: ShardLeases): void {
+    const { shard, leaseDurationMs } = this.config;
+    if (shard.count <= 1 || !this.#leading || leases.lowestLedShard() !== shard.index) return;
+    const leaderless = new Set(leases.leaderlessFor(2 * leaseDurationMs));
+    if (leaderless.size === 0) return;
+    for (const { controller, informer, onWithoutOwner } of this.#controllers) {
+      if (onWithoutOwner === undefined) continue;
+      const keys: string[] = [];
+      for (const object of informer.list()) {
+        const name = object.metadata?.name;
+        if (!name) continue;
+        const key = keyOf(object.metadata?.namespace, name);
+        if (leaderless.has(shardOfKey(key, shard.count)) && leases.isOwned(key) === false) keys.push(key);
+      }
+      if (keys.length === 0) continue;
+      try {
+        onWithoutOwner(keys);
+      } catch (error) {
+        this.logger.error({ err: error, controller: controller.name }, "onWithoutOwner threw");
+      }
     }
   }
 

@@ -51,6 +51,8 @@ export class Metrics {
   readonly workqueueLongestRunningProcessorSeconds: Gauge<"name">;
 
   readonly leaderElectionMasterStatus: Gauge<"name">;
+  /** Objects whose shard no held Lease covers: nobody reconciles them (sampled at scrape time; --leader-elect). */
+  readonly objectsWithoutOwner: Gauge<"controller">;
   /** 1 while /readyz passes (every informer cache synced), else 0; set by the manager. */
   readonly operatorReady: Gauge;
   /** 1 while the heap optimizes for memory because nothing but resyncs ran for a while (idle-memory-saver.ts). */
@@ -68,6 +70,7 @@ export class Metrics {
 
   readonly #queues = new Map<string, WorkQueue>();
   #isReady: () => boolean = () => false;
+  #ownership: () => readonly { controller: string; objects: number }[] = () => [];
   #cloudOperations: () => readonly CloudOperationsSample[] = () => [];
 
   constructor(options: MetricsOptions = {}) {
@@ -174,6 +177,18 @@ export class Metrics {
       registers,
     });
 
+    const ownership = (): readonly { controller: string; objects: number }[] => this.#ownership();
+    this.objectsWithoutOwner = new Gauge({
+      name: "gpucloud_operator_objects_without_owner",
+      help: "Objects no replica reconciles: no held Lease of any shard set covers their shard (with --leader-elect; the same on every replica)",
+      labelNames: ["controller"],
+      registers,
+      collect(this: Gauge<"controller">) {
+        this.reset();
+        for (const { controller, objects } of ownership()) this.set({ controller }, objects);
+      },
+    });
+
     const readiness = (): boolean => this.#isReady();
     this.operatorReady = new Gauge({
       name: "gpucloud_operator_ready",
@@ -258,6 +273,11 @@ export class Metrics {
   /** The readiness gpucloud_operator_ready reports at each scrape (the manager's /readyz check). */
   observeReadiness(isReady: () => boolean): void {
     this.#isReady = isReady;
+  }
+
+  /** Where gpucloud_operator_objects_without_owner reads at each scrape. */
+  observeOwnership(sample: () => readonly { controller: string; objects: number }[]): void {
+    this.#ownership = sample;
   }
 
   /** Where gpucloud_operations_in_flight and gpucloud_operations_oldest_age_seconds read at each scrape. */

@@ -102,8 +102,11 @@ export function registerAdminRoutes(app: FastifyInstance, deps: ServerDeps, regi
   admin("GET", "/requests", () => ({ counts: Object.fromEntries([...requestCounts].sort()) }));
   admin("DELETE", "/requests", () => {
     requestCounts.clear();
+    deps.writeLog.clear();
     return { counts: {} };
   });
+  // Every write received, in order, with its sender (User-Agent) and answer: who acted when.
+  admin("GET", "/requests/log", () => ({ writes: deps.writeLog.entries() }));
 
   const capacityView = () => {
     const view: Record<string, Record<string, { capacity: number; used: number }>> = {};

@@ -10,6 +10,7 @@ import { systemClock } from "./clock.ts";
 import type { FaultConfigInput } from "./faults.ts";
 import { FaultInjector } from "./faults.ts";
 import { profileDefaults, type SimulatorProfile } from "./profiles.ts";
+import { newWriteLog } from "./request-log.ts";
 import { DEFAULT_API_KEY, DEFAULT_ORGANIZATION_ID, DEFAULT_PROJECT_ID, DEFAULT_USER, seedState } from "./seed.ts";
 import { API_PREFIX, buildServer } from "./server.ts";
 import type { SimState } from "./state.ts";
@@ -151,6 +152,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
   const auth = new Auth(() => store.state, clock, options.tokenTtlSeconds ?? 3600);
   const rateLimiter = new RateLimiter(options.rateLimit ?? { ratePerSec: 20, burst: 40 }, clock);
   const requestCounts = new Map<string, number>();
+  const writeLog = newWriteLog();
 
   const app = buildServer({
     store,
@@ -158,6 +160,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     faults,
     rateLimiter,
     requestCounts,
+    writeLog,
     profile,
     logger: options.logger ?? false,
     maxRequestBytes: options.maxRequestBytes ?? 1024 * 1024,
@@ -169,6 +172,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
       rateLimiter.reset();
       faults.clear();
       requestCounts.clear();
+      writeLog.clear();
       writer?.markDirty();
     },
   });

@@ -20,6 +20,7 @@ import {
   VM_LIST_MAX_LIMIT,
   VmActionRequest,
 } from "../cloud/wire.ts";
+import type { BoundedLog } from "../util/bounded-log.ts";
 import { registerAdminRoutes } from "./admin.ts";
 import type { Auth, Principal, RateLimiter } from "./auth.ts";
 import { IMAGES, LOCATIONS, specItems } from "./catalogue.ts";
@@ -27,6 +28,7 @@ import { badRequest, forbidden, SimError } from "./errors.ts";
 import type { FaultInjector } from "./faults.ts";
 import { paginate, parseSort } from "./paging.ts";
 import { type SimulatorProfile, servesRoute } from "./profiles.ts";
+import type { WriteLogEntry } from "./request-log.ts";
 import type { Family, Store } from "./store.ts";
 import { publishedUsage } from "./usage-publication.ts";
 
@@ -38,6 +40,8 @@ export interface ServerDeps {
   faults: FaultInjector;
   rateLimiter: RateLimiter;
   requestCounts: Map<string, number>;
+  /** Every write received, with who sent it and how it was answered. */
+  writeLog: BoundedLog<WriteLogEntry>;
   /** Which API is served: the spec plus contract-decisions.md, or the spec's endpoints only. */
   profile: SimulatorProfile;
   /** Re-seed everything (admin reset). */
@@ -107,6 +111,16 @@ function sendError(reply: FastifyReply, error: SimError): void {
   if (error.status >= 500) body.error_id = randomUUID();
   if (error.reason !== undefined) body.reason = error.reason;
   void reply.code(error.status).send(body);
+}
+
+/** The operation an answer starts (`{ operation: { operation_id } }`), if any. */
+function operationIdOf(body: unknown): string | undefined {
+  const operation = typeof body === "object" && body !== null && "operation" in body ? body.operation : undefined;
+  const id =
+    typeof operation === "object" && operation !== null && "operation_id" in operation
+      ? operation.operation_id
+      : undefined;
+  return typeof id === "string" ? id : undefined;
 }
 
 /** The answer to a route this server does not have. */
@@ -183,6 +197,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
       url: fullUrl,
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
         count(method, fullUrl);
+        const logged = logWrite(method, url, request, reply);
         await injectFaults(method, url);
         const principal = authorize(request, needsAuth);
         const params = (request.params ?? {}) as Params;
@@ -195,7 +210,9 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
           body: request.body,
           projectId,
         });
+        noteOperation(logged, result.body);
         if (faults.loseResponse(method, url)) {
+          if (logged !== undefined) logged.status = "lost";
           // The change is made; the client never hears about it.
           reply.hijack();
           request.raw.socket.destroy();
@@ -204,6 +221,39 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
         return reply.code(result.status ?? 200).send(result.body);
       },
     });
+  }
+
+  /** A write (any method but GET) goes into the write log as it arrives; its status once answered. */
+  function logWrite(
+    method: string,
+    route: string,
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): WriteLogEntry | undefined {
+    if (method === "GET") return undefined;
+    const body: unknown = request.body;
+    const action =
+      typeof body === "object" && body !== null && "action" in body && typeof body.action === "string"
+        ? body.action
+        : undefined;
+    const logged = deps.writeLog.push({
+      at: Date.now(),
+      method,
+      route,
+      path: request.url.split("?")[0]?.slice(API_PREFIX.length) ?? "",
+      userAgent: String(request.headers["user-agent"] ?? ""),
+      ...(action !== undefined ? { action } : {}),
+    });
+    reply.raw.once("finish", () => {
+      logged.status ??= reply.statusCode;
+    });
+    return logged;
+  }
+
+  /** The operation a logged write started (known even when its answer is then lost). */
+  function noteOperation(logged: WriteLogEntry | undefined, answer: unknown): void {
+    const started = operationIdOf(answer);
+    if (logged !== undefined && started !== undefined) logged.operationId = started;
   }
 
   async function injectFaults(method: string, url: string): Promise<void> {

@@ -4,7 +4,7 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { checkOwnership, flatness, scanLogs } from "../../src/cli/chaos/checks.ts";
+import { checkOwnership, flatness, replicaOf, scanLogs, writesWithoutLease } from "../../src/cli/chaos/checks.ts";
 import { PROFILES } from "../../src/cli/chaos/profiles.ts";
 import { seededRandom } from "../../src/cli/chaos/random.ts";
 import { Replicas } from "../../src/cli/chaos/replicas.ts";
@@ -25,6 +25,8 @@ describe("chaos flags and profiles", () => {
     expect(flags.profile.name).toBe("full");
     expect(healthyObjects(PROFILES.full)).toHaveLength(500);
     expect(PROFILES.full.kills).toBe(10);
+    expect(PROFILES.full.freezes).toBe(4);
+    expect(PROFILES.ci.freezes).toBe(1);
     expect(healthyObjects(PROFILES.ci)).toHaveLength(60);
     expect(PROFILES.ci.kills).toBe(2);
     expect(parseChaosArgs(["--profile", "ci", "--seed", "7", "--out", "x.json"])).toMatchObject({
@@ -69,6 +71,40 @@ describe("checkOwnership", () => {
       leaks: ["GpuVm/chaosa-vm-0 (b)"],
       missing: ["GpuDisk chaosa/disk-0"],
     });
+  });
+});
+
+describe("writesWithoutLease", () => {
+  const lease = (at: number, replica: string, accepted = true) => ({
+    at,
+    replica,
+    what: "PUT lease",
+    lease: { accepted },
+  });
+  const write = (at: number, replica: string) => ({ at, replica, what: `PATCH status at ${at}` });
+
+  it("finds writes of a replica whose Lease another took since, or that ran out; the election's own are not counted", () => {
+    expect(replicaOf("gpuvm-operator (replica-a_1a2b3c4d)")).toBe("replica-a");
+    expect(replicaOf("kubectl/v1.37.2")).toBeUndefined();
+    const found = writesWithoutLease(
+      [
+        write(500, "replica-a"), // before any Lease write
+        lease(1000, "replica-a"),
+        write(1500, "replica-a"),
+        lease(2000, "replica-b", false), // refused: replica-a still holds it
+        write(2500, "replica-a"),
+        write(8000, "replica-a"), // 7 s after its last renewal: run out
+        lease(9000, "replica-b"),
+        write(9500, "replica-a"), // frozen and resumed: replica-b holds it now
+        write(9600, "replica-b"),
+      ],
+      6000,
+    );
+    expect(found.map((line) => line.split(":")[1]?.trim())).toEqual([
+      "PATCH status at 500 at 1970-01-01T00",
+      "PATCH status at 8000 at 1970-01-01T00",
+      "PATCH status at 9500 at 1970-01-01T00",
+    ]);
   });
 });
 

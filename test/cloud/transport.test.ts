@@ -462,3 +462,28 @@ describe("circuit breaker", () => {
     expect(bulkhead.health()).toBe("healthy");
   });
 });
+
+describe("fencing (util/fence.ts)", () => {
+  it("a write the fence refuses is never sent (CloudError fenced, not retried); reads still go", async () => {
+    stub.handle((request, res) => {
+      if (request.method === "GET") sendJson(res, 200, vmFixture());
+      else sendJson(res, 202, { operation: operationFixture() });
+    });
+    let allowed = false;
+    const fenced = client({ fence: { writeGuard: () => () => (allowed ? undefined : "the Lease is not held") } });
+    const error = await failure(fenced.vms.reset(PROJECT_ID, VM_ID));
+    expect(error).toMatchObject({ kind: "network", code: "fenced", retryable: false });
+    expect(error.message).toContain("the Lease is not held");
+    expect(stub.requests.filter((request) => request.method !== "GET")).toEqual([]);
+    expect((await fenced.vms.get(PROJECT_ID, VM_ID)).id).toBe(VM_ID);
+    allowed = true;
+    await fenced.vms.reset(PROJECT_ID, VM_ID);
+    expect(stub.requests.filter((request) => request.method !== "GET")).toHaveLength(1);
+  });
+
+  it("sends the User-Agent it is given", async () => {
+    stub.handle((_, res) => sendJson(res, 200, vmFixture()));
+    await client({ userAgent: "gpuvm-operator (replica-a_1234)" }).vms.get(PROJECT_ID, VM_ID);
+    expect(stub.requests[0]?.headers["user-agent"]).toBe("gpuvm-operator (replica-a_1234)");
+  });
+});

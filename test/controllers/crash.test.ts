@@ -175,6 +175,50 @@ describe("crash safety", () => {
     expect(status.id).toBe((await vmsNamed(sim, "default-trainer"))[0]?.id);
   });
 
+  it("a RESET whose answer was lost, its operation forgotten by the cloud before the restart, is not sent again", async () => {
+    // Issue #28, case 6: the process dies while a RESET's answer is on its way; the cloud forgets finished
+    // operations after 2 s. "Operation not listed" must not read as "not carried out": the VM's updated_at,
+    // later than the one seen before the RESET, says it was.
+    sim = await startSimulator({ port: 0, latencyMs: 200, rateLimit: false, operationRetentionMs: 2000 });
+    const ready = memoryKube(object);
+    const claims = new MemoryClaimRecords();
+    const first = operator(sim, ready, claims.attach());
+    await untilReady(first.pass, ready);
+    first.account.stop();
+    await new Promise((resolve) => setTimeout(resolve, 1100)); // the reset is asked for a while after the VM was made
+    const annotations = { "gpucloud.dev/reset-requested-at": "2026-11-21T12:00:00Z" };
+    const asked = structuredClone(ready.stored);
+    (asked.metadata as { annotations?: Record<string, string> }).annotations = annotations;
+    // The RESET is carried out, its answer never arrives, and the process dies at its next status write.
+    await fetch(`${sim.adminUrl}/faults`, {
+      method: "PUT",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        lost_responses: [{ method: "PATCH", route: "/projects/:projectId/vms/:vmId", count: 1 }],
+      }),
+    });
+    const dying = memoryKube(asked, { write: 2, when: "before" });
+    const before = operator(sim, dying, claims.attach());
+    expect(await before.pass()).toMatchObject({ type: "crashed" });
+    before.account.stop();
+    expect((dying.stored.status as ManagedStatusBase).actionPending?.name).toBe("RESET");
+    await new Promise((resolve) => setTimeout(resolve, 3000)); // settled, then forgotten
+    const restarted = memoryKube(dying.stored);
+    const after = operator(sim, restarted, claims.attach());
+    for (let i = 0; i < 20; i++) {
+      await after.pass();
+      const status = restarted.stored.status as ManagedStatusBase;
+      if (status.lastResetRequestedAt === annotations["gpucloud.dev/reset-requested-at"]) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    after.account.stop();
+    const status = restarted.stored.status as ManagedStatusBase;
+    expect(status.actionPending).toBeUndefined();
+    expect(status.lastResetRequestedAt).toBe("2026-11-21T12:00:00Z");
+    const counts = (await (await fetch(`${sim.adminUrl}/requests`)).json()) as { counts: Record<string, number> };
+    expect(counts.counts["PATCH /v0.1/projects/:projectId/vms/:vmId"]).toBe(1);
+  });
+
   it("a lost answer to the create (applied, socket dropped) still ends with one VM, through the full operator", async () => {
     env = await startEnv({
       simulator: { faults: { lost_responses: [{ method: "POST", route: "/projects/:projectId/vms", count: 1 }] } },

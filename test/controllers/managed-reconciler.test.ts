@@ -188,6 +188,22 @@ function withOperation(
   });
 }
 
+/** A RESET recorded 5 s ago (by another replica, or before a restart) whose operation shows nowhere. */
+const resetRecordedJustNow = (): ManagedObject<TestSpec> =>
+  object({
+    finalizers: [FINALIZER],
+    status: {
+      id: "res-1",
+      actionPending: {
+        name: "RESET",
+        id: "res-1",
+        requestedAt: "2026-11-21T11:59:55.000Z",
+        resourceUpdatedAt: "2026-11-21T11:50:00Z",
+        fields: { lastResetRequestedAt: "now" },
+      },
+    },
+  });
+
 const available: Observation = {
   exists: true,
   id: "res-1",
@@ -421,7 +437,7 @@ const rows: Row[] = [
   {
     reason: "an action is sent only after its intent is recorded, and the operation replaces the intent",
     given: object({ finalizers: [FINALIZER], status: { id: "res-1" } }),
-    observe: { ...available, upToDate: false },
+    observe: { ...available, upToDate: false, updatedAt: "2026-11-21T11:50:00Z" },
     update: {
       action: "RESET",
       send: async () => operation("RESET"),
@@ -431,7 +447,15 @@ const rows: Row[] = [
       outcome: "requeueAfter",
       calls: ["observe", "update"],
       sequence: ["write intent RESET", "send RESET", "write"],
-      firstStatus: { actionPending: { name: "RESET", id: "res-1", fields: { lastResetRequestedAt: "now" } } },
+      // With the resource's updated_at as seen before sending: a later one shows the action carried out.
+      firstStatus: {
+        actionPending: {
+          name: "RESET",
+          id: "res-1",
+          resourceUpdatedAt: "2026-11-21T11:50:00Z",
+          fields: { lastResetRequestedAt: "now" },
+        },
+      },
       lastStatus: {
         operation: { id: "op-reset", name: "RESET", state: "IN_PROGRESS", fields: { lastResetRequestedAt: "now" } },
       },
@@ -572,9 +596,41 @@ const rows: Row[] = [
     update: { action: "START", send: async () => operation("START") },
     want: {
       outcome: "requeueAfter",
-      calls: ["findOperation START", "observe", "update"],
+      // A minute old: its writer can no longer send it. The resource is looked at once before deciding.
+      calls: ["findOperation START", "observe", "observe", "update"],
       sequence: ["write intent START", "send START", "write"],
       conditionReason: "Updating",
+    },
+  },
+  {
+    reason:
+      "a recorded action younger than its writer's hold, with no operation and no change of its resource, is held: never sent again",
+    given: resetRecordedJustNow(),
+    observe: { ...available, upToDate: false, updatedAt: "2026-11-21T11:50:00Z" },
+    update: { action: "RESET", send: async () => operation("RESET") },
+    want: {
+      outcome: "requeueAfter",
+      calls: ["findOperation RESET", "observe"],
+      // The wait is said in status, the intent kept; nothing is sent.
+      sequence: ["write intent RESET"],
+      conditionReason: "WaitingForOperation",
+      reconciling: "True",
+      lastStatus: { actionPending: { name: "RESET", requestedAt: "2026-11-21T11:59:55.000Z" } },
+    },
+  },
+  {
+    reason:
+      "a recorded action whose operation the cloud forgot, but whose resource changed after it, is taken as carried out: not sent again",
+    given: resetRecordedJustNow(),
+    observe: { ...available, updatedAt: "2026-11-21T11:59:57Z" },
+    update: { action: "RESET", send: async () => operation("RESET") },
+    want: {
+      outcome: "done",
+      calls: ["findOperation RESET", "observe", "observe"],
+      sequence: ["write"],
+      conditionReason: "Available",
+      lastStatus: { lastResetRequestedAt: "now" },
+      absent: ["actionPending"],
     },
   },
   {

@@ -10,6 +10,7 @@ import { gpuVm } from "../../src/controllers/gpu-vm.ts";
 import { ManagedParser } from "../../src/controllers/kind-support.ts";
 import { FamilySnapshot } from "../../src/controllers/snapshots.ts";
 import { KubeApiError } from "../../src/runtime/index.ts";
+import { FencedError } from "../../src/util/fence.ts";
 import { StringInterner, sharedInterner } from "../../src/util/intern.ts";
 
 const http = (status: number, extra: Partial<ConstructorParameters<typeof CloudError>[0]> = {}) =>
@@ -117,6 +118,32 @@ describe("classify", () => {
     if (want.stalled !== undefined) expect(verdict.stalled).toBe(want.stalled);
     if (want.ms !== undefined) expect(verdict.outcome).toEqual({ type: "requeueAfter", ms: want.ms });
     if (want.message !== undefined) expect(verdict.message).toMatch(want.message);
+    expect(verdict.silent).toBeUndefined();
+  });
+
+  it.each([
+    {
+      reason: "a call aborted with its pass (the Lease lost, shutdown)",
+      error: new CloudError({
+        kind: "network",
+        code: "aborted",
+        message: "GET /x was aborted",
+        method: "GET",
+        route: "/x",
+      }),
+    },
+    {
+      reason: "a cloud write the fence kept",
+      error: new CloudError({ kind: "network", code: "fenced", message: "not sent", method: "PATCH", route: "/x" }),
+    },
+    {
+      reason: "a Kubernetes write the fence kept",
+      error: new KubeApiError("patch status: error", { cause: new FencedError("no Lease") }),
+    },
+  ])("$reason is a cancellation: a silent retry, no status and no Event", ({ error }) => {
+    const verdict = classify(error);
+    expect(verdict.silent).toBe(true);
+    expect(verdict.outcome.type).toBe("retry");
   });
 });
 

@@ -408,6 +408,11 @@ describe("Helm chart", () => {
       ["--set", "replicaCount=2", "--set", "leaderElection.enabled=false"],
       "/leaderElection/enabled': value must be true",
     ],
+    [
+      "sharding without leader election (no safe change of the shard count)",
+      ["--set", "sharding.shards=2", "--set", "leaderElection.enabled=false"],
+      "/leaderElection/enabled': value must be true",
+    ],
     ["a name override that is no DNS label", ["--set", "nameOverride=Big_Name"], "/nameOverride"],
     ["a full name override that is no DNS label", ["--set", "fullnameOverride=a.b"], "/fullnameOverride"],
     ["an image digest that is not sha256", ["--set", "image.digest=latest"], "/image/digest"],
@@ -517,12 +522,12 @@ describe("kustomize tree (deploy/)", () => {
     expect(roleRules(manifests)).toEqual(roleRules(chart));
   });
 
-  it("grants the least the operator needs: no update anywhere, no get or /finalizers on its kinds, Leases get/create/update", async () => {
+  it("grants the least the operator needs: no update anywhere, no get or /finalizers on its kinds, Leases get/list/create/update", async () => {
     const manifests = parseManifests((await run("kubectl", ["kustomize", path.join(REPO_ROOT, "deploy")])).stdout);
     expect(grants(only(manifests, "ClusterRole"))).toEqual(LEAST_PRIVILEGE);
     const role = (name: string) => manifests.find((m) => m.kind === "Role" && m.metadata.name === name);
     expect(grants(role("gpuvm-operator-leader-election") as Manifest)).toEqual([
-      "coordination.k8s.io/leases: create get update",
+      "coordination.k8s.io/leases: create get list update",
     ]);
     // Claims only in the operator's own namespace, and no update (create-only; the id is a guarded patch).
     expect(role("gpuvm-operator-claims")?.metadata.namespace).toBe("gpuvm-system");

@@ -1,6 +1,6 @@
 // `npm run chaos -- --profile ci`: about 60 objects under cloud and Kubernetes faults, two SIGKILLs of the leading
-// replica (a disk resize and a VM type change in flight), hostile tenants beside; it fails only on a broken
-// invariant. The full profile is run by hand (docs/chaos.md); its figures are in the issue's closing note.
+// replica (a disk resize and a VM type change in flight) and a freeze of it past its Lease, RESETs asked for,
+// hostile tenants beside; it fails only on a broken invariant. The full profile is run by hand (docs/chaos.md); its figures are in the issue's closing note.
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -24,6 +24,8 @@ describe("npm run chaos -- --profile ci", () => {
     expect(broken, chaos.output.slice(-6000)).toEqual([]);
     expect(exit.code, chaos.output.slice(-6000)).toBe(0);
     expect(report.kills.total).toBe(2);
+    expect(report.freezes).toBe(1);
+    expect(report.resets.asked).toBeGreaterThan(0);
     expect(report.objects.healthy).toBe(63); // 60, and three VMs timed beside the hostile tenants
     expect(Object.values(report.faults.simulator).reduce((sum, n) => sum + n, 0)).toBeGreaterThan(0);
     expect(chaos.output).toContain("time to converge after faults stop");

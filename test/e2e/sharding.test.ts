@@ -1,7 +1,7 @@
 // Two shards over the same objects, as real processes: `playground --shards 2`. Every object is reconciled by
 // its own shard only (the Events about it name that shard's replica), and when shard 1 dies without handing its
-// Lease over, its objects wait for shard 1 — shard 0 never takes them — until a new shard-1 replica takes the
-// Lease over.
+// Lease over, its objects wait for shard 1 — shard 0 never takes them, it only marks their Synced condition False
+// (WaitingForOwner) once their spec changed — until a new shard-1 replica takes the Lease over.
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { EventsV1Api, KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
@@ -109,6 +109,18 @@ describe("playground --shards 2", () => {
     );
     const waiting = await byName();
     for (const name of ofShard(1)) expect(upToDate(waiting.get(name))).toBe(false);
+    // Never shown as Synced for the old spec: once shard 1 has had no leader for twice the lease duration, shard 0's
+    // leader turns their Synced condition False (WaitingForOwner); their Ready stays what it was.
+    const syncedReason = (object: CustomObject | undefined) =>
+      object?.status?.conditions?.find((c) => c.type === "Synced" && c.status === "False")?.reason;
+    await eventually(
+      "shard 1's VMs marked WaitingForOwner",
+      async () => {
+        const all = await byName();
+        return ofShard(1).every((name) => syncedReason(all.get(name)) === "WaitingForOwner") ? true : undefined;
+      },
+      60_000,
+    );
 
     // A new shard-1 replica takes the Lease over once it expires, and catches up.
     const replacement = new RunningProcess(pg.operatorArgs({ index: 1, count: 2 }), {
@@ -129,7 +141,7 @@ describe("playground --shards 2", () => {
       })
     ).json()) as { items: { metadata: { name: string }; spec: { holderIdentity?: string } }[] };
     const holders = Object.fromEntries(leases.items.map((l) => [l.metadata.name, l.spec.holderIdentity ?? ""]));
-    expect(holders["gpuvm-operator.gpucloud.dev-shard-0"]).toMatch(/^playground-shard-0_/);
-    expect(holders["gpuvm-operator.gpucloud.dev-shard-1"]).toMatch(/^replacement-shard-1_/);
+    expect(holders["gpuvm-operator.gpucloud.dev-shard-0-of-2"]).toMatch(/^playground-shard-0_/);
+    expect(holders["gpuvm-operator.gpucloud.dev-shard-1-of-2"]).toMatch(/^replacement-shard-1_/);
   });
 });

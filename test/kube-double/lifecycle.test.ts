@@ -89,6 +89,43 @@ describe("faults", () => {
   });
 });
 
+describe("write log", () => {
+  it("records every write in order with its sender (User-Agent) and the answer's status; reads are left out", async () => {
+    const { double } = await startWithFixture();
+    try {
+      const send = (method: string, path: string, body?: unknown) =>
+        fetch(`${double.url}${path}`, {
+          method,
+          headers: { "user-agent": "gpuvm-operator (replica-a_1)", "content-type": "application/json" },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        });
+      const before = Date.now();
+      await send("POST", "/api/v1/namespaces/default/configmaps", { metadata: { name: "logged" } });
+      await send("GET", "/api/v1/namespaces/default/configmaps/logged");
+      await send("POST", "/api/v1/namespaces/default/configmaps", { metadata: { name: "logged" } });
+      expect(
+        double.writes().map(({ method, path, userAgent, status }) => ({ method, path, userAgent, status })),
+      ).toEqual([
+        {
+          method: "POST",
+          path: "/api/v1/namespaces/default/configmaps",
+          userAgent: "gpuvm-operator (replica-a_1)",
+          status: 201,
+        },
+        {
+          method: "POST",
+          path: "/api/v1/namespaces/default/configmaps",
+          userAgent: "gpuvm-operator (replica-a_1)",
+          status: 409,
+        },
+      ]);
+      expect(double.writes()[0]?.at).toBeGreaterThanOrEqual(before);
+    } finally {
+      await double.close();
+    }
+  });
+});
+
 describe("HTTP surface", () => {
   it("answers discovery, OpenAPI v3 and Table requests", async () => {
     const { double } = await startWithFixture();

@@ -474,3 +474,39 @@ describe("Controller and the event loop", () => {
     await controller.stop(5000);
   });
 });
+
+describe("Controller across a lost and regained leadership", () => {
+  it("never runs two passes of one key at once: a fresh queue's pass waits for the cancelled one to end", async () => {
+    let running = 0;
+    let most = 0;
+    let passes = 0;
+    const controller = new Controller({
+      name: "demo",
+      logger,
+      workers: 4,
+      reconciler: {
+        async reconcile(_request, ctx): Promise<Outcome> {
+          passes++;
+          running++;
+          most = Math.max(most, running);
+          // A pass that needs a while to notice its cancellation (a request in flight).
+          await new Promise<void>((resolve) => ctx.signal.addEventListener("abort", () => resolve(), { once: true }));
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          running--;
+          return outcome.done();
+        },
+      },
+    });
+    controller.start();
+    controller.enqueue("default/vm-1");
+    await vi.waitFor(() => expect(running).toBe(1));
+    // Leadership lost, and regained a moment later (the manager's onStoppedLeading, then onStartedLeading).
+    controller.stopNow();
+    controller.prepare();
+    controller.enqueue("default/vm-1");
+    controller.start();
+    await vi.waitFor(() => expect(passes).toBe(2), { timeout: 2000 });
+    expect(most).toBe(1);
+    controller.stopNow();
+  });
+});

@@ -184,6 +184,35 @@ describe("admin API", () => {
     expect(ok(await api.admin("GET", "/requests"), Counts).counts).toEqual({});
   });
 
+  it("logs every write in order: when, who (User-Agent), which route and VM action, how it was answered", async () => {
+    api = await startTestSimulator({
+      faults: { lost_responses: [{ method: "PATCH", route: "/projects/:projectId/vms/:vmId", count: 1 }] },
+    });
+    const vmOp = await api.settle(
+      "vm",
+      opOf(await api.call("POST", api.project("/vms"), vmBody("logged"))).operation_id,
+    );
+    const before = Date.now();
+    await api.call("PATCH", api.project(`/vms/${vmOp.metadata.id}`), { action: "RESET" }).catch(() => undefined);
+    await api.call("PATCH", api.project(`/vms/${vmOp.metadata.id}`), { action: "STOP" });
+    await api.call("GET", api.project("/vms"));
+    const log = (await api.admin("GET", "/requests/log")).body as {
+      writes: { at: number; method: string; route: string; path: string; action?: string; status?: unknown }[];
+    };
+    expect(log.writes.map(({ method, route, action, status }) => ({ method, route, action, status }))).toEqual([
+      { method: "POST", route: "/projects/:projectId/vms", action: undefined, status: 200 },
+      { method: "PATCH", route: "/projects/:projectId/vms/:vmId", action: "RESET", status: "lost" },
+      { method: "PATCH", route: "/projects/:projectId/vms/:vmId", action: "STOP", status: 200 },
+    ]);
+    expect(log.writes[1]?.path).toBe(`/projects/${api.sim.projectId}/vms/${vmOp.metadata.id}`);
+    expect(log.writes[1]?.at).toBeGreaterThanOrEqual(before - 5);
+    expect((log.writes[1] as { userAgent?: unknown }).userAgent).toBe("node");
+    // The lost answer's operation is known all the same (the change was made).
+    expect((log.writes[1] as { operationId?: unknown }).operationId).toMatch(/.+/);
+    await api.admin("DELETE", "/requests");
+    expect(((await api.admin("GET", "/requests/log")).body as { writes: unknown[] }).writes).toEqual([]);
+  });
+
   it("shows and resets state, and changes resources behind the operator's back", async () => {
     api = await startTestSimulator();
     const vmOp = await api.settle(

@@ -138,3 +138,86 @@ export function flatness(samples: readonly { replica: string; rssBytes: number; 
       return { replica, firstRssBytes: firstRss, lastRssBytes: lastRss, firstFds, lastFds, flat };
     });
 }
+
+/** One write that left an operator replica, as the server that received it logged it. */
+export interface ReplicaWrite {
+  /** When it arrived (ms since the epoch). */
+  at: number;
+  /** The replica's POD_NAME (from its User-Agent, `gpuvm-operator (<POD_NAME>_<suffix>)`). */
+  replica: string;
+  /** `PATCH /apis/…/status`, for messages. */
+  what: string;
+  /** A write of the election's Lease (acquire, renew, release): whether the server took it. */
+  lease?: { accepted: boolean };
+}
+
+/** The replica (POD_NAME) an operator's User-Agent names, or undefined for anybody else's request. */
+export function replicaOf(userAgent: string): string | undefined {
+  return /^gpuvm-operator \((.+)_[^_)]+\)$/.exec(userAgent)?.[1];
+}
+
+/** A write as a server's write log holds it (the double's, kube-apiserver's audit log, the simulator's). */
+export interface LoggedWrite {
+  at: number;
+  method: string;
+  path: string;
+  userAgent: string;
+  /** The answer's status (`lost`: the simulator made the change and dropped the answer). */
+  status?: number | "lost";
+  /** A VM action's name (the simulator's log). */
+  action?: string;
+}
+
+/**
+ * The writes of operator replicas (those in `replicas`, when given) in both servers' logs, for writesWithoutLease:
+ * a Kubernetes write `isLease` says is the election's Lease counts as a Lease write; cloud sign-ins change nothing
+ * and are left out.
+ */
+export function replicaWritesOf(
+  kube: readonly LoggedWrite[],
+  cloud: readonly LoggedWrite[],
+  isLease: (write: LoggedWrite) => boolean,
+  replicas?: ReadonlySet<string>,
+): ReplicaWrite[] {
+  const sender = (userAgent: string): string | undefined => {
+    const replica = replicaOf(userAgent);
+    return replica !== undefined && (replicas === undefined || replicas.has(replica)) ? replica : undefined;
+  };
+  const writes: ReplicaWrite[] = [];
+  for (const write of kube) {
+    const replica = sender(write.userAgent);
+    if (replica === undefined) continue;
+    const accepted = typeof write.status === "number" && write.status >= 200 && write.status < 300;
+    const lease = isLease(write) ? { lease: { accepted } } : {};
+    writes.push({ at: write.at, replica, what: `${write.method} ${write.path}`, ...lease });
+  }
+  for (const write of cloud) {
+    const replica = sender(write.userAgent);
+    if (replica === undefined || write.path.startsWith("/auth")) continue;
+    writes.push({ at: write.at, replica, what: `cloud ${write.method} ${write.path} ${write.action ?? ""}`.trim() });
+  }
+  return writes;
+}
+
+/**
+ * Writes a replica sent while it did not hold the Lease: the last Lease write the server took was not its own,
+ * or is older than the lease duration (another replica may have taken over since). Each as `replica: what at
+ * <time>`. The Lease's own writes are the election's, never counted.
+ */
+export function writesWithoutLease(writes: readonly ReplicaWrite[], leaseDurationMs: number): string[] {
+  const ordered = [...writes].sort((a, b) => a.at - b.at);
+  let holder: { replica: string; at: number } | undefined;
+  const found: string[] = [];
+  for (const write of ordered) {
+    if (write.lease !== undefined) {
+      if (write.lease.accepted) holder = { replica: write.replica, at: write.at };
+      continue;
+    }
+    const held = holder !== undefined && holder.replica === write.replica && write.at - holder.at < leaseDurationMs;
+    if (!held) {
+      const last = holder === undefined ? "no Lease write yet" : `last Lease write by ${holder.replica}`;
+      found.push(`${write.replica}: ${write.what} at ${new Date(write.at).toISOString()} (${last})`);
+    }
+  }
+  return found;
+}

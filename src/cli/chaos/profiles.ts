@@ -1,5 +1,6 @@
-// The two chaos profiles: `full` (what the issue asks: 500 objects of every kind, 10 kills, minutes of faults) and
-// `ci` (60 objects and 2 kills, a few minutes on a shared 2-core machine). Both check the same invariants.
+// The two chaos profiles: `full` (what the issue asks: 500 objects of every kind, 10 kills, 4 freezes, minutes of
+// faults) and `ci` (60 objects, 2 kills and a freeze, a few minutes on a shared 2-core machine). Both check the same
+// invariants.
 
 export interface ChaosProfile {
   name: "full" | "ci";
@@ -14,6 +15,10 @@ export interface ChaosProfile {
   hostileObjects: number;
   /** SIGKILLs of the leading replica while faults are on (two of them during a disk resize / VM type change). */
   kills: number;
+  /** SIGSTOPs of the leading replica past its Lease (the standby takes over), then SIGCONT. */
+  freezes: number;
+  /** Every this many VMs one is asked for a RESET (annotation) while faults are on. */
+  resetEvery: number;
   /** How long faults stay on. */
   chaosMs: number;
   /** After the faults stop: how long every healthy object may take to be Ready. */
@@ -36,6 +41,8 @@ export const PROFILES: Readonly<Record<ChaosProfile["name"], ChaosProfile>> = {
     pools: 5,
     hostileObjects: 6,
     kills: 10,
+    freezes: 4,
+    resetEvery: 3,
     chaosMs: 240_000,
     convergeTimeoutMs: 600_000,
     deleteTimeoutMs: 600_000,
@@ -51,6 +58,8 @@ export const PROFILES: Readonly<Record<ChaosProfile["name"], ChaosProfile>> = {
     pools: 1,
     hostileObjects: 2,
     kills: 2,
+    freezes: 1,
+    resetEvery: 3,
     chaosMs: 45_000,
     convergeTimeoutMs: 240_000,
     deleteTimeoutMs: 240_000,

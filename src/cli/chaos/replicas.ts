@@ -1,6 +1,7 @@
 // The operator under test as real processes: two replicas with leader election, each started with POD_NAME set so
 // that the Lease's holderIdentity names it. SIGKILL hits the leader; the killed replica comes back after a moment
-// (a Deployment would restart it), so the other one takes the Lease over. Every start writes its own log file.
+// (a Deployment would restart it), so the other one takes the Lease over. SIGSTOP freezes the leader past its
+// Lease, SIGCONT resumes it: it must then act on nothing it decided while it led. Every start writes its own log file.
 // Resident memory and open file descriptors are sampled from /proc. Each replica runs as the image runs the
 // operator: with its V8 flags and its environment (src/cli/node-flags.ts), so that what the chaos run measures
 // (memory flatness, restarts) is what a Deployment gets.
@@ -94,6 +95,18 @@ export class Replicas {
     this.start(name);
   }
 
+  /**
+   * SIGSTOP a replica for `ms`, then SIGCONT: frozen mid-work as a paused container or a long pause would freeze
+   * it (its Lease runs out meanwhile). Resolves once it runs again (or has died meanwhile).
+   */
+  async freeze(name: string, ms: number): Promise<void> {
+    const running = this.#running.get(name);
+    if (running === undefined) return;
+    running.child.kill("SIGSTOP");
+    await new Promise((resolve) => setTimeout(resolve, ms));
+    if (this.#running.get(name) === running) running.child.kill("SIGCONT");
+  }
+
   /** Memory and descriptors of every running replica (Linux /proc; nothing elsewhere). */
   async sample(): Promise<void> {
     for (const running of this.#running.values()) {
@@ -119,6 +132,8 @@ export class Replicas {
     const all = [...this.#running.values()];
     for (const running of all) {
       running.expectedExit = true;
+      // A frozen process would not see SIGTERM until it runs again.
+      running.child.kill("SIGCONT");
       running.child.kill("SIGTERM");
     }
     await Promise.all(

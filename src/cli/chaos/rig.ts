@@ -18,6 +18,8 @@ import { GROUP, SECRET_WATCH_LABEL, VERSION } from "../../api/common.ts";
 import { type CloudClient, createCloudClient } from "../../cloud/client.ts";
 import type { RunningKubeDouble } from "../../kube-double/index.ts";
 import type { RunningSimulator } from "../../simulator/index.ts";
+import type { WriteLogEntry } from "../../simulator/request-log.ts";
+import { type ReplicaWrite, replicaWritesOf } from "./checks.ts";
 import { type HostileEndpoint, startHostileEndpoints } from "./hostile.ts";
 import type { ChaosProfile } from "./profiles.ts";
 import type { Random } from "./random.ts";
@@ -34,6 +36,8 @@ import {
 const REPO_ROOT = path.resolve(import.meta.dirname, "../../..");
 const MAIN_SCRIPT = path.join(REPO_ROOT, "src/cli/main.ts");
 export const LEASE = { namespace: "gpuvm-system", name: "gpuvm-operator.gpucloud.dev" };
+/** The replicas' Lease duration (short, so that a takeover is quick). */
+export const LEASE_DURATION_MS = 6000;
 export const REPLICA_NAMES = ["replica-a", "replica-b"] as const;
 
 export class Rig {
@@ -173,6 +177,14 @@ export class Rig {
   }
 
   async patchSpec(object: ObjectSpec, spec: Record<string, unknown>): Promise<void> {
+    await this.#mergePatch(object, { spec });
+  }
+
+  async annotate(object: ObjectSpec, annotations: Record<string, string>): Promise<void> {
+    await this.#mergePatch(object, { metadata: { annotations } });
+  }
+
+  async #mergePatch(object: ObjectSpec, body: Record<string, unknown>): Promise<void> {
     await this.custom.patchNamespacedCustomObject(
       {
         group: GROUP,
@@ -180,10 +192,21 @@ export class Rig {
         plural: PLURALS[object.kind],
         namespace: object.namespace,
         name: object.name,
-        body: { spec },
+        body,
       },
       setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
     );
+  }
+
+  /** Every write that left a replica, as the Kubernetes API test double and the cloud simulator logged it. */
+  async replicaWrites(): Promise<ReplicaWrite[]> {
+    const leases = `/apis/coordination.k8s.io/v1/namespaces/${LEASE.namespace}/leases`;
+    return replicaWritesOf(this.double.writes(), await this.cloudWrites(), (write) => write.path.startsWith(leases));
+  }
+
+  /** The cloud simulator's write log. */
+  async cloudWrites(): Promise<readonly WriteLogEntry[]> {
+    return ((await this.admin("GET", "/requests/log")) as { writes: WriteLogEntry[] }).writes;
   }
 
   async admin(method: string, route: string, body?: unknown): Promise<unknown> {
@@ -207,7 +230,7 @@ export class Rig {
 function operatorArgs(kubeconfigPath: string, apiUrl: string, hostile: readonly HostileEndpoint[]): string[] {
   return [
     ...["--kubeconfig", kubeconfigPath, "--leader-elect", "--leader-election-namespace", LEASE.namespace],
-    ...["--leader-election-lease-duration", "6s", "--leader-election-renew-deadline", "4s"],
+    ...["--leader-election-lease-duration", `${LEASE_DURATION_MS}ms`, "--leader-election-renew-deadline", "4s"],
     ...["--leader-election-retry-period", "1s", "--metrics-bind-address", "0", "--health-probe-bind-address", "0"],
     ...["--api-url", apiUrl, "--allowed-api-urls", hostile.map((endpoint) => endpoint.url).join(",")],
     ...["--api-rate-limit", "50", "--operation-poll-interval", "500ms", "--sync-period", "2m"],

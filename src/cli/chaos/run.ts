@@ -4,12 +4,13 @@
 // steady, delete everything, and check what is left, the processes and the logs.
 import { loadavg } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
+import { ANNOTATIONS } from "../../api/common.ts";
 import type { FaultConfigInput } from "../../simulator/faults.ts";
 import { eventually } from "../../util/eventually.ts";
-import { checkOwnership, cloudInventory, type Flatness, flatness, scanLogs } from "./checks.ts";
+import { checkOwnership, cloudInventory, type Flatness, flatness, scanLogs, writesWithoutLease } from "./checks.ts";
 import type { ChaosProfile } from "./profiles.ts";
 import { type Random, seededRandom } from "./random.ts";
-import { REPLICA_NAMES, Rig } from "./rig.ts";
+import { LEASE_DURATION_MS, REPLICA_NAMES, Rig } from "./rig.ts";
 import {
   GROUP_VERSION,
   HEALTHY_NAMESPACES,
@@ -53,6 +54,10 @@ export interface ChaosReport {
   objects: { healthy: number; poolReplicas: number; hostile: number; byKind: Record<string, number> };
   faults: { simulator: Record<string, number>; kubernetes: Record<string, number> };
   kills: { total: number; inFlight: { change: string; operationInFlight: boolean }[] };
+  /** SIGSTOPs of the leader past its Lease. */
+  freezes: number;
+  /** RESETs asked for (annotations), carried out by the cloud, and FAILED (sent again). */
+  resets: { asked: number; carriedOut: number; failed: number };
   duplicates: number;
   leaks: number;
   stuckFinalizers: number;
@@ -135,6 +140,10 @@ class ChaosRun {
   readonly #timers: NodeJS.Timeout[] = [];
   #before = new Set<string>();
   #kills = 0;
+  #freezes = 0;
+  /** `namespace/name` of a VM → the reset it was asked for (its annotation's value). */
+  readonly #resets = new Map<string, string>();
+  #resetFigures = { asked: 0, carriedOut: 0, failed: 0 };
   /** Lease identities of the processes killed so far. */
   readonly #killed = new Set<string>();
   readonly #inFlight: { change: string; operationInFlight: boolean }[] = [];
@@ -183,6 +192,7 @@ class ChaosRun {
       this.#steadyWindow.to = rig.replicas.elapsedMs();
       this.#phase("delete");
       await this.#deleteEverything();
+      await this.#checkLeaseWrites();
     } finally {
       for (const timer of this.#timers.splice(0)) clearInterval(timer);
       await rig.close();
@@ -267,7 +277,8 @@ class ChaosRun {
     })();
     await Promise.all([
       inParallel(this.#healthy, 32, (object) => this.#rig.apply(object)),
-      this.#killAsPlanned(chaosStart),
+      this.#disruptAsPlanned(chaosStart),
+      this.#askForResets(chaosStart),
     ]);
     const left = chaosStart + this.#profile.chaosMs - Date.now();
     if (left > 0) await sleep(left);
@@ -278,13 +289,16 @@ class ChaosRun {
     this.#simulatorFaults = (await this.#rig.admin("GET", "/faults/fired")) as Record<string, number>;
   }
 
-  async #killAsPlanned(chaosStart: number): Promise<void> {
-    const { chaosMs, kills } = this.#profile;
+  /** SIGKILLs and freezes of the leader at seeded moments, one after the other. */
+  async #disruptAsPlanned(chaosStart: number): Promise<void> {
+    const { chaosMs, kills, freezes } = this.#profile;
     const targeted = Math.min(2, kills);
+    const at = (): number => Math.round(chaosMs * (0.1 + 0.8 * this.#random.next()));
     const schedule: { atMs: number; run: () => Promise<void> }[] = Array.from({ length: kills - targeted }, () => ({
-      atMs: Math.round(chaosMs * (0.1 + 0.8 * this.#random.next())),
+      atMs: at(),
       run: () => this.#killLeader("at random"),
     }));
+    for (let i = 0; i < freezes; i++) schedule.push({ atMs: at(), run: () => this.#freezeLeader() });
     if (targeted >= 1) schedule.push({ atMs: chaosMs * 0.3, run: () => this.#killInFlight("disk resize") });
     if (targeted >= 2) schedule.push({ atMs: chaosMs * 0.55, run: () => this.#killInFlight("VM type change") });
     schedule.sort((a, b) => a.atMs - b.atMs);
@@ -295,10 +309,10 @@ class ChaosRun {
     }
   }
 
-  /** SIGKILL the replica leading now: a Lease still naming a process killed before does not count. */
-  async #killLeader(why: string): Promise<void> {
-    const leader = await eventually(
-      "a new leader to kill",
+  /** The replica leading now: a Lease still naming a process killed before does not count. */
+  async #liveLeader(): Promise<{ name: string; identity: string }> {
+    return eventually(
+      "a live leader",
       async () => {
         const current = await this.#rig.leader();
         return current !== undefined && !this.#killed.has(current.identity) ? current : undefined;
@@ -306,6 +320,40 @@ class ChaosRun {
       60_000,
       POLL_MS,
     );
+  }
+
+  /** SIGSTOP the leader past its Lease (the standby takes over), then SIGCONT: it must act on nothing it had decided. */
+  async #freezeLeader(): Promise<void> {
+    const leader = await this.#liveLeader();
+    this.#freezes++;
+    const ms = LEASE_DURATION_MS + 3000;
+    this.#options.say(`SIGSTOP ${leader.name} for ${ms} ms, freeze ${this.#freezes} of ${this.#profile.freezes}`);
+    await this.#rig.replicas.freeze(leader.name, ms);
+  }
+
+  /** Every `resetEvery`-th VM is asked for a RESET (its annotation) at a seeded moment while faults are on. */
+  async #askForResets(chaosStart: number): Promise<void> {
+    const vms = this.#healthy.filter((object) => object.kind === "GpuVm");
+    const asked = vms
+      .filter((_, index) => index % this.#profile.resetEvery === 0)
+      .map((object) => ({ object, atMs: Math.round(this.#profile.chaosMs * (0.2 + 0.6 * this.#random.next())) }))
+      .sort((a, b) => a.atMs - b.atMs);
+    for (const { object, atMs } of asked) {
+      const wait = chaosStart + atMs - Date.now();
+      if (wait > 0) await sleep(wait);
+      const value = new Date().toISOString();
+      try {
+        await this.#rig.annotate(object, { [ANNOTATIONS.resetRequestedAt]: value });
+        this.#resets.set(`${object.namespace}/${object.name}`, value);
+      } catch (error) {
+        this.#options.say(`could not ask ${object.namespace}/${object.name} for a reset: ${String(error)}`);
+      }
+    }
+  }
+
+  /** SIGKILL the replica leading now. */
+  async #killLeader(why: string): Promise<void> {
+    const leader = await this.#liveLeader();
     this.#killed.add(leader.identity);
     this.#kills++;
     this.#options.say(`SIGKILL ${leader.name} (${why}), kill ${this.#kills} of ${this.#profile.kills}`);
@@ -394,6 +442,59 @@ class ChaosRun {
       applied.length === this.#inFlight.length && applied.every(Boolean),
       `${applied.filter(Boolean).length} of ${this.#inFlight.length}`,
     );
+    await this.#checkResets();
+  }
+
+  /**
+   * Every reset asked for was carried out, and none twice: per VM, the RESETs the cloud received and carried out
+   * (their operation not FAILED; a failed one is sent again, rightly) are exactly one per annotation.
+   */
+  async #checkResets(): Promise<void> {
+    const { custom, cloud, sim } = this.#rig;
+    const served = async () => {
+      const vms = (await listObjects(custom, HEALTHY_NAMESPACES)).filter((object) => object.kind === "GpuVm");
+      const byKey = new Map(vms.map((vm) => [`${vm.metadata.namespace}/${vm.metadata.name}`, vm]));
+      const done = [...this.#resets].every(([key, value]) => byKey.get(key)?.status?.lastResetRequestedAt === value);
+      return done ? byKey : undefined;
+    };
+    const byKey = await eventually("every reset served", served, this.#profile.convergeTimeoutMs, POLL_MS).catch(
+      async () => (await served()) ?? new Map(),
+    );
+    const writes = (await this.#rig.cloudWrites()).filter((write) => write.action === "RESET" && write.operationId);
+    const problems: string[] = [];
+    let carriedOut = 0;
+    let failed = 0;
+    for (const [key, value] of this.#resets) {
+      const vm = byKey.get(key);
+      if (vm?.status?.lastResetRequestedAt !== value) problems.push(`${key}: reset ${value} not served`);
+      const id = vm?.status?.id;
+      const sent = writes.filter((write) => id !== undefined && write.path.endsWith(`/vms/${id}`));
+      let succeeded = 0;
+      for (const write of sent) {
+        const operation = await cloud.operations.get(sim.projectId, "vm", write.operationId ?? "");
+        if (operation.state === "FAILED") failed++;
+        else succeeded++;
+      }
+      carriedOut += succeeded;
+      if (succeeded > 1) problems.push(`${key}: ${succeeded} RESETs carried out for one annotation`);
+    }
+    this.#resetFigures = { asked: this.#resets.size, carriedOut, failed };
+    this.#check(
+      "no cloud action sent twice for one intent",
+      problems.length === 0,
+      `${this.#resets.size} resets asked for, ${carriedOut} carried out, ${failed} FAILED (sent again)${detailOf(problems)}`,
+    );
+  }
+
+  /** From both servers' write logs: nothing written by a replica while another held the Lease, or after it ran out. */
+  async #checkLeaseWrites(): Promise<void> {
+    const writes = await this.#rig.replicaWrites();
+    const found = writesWithoutLease(writes, LEASE_DURATION_MS);
+    this.#check(
+      "no write from a replica without its lease",
+      found.length === 0,
+      `${writes.length} writes of the replicas checked, ${found.length} without the Lease${detailOf(found)}`,
+    );
   }
 
   /** Delete every object of every tenant; nothing may be left: objects, cloud resources, owned Secrets. */
@@ -447,6 +548,11 @@ class ChaosRun {
       `${logs.lines} lines scanned${detailOf(logs.secretLeaks)}`,
     );
     this.#check("SIGKILLs as planned", this.#kills === this.#profile.kills, `${this.#kills} of ${this.#profile.kills}`);
+    this.#check(
+      "freezes as planned",
+      this.#freezes === this.#profile.freezes,
+      `${this.#freezes} of ${this.#profile.freezes}`,
+    );
     const { from, to } = this.#steadyWindow;
     const steady = flatness(replicas.samples.filter((sample) => sample.atMs >= from && sample.atMs <= to));
     const steadyText = steady.map(
@@ -478,6 +584,8 @@ class ChaosRun {
         kubernetes: { ...this.#kubeCounts, ...Object.fromEntries(injected) },
       },
       kills: { total: this.#kills, inFlight: this.#inFlight },
+      freezes: this.#freezes,
+      resets: this.#resetFigures,
       duplicates: this.#ownership.duplicates,
       leaks: this.#ownership.leaks,
       stuckFinalizers: this.#left.stuck,

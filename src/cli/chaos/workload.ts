@@ -138,6 +138,8 @@ export interface LiveObject {
     cloudName?: string;
     conditions?: { type: string; status: string; reason?: string; message?: string }[];
     operation?: { name?: string; state?: string };
+    /** A GpuVm's last reset served (its annotation's value). */
+    lastResetRequestedAt?: string;
   };
 }
 

@@ -13,12 +13,14 @@ const HELP = `Usage: gpuvm-operator chaos [flags]        (npm run chaos -- [flag
 Runs the operator (two replicas with leader election) against the cloud API simulator and the Kubernetes API
 test double under faults: cloud 5xx, 429, lost answers, FAILED operations, latency spikes; dropped watches,
 410 Gone, 409 on status writes; SIGKILLs of the leader (also while a disk resize and a VM type change are in
-flight); and hostile tenants (a cloud that never answers, endless answers, malformed JSON). Then checks: every
-healthy object Ready, one cloud resource per object, nothing left after deleting everything, no crash, memory
-and file descriptors flat, no secret in any log line.
+flight) and freezes of the leader past its Lease (SIGSTOP, then SIGCONT); RESETs asked for meanwhile; and
+hostile tenants (a cloud that never answers, endless answers, malformed JSON). Then checks: every healthy
+object Ready, one cloud resource per object, no RESET twice for one annotation, no write from a replica
+without its Lease, nothing left after deleting everything, no crash, memory and file descriptors flat, no
+secret in any log line.
 
 Flags:
-  --profile <name>   full (default): 500 objects, 10 kills; ci: about 60 objects, 2 kills
+  --profile <name>   full (default): 500 objects, 10 kills, 4 freezes; ci: about 60 objects, 2 kills, 1 freeze
   --seed <n>         seed of every random choice (default: random, printed); the same seed repeats the run
   --out <file>       where the figures go as JSON (default chaos-report.json)
   --state-dir <dir>  kubeconfig and operator logs (default: a new temporary directory)
@@ -113,6 +115,11 @@ export function figuresTable(report: ChaosReport): string {
       `  during ${kill.change}`,
       kill.operationInFlight ? "operation in flight" : "requested",
     ]),
+    ["freezes of the leader past its Lease", String(report.freezes)],
+    [
+      "RESETs asked for / carried out / FAILED",
+      `${report.resets.asked} / ${report.resets.carriedOut} / ${report.resets.failed}`,
+    ],
     ["duplicates", String(report.duplicates)],
     ["leaks", String(report.leaks)],
     ["stuck finalizers", String(report.stuckFinalizers)],
