@@ -233,6 +233,8 @@ function operatorArgs(kubeconfigPath: string, apiUrl: string, hostile: readonly 
     ...["--leader-election-lease-duration", `${LEASE_DURATION_MS}ms`, "--leader-election-renew-deadline", "4s"],
     ...["--leader-election-retry-period", "1s", "--metrics-bind-address", "0", "--health-probe-bind-address", "0"],
     ...["--api-url", apiUrl, "--allowed-api-urls", hostile.map((endpoint) => endpoint.url).join(",")],
+    // The platform's default credentials: the trespasser's namespace with an unlabelled Secret must not get them.
+    ...["--credentials-secret", `${HEALTHY_NAMESPACES[0]}/gpucloud-credentials`],
     ...["--api-rate-limit", "50", "--operation-poll-interval", "500ms", "--sync-period", "2m"],
     ...["--graceful-shutdown-timeout", "10s"],
   ];

@@ -11,6 +11,7 @@ import { checkOwnership, cloudInventory, type Flatness, flatness, scanLogs, writ
 import type { ChaosProfile } from "./profiles.ts";
 import { type Random, seededRandom } from "./random.ts";
 import { LEASE_DURATION_MS, REPLICA_NAMES, Rig } from "./rig.ts";
+import { TRESPASS_NAMESPACES, Trespasser } from "./trespasser.ts";
 import {
   GROUP_VERSION,
   HEALTHY_NAMESPACES,
@@ -137,6 +138,8 @@ class ChaosRun {
     spec: vmSpecOf("a40.1x"),
   }));
   readonly #invariants: Invariant[] = [];
+  /** A tenant with rights in its own namespaces only, trying to take the probes' VMs while the chaos goes on. */
+  readonly #trespasser: Trespasser;
   readonly #timers: NodeJS.Timeout[] = [];
   #before = new Set<string>();
   #kills = 0;
@@ -165,6 +168,7 @@ class ChaosRun {
     this.#random = seededRandom(options.seed);
     this.#healthy = healthyObjects(options.profile);
     this.#hostile = hostileObjects(options.profile);
+    this.#trespasser = new Trespasser(rig, seededRandom(options.seed ^ 0x7e5), options.say);
   }
 
   #check(name: string, ok: boolean, detail: string): void {
@@ -182,6 +186,8 @@ class ChaosRun {
       this.#options.say(`leader elected; ${this.#healthy.length} healthy and ${this.#hostile.length} hostile objects`);
       this.#phase("hostile tenants");
       await this.#hostileTenants();
+      // Its victims: the probes, Ready now and changed by nobody for the rest of the run.
+      await this.#trespasser.prepare(this.#probes);
       this.#phase("chaos");
       await this.#chaos();
       this.#phase("converge");
@@ -279,6 +285,7 @@ class ChaosRun {
       inParallel(this.#healthy, 32, (object) => this.#rig.apply(object)),
       this.#disruptAsPlanned(chaosStart),
       this.#askForResets(chaosStart),
+      this.#trespass(chaosStart),
     ]);
     const left = chaosStart + this.#profile.chaosMs - Date.now();
     if (left > 0) await sleep(left);
@@ -287,6 +294,15 @@ class ChaosRun {
     for (const timer of kube) clearInterval(timer);
     await this.#rig.admin("DELETE", "/faults");
     this.#simulatorFaults = (await this.#rig.admin("GET", "/faults/fired")) as Record<string, number>;
+  }
+
+  /** The trespasser's moves, one every 2 to 4 s while the chaos lasts. */
+  async #trespass(chaosStart: number): Promise<void> {
+    while (Date.now() - chaosStart < this.#profile.chaosMs - 5000) {
+      await this.#trespasser.move();
+      await sleep(2000 + Math.floor(this.#random.next() * 2000));
+    }
+    this.#options.say(`trespasser: ${this.#trespasser.moves.length} moves`);
   }
 
   /** SIGKILLs and freezes of the leader at seeded moments, one after the other. */
@@ -417,8 +433,13 @@ class ChaosRun {
       const detail = `${notReady.length + absent} not Ready after ${this.#profile.convergeTimeoutMs} ms`;
       this.#check("every healthy object Ready", false, `${detail}${detailOf(notReady)}`);
     }
-    // A pool is no cloud resource; its replicas are (they are GpuVms and GpuDisks like the others).
-    const resourceObjects = live.filter((object) => object.kind !== "GpuVmPool");
+    // A pool is no cloud resource; its replicas are (they are GpuVms and GpuDisks like the others). The trespasser's
+    // objects that hold a resource count too (the others wait on a name or a claim they cannot have).
+    await this.#trespasser.restore();
+    const trespassing = (await listObjects(custom, Object.values(TRESPASS_NAMESPACES))).filter(
+      (object) => object.status?.id !== undefined,
+    );
+    const resourceObjects = [...live, ...trespassing].filter((object) => object.kind !== "GpuVmPool");
     const ownership = checkOwnership(resourceObjects, await cloudInventory(cloud, sim.projectId), this.#before);
     this.#ownership = { duplicates: ownership.duplicates.length, leaks: ownership.leaks.length };
     const problems = [...ownership.duplicates, ...ownership.leaks, ...ownership.missing];
@@ -427,6 +448,7 @@ class ChaosRun {
       problems.length === 0,
       `${ownership.duplicates.length} duplicates, ${ownership.leaks.length} leaks, ${ownership.missing.length} objects without their resource${detailOf(problems)}`,
     );
+    for (const check of await this.#trespasser.check()) this.#check(check.name, check.ok, check.detail);
     const changed = live.filter((object) =>
       this.#inFlight.some((kill) => kill.change.endsWith(`${object.metadata.namespace}/${object.metadata.name}`)),
     );
@@ -501,7 +523,11 @@ class ChaosRun {
   async #deleteEverything(): Promise<void> {
     const { custom, core, cloud, sim } = this.#rig;
     this.#options.say("deleting every object");
-    const namespaces = [...HEALTHY_NAMESPACES, ...Object.values(HOSTILE_NAMESPACES)];
+    const namespaces = [
+      ...HEALTHY_NAMESPACES,
+      ...Object.values(HOSTILE_NAMESPACES),
+      ...Object.values(TRESPASS_NAMESPACES),
+    ];
     for (const namespace of namespaces) {
       for (const kind of KIND_ORDER) {
         await custom.deleteCollectionNamespacedCustomObject({ ...GROUP_VERSION, plural: PLURALS[kind], namespace });
