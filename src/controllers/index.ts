@@ -7,9 +7,10 @@ import { FINALIZER, GROUP, SECRET_WATCH_LABEL, SECRET_WATCH_SELECTOR, VERSION } 
 import { structuralSchemaOf } from "../api/crd.ts";
 import type { OperationFamily } from "../cloud/wire.ts";
 import type { Controller, KubeResource, Manager } from "../runtime/index.ts";
-import { CONFIG_MAPS, KubeApiError, SECRETS } from "../runtime/index.ts";
+import { CONFIG_MAPS, KubeApiError, ownsKey, SECRETS } from "../runtime/index.ts";
 import { ApiUrlPolicy } from "../util/api-url.ts";
 import { AccountAdmissions } from "./account-admission.ts";
+import { attachmentChange } from "./attachment-changes.ts";
 import { CloudAccount } from "./cloud-account.ts";
 import { CredentialStore, clientFor, credentialsRefNameOf, type SecretLike } from "./credentials.ts";
 import { DependencyIndex } from "./dependency-index.ts";
@@ -327,6 +328,25 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
     admissions.wakeWith((key, priority, position) => controller.wake(key, priority, position));
     controllers.set(kind.kind, controller);
   }
+
+  // A GpuVm of another shard attached or detached disks: its shard's settlement refreshed that shard's disk
+  // snapshot and woke that shard's disks, not ours (attachment-changes.ts). Our own VMs' settlements do both.
+  informers.get(gpuVm.kind)?.on((event) => {
+    const namespace = event.object.metadata?.namespace ?? "";
+    if (ownsKey(config.shard, `${namespace}/${event.object.metadata?.name ?? ""}`)) return;
+    const deleted = event.type === "delete";
+    const change = attachmentChange(deleted ? event.object : event.previous, deleted ? undefined : event.object);
+    if (change === undefined) return;
+    const resolved = credentials.resolve(namespace, credentialsRefNameOf(event.object));
+    if (resolved.type === "ok" && resolved.handle.account.projectId === change.projectId) {
+      resolved.handle.account.disks.invalidate();
+    }
+    for (const id of change.diskIds) {
+      for (const key of claimIndexes.get(gpuDisk.kind)?.holdersOf(change.projectId, id) ?? []) {
+        controllers.get(gpuDisk.kind)?.enqueue(key);
+      }
+    }
+  });
 
   // A change of the default Secret wakes the objects that use it (they live in other namespaces, so the
   // per-namespace dependency index does not know them), and the Secret's own finalizer check.
