@@ -9,6 +9,7 @@ import type { OperationFamily } from "../cloud/wire.ts";
 import type { Controller, KubeResource, Manager } from "../runtime/index.ts";
 import { CONFIG_MAPS, KubeApiError, ownsKey, SECRETS } from "../runtime/index.ts";
 import { ApiUrlPolicy } from "../util/api-url.ts";
+import { isRecord } from "../util/is-record.ts";
 import { AccountAdmissions } from "./account-admission.ts";
 import { attachmentChange } from "./attachment-changes.ts";
 import { CloudAccount } from "./cloud-account.ts";
@@ -110,6 +111,27 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
     return parsed.ok ? parsed.object : undefined;
   };
 
+  /**
+   * The objects holding cloud resources that a list showed gone or changed look again now. One with an
+   * operation in flight is left to the operation's settlement, which wakes it (a list during a burst shows many
+   * resources moving through their own operations).
+   */
+  const wakeHolders = (family: OperationFamily, projectId: string, ids: string[], priority: "high" | "normal") => {
+    const kindName = kindOfFamily.get(family);
+    const claims = kindName === undefined ? undefined : claimIndexes.get(kindName);
+    const informer = kindName === undefined ? undefined : informers.get(kindName);
+    if (kindName === undefined || claims === undefined || informer === undefined) return;
+    for (const id of ids) {
+      for (const key of claims.holdersOf(projectId, id)) {
+        const slash = key.indexOf("/");
+        if (priority === "normal" && operationInFlight(informer.get(key.slice(0, slash), key.slice(slash + 1)))) {
+          continue;
+        }
+        controllers.get(kindName)?.enqueue(key, priority);
+      }
+    }
+  };
+
   const credentials = new CredentialStore<CloudAccount>({
     secrets: { getSecret: readSecret },
     ...(config.credentialsSecret ? { defaultSecret: config.credentialsSecret } : {}),
@@ -136,17 +158,10 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
         }),
         projectId: parsed.projectId,
         credentialKey,
-        onGone: (family, ids) => {
-          const kindName = kindOfFamily.get(family);
-          const claims = kindName === undefined ? undefined : claimIndexes.get(kindName);
-          if (kindName === undefined || claims === undefined) return;
-          for (const id of ids) {
-            for (const key of claims.holdersOf(parsed.projectId, id)) {
-              controllers.get(kindName)?.enqueue(key, "high");
-            }
-          }
-        },
+        onGone: (family, ids) => wakeHolders(family, parsed.projectId, ids, "high"),
+        onChanged: (family, ids) => wakeHolders(family, parsed.projectId, ids, "normal"),
         snapshotMaxAgeMs: config.syncPeriodMs,
+        pollIntervalMs: Math.min(config.pollIntervalMs, config.syncPeriodMs),
         operationPollMs: config.operationPollIntervalMs,
         operationPolling: config.operationPolling,
         logger: logger.child({ credentialKey }),
@@ -399,6 +414,12 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
   );
 
   return { controllers, credentials, stop: () => credentials.stop() };
+}
+
+/** Whether an object's status records a cloud operation still in progress (its settlement wakes the object). */
+function operationInFlight(object: unknown): boolean {
+  const status = isRecord(object) && isRecord(object.status) ? object.status : undefined;
+  return isRecord(status?.operation) && status.operation.state === "IN_PROGRESS";
 }
 
 /** Fit statuses of a kind to its CRD schema in place (the structural schema the CRD is generated with). */
