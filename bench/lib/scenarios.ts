@@ -709,6 +709,8 @@ export async function runDrift(
   const windowMs = performance.now() - startedAt;
   const counts = await simulatorCounts(sim.adminUrl);
   const seconds = (values: Iterable<number>) => [...values].map((ms) => ms / 1000);
+  // None seen: no figure (NaN prints as "—"), not 0 s.
+  const max = (values: number[]) => (values.length === 0 ? Number.NaN : Math.max(...values));
   const result: DriftResult = {
     scenario: "drift",
     n: options.n,
@@ -716,9 +718,9 @@ export async function runDrift(
     pollIntervalSeconds: options.pollIntervalMs / 1000,
     load: { before: loadBefore, after: loadAverage() },
     reportedP50Seconds: percentile(seconds(reported.values()), 50),
-    reportedMaxSeconds: Math.max(0, ...seconds(reported.values())),
+    reportedMaxSeconds: max(seconds(reported.values())),
     correctedP50Seconds: percentile(seconds(corrected.values()), 50),
-    correctedMaxSeconds: Math.max(0, ...seconds(corrected.values())),
+    correctedMaxSeconds: max(seconds(corrected.values())),
     missed: targets.length - corrected.size,
     vmListCallsPerInterval:
       callsMatching(counts, /^GET \S*\/projects\/:projectId\/vms$/) / Math.max(1, windowMs / options.pollIntervalMs),
