@@ -139,7 +139,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     // One cloud per profile: a seed-only server must not show what a contract server created (nor the reverse).
     if (loaded.profile !== undefined && loaded.profile !== profile) {
       throw new StateFileError(
-        `${options.stateFile} holds the cloud of a simulator of profile ${loaded.profile}, not ${profile}: start with profile ${loaded.profile}, or use another state file (the playground: another --state-dir)`,
+        `${options.stateFile} holds the cloud of a simulator of profile ${loaded.profile}, not ${profile}: start it with --profile ${loaded.profile}, or give another state file (the playground: another --state-dir)`,
       );
     }
     loaded.profile = profile;
