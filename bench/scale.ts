@@ -8,10 +8,15 @@
 //   npm run bench -- --only adoption --node-flags="--heap-growing-percent=50"   # V8 flags against the defaults
 //   npm run bench -- --summarize bench/results/runs/<run>.json   # the summary of a run written before
 //   npm run bench -- --only adoption,steady --steady-after adoption   # steady state of 10,000 VMs in minutes
+//   npm run bench -- --only adoption,steady,drift --steady-after adoption --sync-period-s 600 --steady-period-s 30
+//                                                  # at the default sync period: the background lists, and VMs
+//                                                  # stopped outside the operator (seen and started again)
 //
 // Scenarios: burst (N mixed objects at once; and again on a running operator: --warm 100 brings 100 other objects
 // to Ready first, so the one-time compilation of a fresh process is not counted), adoption (N existing VMs taken over by spec.id), steady (after
 // the largest burst: whole resync periods with nothing to do), change (one spec change at a time among them),
+// drift (VMs stopped through the cloud API by another client among them: until each GpuVm says so, and until the
+// operator has started it again),
 // anchors (the same burst with the defaults of ACK: one worker; Crossplane: 1 reconcile/s overall; the Terraform
 // provider: every operation polled on its own every 2 s). Raw results go to bench/results/runs/ (git-ignored).
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -23,11 +28,13 @@ import { REPO_ROOT, warmCompileCache } from "./lib/processes.ts";
 import {
   type BurstResult,
   type ChangeResult,
+  type DriftResult,
   type KeptRun,
   newestProfile,
   runAdoption,
   runBurst,
   runChanges,
+  runDrift,
   runSteady,
   type SteadyResult,
 } from "./lib/scenarios.ts";
@@ -41,7 +48,13 @@ const { values } = parseArgs({
     "anchor-n": { type: "string", default: "1000" },
     "adopt-n": { type: "string", default: "10000" },
     "sync-period-s": { type: "string", default: "30" },
+    /** The operator's --poll-interval in seconds (default: the operator's own, 30 s). */
+    "poll-interval-s": { type: "string", default: "" },
     periods: { type: "string", default: "10" },
+    /** Length of each measured steady period in seconds (default: the sync period). */
+    "steady-period-s": { type: "string", default: "" },
+    /** VMs stopped at once outside the operator (drift). */
+    stops: { type: "string", default: "10" },
     /**
      * What the steady state and the change latency follow: the largest burst (mixed kinds, as the issue measures)
      * or the adoption of --adopt-n existing VMs (Ready in seconds: memory and CPU at rest without a long burst).
@@ -69,7 +82,7 @@ if (steadyAfter !== "burst" && steadyAfter !== "adoption") {
   process.exit(2);
 }
 /** Steady state or change latency asked for, after `steadyAfter`. */
-const followUp = only.has("steady") || only.has("change");
+const followUp = only.has("steady") || only.has("change") || only.has("drift");
 const sizes = (values.n ?? "")
   .split(",")
   .map(Number)
@@ -77,9 +90,11 @@ const sizes = (values.n ?? "")
 const syncPeriodMs = Number(values["sync-period-s"]) * 1000;
 const latencyMs = Number(values["latency-ms"]);
 const rate = { ratePerSec: 20, burst: 40 };
+const pollIntervalMs = values["poll-interval-s"] ? Number(values["poll-interval-s"]) * 1000 : 30_000;
 const baseFlags = [
   "--sync-period",
   `${values["sync-period-s"]}s`,
+  ...(values["poll-interval-s"] ? ["--poll-interval", `${values["poll-interval-s"]}s`] : []),
   ...(values["operator-flags"] ?? "").split(" ").filter((flag) => flag !== ""),
 ];
 const nodeFlags = (values["node-flags"] ?? "").split(" ").filter((flag) => flag !== "");
@@ -105,6 +120,7 @@ interface Report {
   adoption?: BurstResult;
   steady?: SteadyResult;
   change?: ChangeResult;
+  drift?: DriftResult;
   anchors: BurstResult[];
   profiles: Record<string, { selfPercent: number; totalPercent: number; name: string }[]>;
 }
@@ -152,7 +168,18 @@ function save(): void {
 /** The steady state and the change latency asked for, on the objects a burst or the adoption left Ready. */
 async function followUpOn(kept: KeptRun, n: number): Promise<void> {
   if (only.has("steady")) {
-    report.steady = await runSteady(kept, { n, syncPeriodMs, periods: Number(values.periods), log });
+    const periodMs = values["steady-period-s"] ? Number(values["steady-period-s"]) * 1000 : undefined;
+    report.steady = await runSteady(kept, {
+      n,
+      syncPeriodMs,
+      periods: Number(values.periods),
+      ...(periodMs !== undefined ? { periodMs } : {}),
+      log,
+    });
+    save();
+  }
+  if (only.has("drift")) {
+    report.drift = await runDrift(kept, { n, stops: Number(values.stops), pollIntervalMs, log });
     save();
   }
   if (only.has("change")) {
@@ -305,14 +332,24 @@ export function printSummary(all: Report): string {
   if (all.steady) {
     const s = all.steady;
     lines.push("");
+    const sync =
+      s.periodSeconds !== undefined && s.periodSeconds !== s.syncPeriodSeconds
+        ? ` (sync period ${s.syncPeriodSeconds} s)`
+        : "";
     lines.push(
-      `steady state, ${s.n} objects, ${s.periods} periods of ${s.syncPeriodSeconds} s: VM list calls per period ${fixed(s.vmListCallsPerPeriod, 2)} (goal ≤ ${s.listCallsBound}), all calls per period ${fixed(s.cloudCallsPerPeriod, 1)}, Kubernetes writes ${s.kubeWrites} (goal 0), CPU ${fixed(s.cpuSecondsPerPeriod, 2)} s per period, RSS per period ${s.rssMiBPerPeriod.map((v) => v.toFixed(0)).join(", ")} MiB (growth ${fixed(s.rssGrowthMiB)} MiB), lag p99 ≤ ${fixed(s.eventLoopLagP99MaxMs, 0)} ms, max ${fixed(s.eventLoopLagMaxMs, 0)} ms, load ${fixed(s.load.before)}`,
+      `steady state, ${s.n} objects, ${s.periods} periods of ${s.periodSeconds ?? s.syncPeriodSeconds} s${sync}: VM list calls per period ${fixed(s.vmListCallsPerPeriod, 2)} (goal ≤ ${s.listCallsBound}), all calls per period ${fixed(s.cloudCallsPerPeriod, 1)}, Kubernetes writes ${s.kubeWrites} (goal 0), CPU ${fixed(s.cpuSecondsPerPeriod, 2)} s per period, RSS per period ${s.rssMiBPerPeriod.map((v) => v.toFixed(0)).join(", ")} MiB (growth ${fixed(s.rssGrowthMiB)} MiB), lag p99 ≤ ${fixed(s.eventLoopLagP99MaxMs, 0)} ms, max ${fixed(s.eventLoopLagMaxMs, 0)} ms, load ${fixed(s.load.before)}`,
     );
   }
   if (all.change) {
     const c = all.change;
     lines.push(
       `spec change among ${c.n}: first cloud call p50 ${fixed(c.firstCallP50Ms, 0)} ms, p99 ${fixed(c.firstCallP99Ms, 0)} ms (goal ≤ 100 ms); the action p50 ${fixed(c.actionP50Ms, 0)} ms, p99 ${fixed(c.actionP99Ms, 0)} ms; ${c.missed} missed; load ${fixed(c.load.before)}`,
+    );
+  }
+  if (all.drift) {
+    const d = all.drift;
+    lines.push(
+      `VMs stopped outside the operator, ${d.stops} at once among ${d.n} (poll interval ${d.pollIntervalSeconds} s): reported p50 ${fixed(d.reportedP50Seconds)} s, max ${fixed(d.reportedMaxSeconds)} s; started again p50 ${fixed(d.correctedP50Seconds)} s, max ${fixed(d.correctedMaxSeconds)} s; ${d.missed} missed; VM lists per interval ${fixed(d.vmListCallsPerInterval, 2)} (bound ${d.listCallsBound}), single VM reads ${d.vmReads}; load ${fixed(d.load.before)}`,
     );
   }
   if (all.anchors.length > 0) lines.push("", ...anchorTable(all.anchors));
@@ -383,6 +420,17 @@ function goalsTable(all: Report): string[] {
       `steady with ${steady.n}: ≤ ${steady.listCallsBound} VM lists per period, 0 Kubernetes writes`,
       `${fixed(steady.vmListCallsPerPeriod, 2)} lists, ${steady.kubeWrites} writes, ${fixed(steady.cpuSecondsPerPeriod, 2)} s CPU per period`,
       steady.vmListCallsPerPeriod <= steady.listCallsBound && steady.kubeWrites === 0,
+    ]);
+  }
+  if (all.drift !== undefined) {
+    const d = all.drift;
+    rows.push([
+      `a VM stopped outside the operator among ${d.n}: corrected or reported within 60 s, ≤ ${d.listCallsBound} VM lists per interval, no read per object`,
+      `reported max ${fixed(d.reportedMaxSeconds)} s, started again max ${fixed(d.correctedMaxSeconds)} s (${d.missed} missed); ${fixed(d.vmListCallsPerInterval, 2)} lists per ${d.pollIntervalSeconds} s, ${d.vmReads} single reads`,
+      d.missed === 0 &&
+        d.reportedMaxSeconds <= 60 &&
+        d.vmListCallsPerInterval <= d.listCallsBound + 1 &&
+        d.vmReads === 0,
     ]);
   }
   if (all.change !== undefined) {

@@ -490,6 +490,8 @@ export interface SteadyResult {
   n: number;
   periods: number;
   syncPeriodSeconds: number;
+  /** The length of each measured period (the sync period unless asked otherwise). */
+  periodSeconds?: number;
   load: { before: number; after: number };
   vmListCallsPerPeriod: number;
   listCallsBound: number;
@@ -503,15 +505,19 @@ export interface SteadyResult {
   eventLoopLagMaxMs: number;
 }
 
-/** After a burst: `periods` whole resync periods with nothing to do. */
+/**
+ * After a burst: `periods` periods with nothing to do, each a resync period long unless `periodMs` says
+ * otherwise (the poll interval, to see what the background lists cost at a long sync period).
+ */
 export async function runSteady(
   kept: KeptRun,
-  options: { n: number; syncPeriodMs: number; periods: number; log?: (line: string) => void },
+  options: { n: number; syncPeriodMs: number; periods: number; periodMs?: number; log?: (line: string) => void },
 ): Promise<SteadyResult> {
   const log = options.log ?? (() => undefined);
+  const periodMs = options.periodMs ?? options.syncPeriodMs;
   // One period first so that every object's resync is spread as in steady operation.
-  log(`  steady state: settling for one period, then ${options.periods} periods`);
-  await sleep(options.syncPeriodMs);
+  log(`  steady state: settling for one period, then ${options.periods} periods of ${periodMs / 1000} s`);
+  await sleep(periodMs);
   const sampler = new OperatorSampler(kept.operator, 2000);
   const loadBefore = loadAverage();
   await resetSimulatorCounts(kept.env.sim.adminUrl);
@@ -519,7 +525,7 @@ export async function runSteady(
   sampler.start();
   const rss: number[] = [];
   for (let period = 0; period < options.periods; period++) {
-    await sleep(options.syncPeriodMs);
+    await sleep(periodMs);
     rss.push(sampleProcess(kept.operator.pid).rssBytes / MiB);
   }
   await sampler.stop();
@@ -531,6 +537,7 @@ export async function runSteady(
     n: options.n,
     periods: options.periods,
     syncPeriodSeconds: options.syncPeriodMs / 1000,
+    periodSeconds: periodMs / 1000,
     load: { before: loadBefore, after: loadAverage() },
     vmListCallsPerPeriod: vmLists / options.periods,
     listCallsBound: Math.ceil(options.n / 500),
@@ -619,6 +626,112 @@ export async function runChanges(
   log(
     `    first call p50 ${result.firstCallP50Ms.toFixed(0)} ms p99 ${result.firstCallP99Ms.toFixed(0)} ms; ` +
       `action p50 ${result.actionP50Ms.toFixed(0)} ms p99 ${result.actionP99Ms.toFixed(0)} ms; missed ${missed}`,
+  );
+  return result;
+}
+
+export interface DriftResult {
+  scenario: "drift";
+  n: number;
+  stops: number;
+  pollIntervalSeconds: number;
+  load: { before: number; after: number };
+  /** STOP answered → the GpuVm's status no longer says RUNNING and Ready (what kubectl shows). */
+  reportedP50Seconds: number;
+  reportedMaxSeconds: number;
+  /** STOP answered → the GpuVm Ready again after a START the operator sent. */
+  correctedP50Seconds: number;
+  correctedMaxSeconds: number;
+  missed: number;
+  /** VM lists per poll interval meanwhile, and the bound ceil(N/500). */
+  vmListCallsPerInterval: number;
+  listCallsBound: number;
+  /** Reads of single VMs (GET /vms/:vmId) the operator sent meanwhile. */
+  vmReads: number;
+}
+
+/**
+ * VMs stopped outside the operator (each through the cloud API with the project's key, as another client would),
+ * all at once among `n` objects at rest: how long until each GpuVm says so, and until the operator has started
+ * it again, and what the operator listed meanwhile.
+ */
+export async function runDrift(
+  kept: KeptRun,
+  options: { n: number; stops: number; pollIntervalMs: number; timeoutMs?: number; log?: (line: string) => void },
+): Promise<DriftResult> {
+  const log = options.log ?? (() => undefined);
+  const { sim, http } = kept.env;
+  const vms = [...kept.watch.objects.values()].filter(
+    (t) => t.kind === "GpuVm" && t.readyAt !== undefined && t.id !== undefined,
+  );
+  const targets = Array.from({ length: Math.min(options.stops, vms.length) }, (_, i) => {
+    return vms[Math.floor((i * vms.length) / options.stops)];
+  }).filter((t): t is ObjectTrack => t !== undefined);
+  log(`  out-of-band stops: ${targets.length} VMs stopped through the cloud API at once, among ${options.n}`);
+  const loadBefore = loadAverage();
+  await resetSimulatorCounts(sim.adminUrl);
+  const startedAt = performance.now();
+  const stoppedAt = new Map<string, number>();
+  await Promise.all(
+    targets.map(async (target) => {
+      const response = await fetch(`${sim.url}/projects/${sim.projectId}/vms/${target.id}`, {
+        method: "PATCH",
+        headers: { authorization: `Bearer ${sim.apiKey}`, "content-type": "application/json" },
+        body: JSON.stringify({ action: "STOP" }),
+      });
+      if (!response.ok) throw new Error(`STOP ${target.name}: HTTP ${response.status} ${await response.text()}`);
+      stoppedAt.set(target.name, performance.now());
+    }),
+  );
+  const reported = new Map<string, number>();
+  const corrected = new Map<string, number>();
+  const deadline = performance.now() + (options.timeoutMs ?? 180_000);
+  while (corrected.size < targets.length && performance.now() < deadline) {
+    await sleep(250);
+    for (const target of targets) {
+      if (corrected.has(target.name)) continue;
+      const object = (await http.json("GET", http.pathOf(pluralOf("GpuVm"), NAMESPACE, target.name))) as {
+        status?: {
+          state?: string;
+          conditions?: { type: string; status: string }[];
+          operations?: { name: string; state: string }[];
+        };
+      };
+      const since = performance.now() - (stoppedAt.get(target.name) ?? startedAt);
+      const ready = object.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
+      if (!reported.has(target.name) && (object.status?.state !== "STATE_RUNNING" || !ready)) {
+        reported.set(target.name, since);
+      }
+      const started = object.status?.operations?.[0];
+      if (ready && started?.name === "START" && started.state === "SUCCEEDED") corrected.set(target.name, since);
+    }
+  }
+  const windowMs = performance.now() - startedAt;
+  const counts = await simulatorCounts(sim.adminUrl);
+  const seconds = (values: Iterable<number>) => [...values].map((ms) => ms / 1000);
+  // None seen: no figure (NaN prints as "—"), not 0 s.
+  const max = (values: number[]) => (values.length === 0 ? Number.NaN : Math.max(...values));
+  const result: DriftResult = {
+    scenario: "drift",
+    n: options.n,
+    stops: targets.length,
+    pollIntervalSeconds: options.pollIntervalMs / 1000,
+    load: { before: loadBefore, after: loadAverage() },
+    reportedP50Seconds: percentile(seconds(reported.values()), 50),
+    reportedMaxSeconds: max(seconds(reported.values())),
+    correctedP50Seconds: percentile(seconds(corrected.values()), 50),
+    correctedMaxSeconds: max(seconds(corrected.values())),
+    missed: targets.length - corrected.size,
+    vmListCallsPerInterval:
+      callsMatching(counts, /^GET \S*\/projects\/:projectId\/vms$/) / Math.max(1, windowMs / options.pollIntervalMs),
+    listCallsBound: Math.ceil(options.n / 500),
+    vmReads: callsMatching(counts, /^GET \S*\/vms\/:vmId$/),
+  };
+  log(
+    `    reported p50 ${result.reportedP50Seconds.toFixed(1)} s, max ${result.reportedMaxSeconds.toFixed(1)} s; ` +
+      `corrected p50 ${result.correctedP50Seconds.toFixed(1)} s, max ${result.correctedMaxSeconds.toFixed(1)} s; ` +
+      `missed ${result.missed}; VM lists per interval ${result.vmListCallsPerInterval.toFixed(2)} ` +
+      `(bound ${result.listCallsBound}); single VM reads ${result.vmReads}`,
   );
   return result;
 }

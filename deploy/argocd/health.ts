@@ -184,7 +184,7 @@ export function renderHealthLua(): string {
   return `${lines.join("\n")}\n`;
 }
 
-/** The argocd-cm patch that installs the script for the five kinds. */
+/** The argocd-cm patch that installs the script for every kind. */
 export function renderArgocdConfigMapPatch(): string {
   const script = renderHealthLua()
     .trimEnd()

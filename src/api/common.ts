@@ -1,4 +1,4 @@
-// Shared pieces of the four custom resources: group/version, annotations, condition vocabulary, the managed
+// Shared pieces of the custom resources: group/version, annotations, condition vocabulary, the managed
 // spec and status bases, and the small zod helpers every kind file uses so that each field carries a
 // description (kubectl explain and docs/crd-reference.md read them) and a length bound (CEL cost estimation).
 import { createHash } from "node:crypto";

@@ -2,7 +2,7 @@
 // promise that answers "not supported" (CloudError kind `unsupported`, see errors.ts) is remembered as missing:
 // later calls to it fail at once, without a request, until a rare re-probe lets one call through again.
 // The client keeps one registry per client (one account); controllers ask it before they plan an action.
-import { CloudError } from "./errors.ts";
+import { CloudError, unsupportedEndpoint } from "./errors.ts";
 
 /** One capability per endpoint beyond the spec: a server may have some of them and not others. */
 export const CAPABILITIES = {
@@ -77,7 +77,7 @@ export interface CapabilityReport {
   description: string;
   /** When the state was last learned (ms since epoch); absent while unknown. */
   since?: number;
-  /** For `unsupported`: the answer that showed it (`GET /… is not supported by this server (HTTP 404)`). */
+  /** For `unsupported`: the answer that showed it (`answered HTTP 404`). */
   detail?: string;
 }
 
@@ -136,12 +136,11 @@ export class CapabilityRegistry {
       return undefined;
     }
     const retryAt = new Date(known.since + this.#reprobeAfterMs).toISOString();
-    return new CloudError({
-      kind: "unsupported",
+    return unsupportedEndpoint(
       method,
       route,
-      message: `${method} ${route} is not supported by this server (${CAPABILITIES[capability].description}: ${known.detail ?? "missing"}; checked again after ${retryAt})`,
-    });
+      `${CAPABILITIES[capability].description}: ${known.detail ?? "missing"}; checked again after ${retryAt}`,
+    );
   }
 
   /** After a call: `"supported"` (it answered 2xx); an `unsupported` CloudError; anything else shows neither. */
@@ -156,7 +155,7 @@ export class CapabilityRegistry {
       this.#known.set(capability, {
         state: "unsupported",
         since: this.#now(),
-        detail: outcome.message,
+        detail: outcome.detail ?? outcome.message,
         probing: false,
       });
       if (known?.state !== "unsupported") this.#changed(capability);

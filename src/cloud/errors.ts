@@ -18,6 +18,11 @@ export interface CloudErrorInit {
   fieldPath?: string;
   /** The gRPC code from an `rpc error: code = X desc = …` message, when the server wrapped one. */
   rpcCode?: string;
+  /**
+   * For kind `unsupported`: what showed it, without the endpoint (`answered HTTP 404`), so that a message about
+   * the endpoint can say it once instead of quoting this error's whole message.
+   */
+  detail?: string;
   retryable?: boolean;
   cause?: unknown;
 }
@@ -34,6 +39,7 @@ export class CloudError extends Error {
   readonly retryAfterMs?: number;
   readonly fieldPath?: string;
   readonly rpcCode?: string;
+  readonly detail?: string;
 
   constructor(init: CloudErrorInit) {
     super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
@@ -47,6 +53,7 @@ export class CloudError extends Error {
     if (init.retryAfterMs !== undefined) this.retryAfterMs = init.retryAfterMs;
     if (init.fieldPath !== undefined) this.fieldPath = init.fieldPath;
     if (init.rpcCode !== undefined) this.rpcCode = init.rpcCode;
+    if (init.detail !== undefined) this.detail = init.detail;
   }
 
   /** `GET /projects/:projectId/vms`: the endpoint, for messages and logs. */
@@ -173,12 +180,18 @@ function looksLikeMissingRoute(code: string, text: string): boolean {
 }
 
 function unsupported(method: string, route: string, status: number): CloudError {
+  return unsupportedEndpoint(method, route, `answered HTTP ${status}`, status);
+}
+
+/** The error for an endpoint this server lacks: `<method> <route> is not supported by this server (<detail>)`. */
+export function unsupportedEndpoint(method: string, route: string, detail: string, status?: number): CloudError {
   return new CloudError({
     kind: "unsupported",
-    status,
+    ...(status !== undefined ? { status } : {}),
     method,
     route,
-    message: `${method} ${route} is not supported by this server (HTTP ${status})`,
+    detail,
+    message: `${method} ${route} is not supported by this server (${detail})`,
   });
 }
 

@@ -60,7 +60,9 @@ export function cannotDo(error: unknown, whatToDo: string): ReconcileError {
   const err = asError(error);
   const capability = isCloudError(err) ? capabilityOf(err.method, err.route) : undefined;
   const what = capability === undefined ? "this request" : CAPABILITIES[capability].description;
-  const message = `this server does not support ${what} (${err.message}); ${whatToDo}`;
+  // The endpoint and what showed it, said once: the error's own message says "not supported" already.
+  const evidence = isCloudError(err) && err.detail !== undefined ? `${err.endpoint}: ${err.detail}` : err.message;
+  const message = `this server does not support ${what} (${evidence}); ${whatToDo}`;
   return new ReconcileError(REASON.NotSupported, message, { cause: error });
 }
 

@@ -20,6 +20,11 @@ export interface CloudAccountOptions {
   /** Non-secret identity of the credential (credentialKeyOf), for logs and metrics. */
   credentialKey: string;
   snapshotMaxAgeMs: number;
+  /**
+   * How often each family that is read lists itself in the background to see changes made outside the operator
+   * (FamilySnapshot.pollEveryMs); off when undefined.
+   */
+  pollIntervalMs?: number;
   operationPollMs: number;
   /** How the trackers follow operations (default batched: one list per family per interval). */
   operationPolling?: "batched" | "per-operation";
@@ -38,6 +43,8 @@ export interface CloudAccountOptions {
    * Whoever holds them is woken at once instead of at its next resync.
    */
   onGone?(family: OperationFamily, ids: string[]): void;
+  /** Resources of a family a list shows changed since they were last read: whoever holds them looks again. */
+  onChanged?(family: OperationFamily, ids: string[]): void;
   onOperationSettled?(family: OperationFamily, name: string, result: string, durationMs: number): void;
 }
 
@@ -137,7 +144,13 @@ export class CloudAccount {
     this.apiUrl = accountOf(options.apiUrl, options.projectId).apiUrl;
     this.credentialKey = options.credentialKey;
     const { client, projectId } = options;
-    const common = { maxAgeMs: options.snapshotMaxAgeMs, now: this.#now };
+    const common = {
+      maxAgeMs: options.snapshotMaxAgeMs,
+      now: this.#now,
+      ...(options.pollIntervalMs !== undefined ? { pollEveryMs: options.pollIntervalMs } : {}),
+      onPollError: (error: unknown) => options.logger.debug({ err: error }, "background list failed"),
+    };
+    const changes = (family: OperationFamily) => (ids: string[]) => options.onChanged?.(family, ids);
     this.vms = new FamilySnapshot<VmSummary>({
       ...common,
       list: async (signal) => {
@@ -153,6 +166,7 @@ export class CloudAccount {
       nameOf: (vm) => vm.name,
       onRefresh: () => options.onListCall?.("vm"),
       onVanished: (ids) => options.onGone?.("vm", ids),
+      onChanged: changes("vm"),
     });
     this.disks = new FamilySnapshot<Disk>({
       ...common,
@@ -161,6 +175,7 @@ export class CloudAccount {
       nameOf: (disk) => disk.name,
       onRefresh: () => options.onListCall?.("disk"),
       onVanished: (ids) => options.onGone?.("disk", ids),
+      onChanged: changes("disk"),
     });
     this.networks = new FamilySnapshot<VpcNetwork>({
       ...common,
@@ -169,6 +184,7 @@ export class CloudAccount {
       nameOf: (network) => network.name,
       onRefresh: () => options.onListCall?.("network"),
       onVanished: (ids) => options.onGone?.("network", ids),
+      onChanged: changes("network"),
     });
     this.firewallRules = new FamilySnapshot<FirewallRule>({
       ...common,
@@ -177,6 +193,7 @@ export class CloudAccount {
       nameOf: (rule) => rule.name,
       onRefresh: () => options.onListCall?.("firewall-rule"),
       onVanished: (ids) => options.onGone?.("firewall-rule", ids),
+      onChanged: changes("firewall-rule"),
     });
   }
 
@@ -408,6 +425,7 @@ export class CloudAccount {
   stop(): void {
     for (const tracker of this.#trackers.values()) tracker.stop();
     this.#trackers.clear();
+    for (const snapshot of [this.vms, this.disks, this.networks, this.firewallRules]) snapshot.stop();
   }
 
   #trackerFor(family: OperationFamily): OperationTracker {

@@ -15,12 +15,14 @@ import {
 import { structuralSchemaOf } from "../api/crd.ts";
 import type { OperationFamily } from "../cloud/wire.ts";
 import type { Controller, KubeResource, Manager } from "../runtime/index.ts";
-import { CONFIG_MAPS, KubeApiError, NAMESPACES, SECRETS } from "../runtime/index.ts";
+import { CONFIG_MAPS, KubeApiError, NAMESPACES, ownsKey, SECRETS } from "../runtime/index.ts";
 import { ApiUrlPolicy } from "../util/api-url.ts";
+import { isRecord } from "../util/is-record.ts";
 import { AccountAdmissions } from "./account-admission.ts";
+import { attachmentChange } from "./attachment-changes.ts";
 import { CLAIMS_RESOURCE, claimOfObject, kubeClaimRecords } from "./claim-records.ts";
 import { registerClaimSweep } from "./claim-sweep.ts";
-import { accountOf, type Claim, ClaimStore } from "./claims.ts";
+import { type Account, accountOf, type Claim, ClaimStore } from "./claims.ts";
 import { CloudAccount } from "./cloud-account.ts";
 import { CredentialStore, clientFor, credentialsRefNameOf, type SecretLike, unlabelledMessage } from "./credentials.ts";
 import { DependencyIndex } from "./dependency-index.ts";
@@ -140,6 +142,23 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
     return parsed.ok ? parsed.object : undefined;
   };
 
+  /**
+   * The objects holding cloud resources that a list showed gone or changed look again now. One with an
+   * operation in flight is left to the operation's settlement, which wakes it (a list during a burst shows many
+   * resources moving through their own operations).
+   */
+  const wakeHolders = (family: OperationFamily, account: Account, ids: string[], priority: "high" | "normal") => {
+    const kindName = kindOfFamily.get(family);
+    const informer = kindName === undefined ? undefined : informers.get(kindName);
+    if (kindName === undefined || informer === undefined) return;
+    for (const id of ids) {
+      const holder = claims.ofId(kindName as Claim["kind"], account, id)?.holder;
+      if (holder === undefined) continue;
+      if (priority === "normal" && operationInFlight(informer.get(holder.namespace, holder.name))) continue;
+      controllers.get(kindName)?.enqueue(`${holder.namespace}/${holder.name}`, priority);
+    }
+  };
+
   const credentials = new CredentialStore<CloudAccount>({
     secrets: { getSecret: readSecret },
     defaultNamed: { getSecret: (namespace, name) => defaultNamed.get(namespace, name) },
@@ -173,16 +192,10 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
         projectId: parsed.projectId,
         apiUrl: parsed.apiUrl,
         credentialKey,
-        onGone: (family, ids) => {
-          const kindName = kindOfFamily.get(family);
-          if (kindName === undefined) return;
-          const account = accountOf(parsed.apiUrl, parsed.projectId);
-          for (const id of ids) {
-            const holder = claims.ofId(kindName as Claim["kind"], account, id)?.holder;
-            if (holder !== undefined) controllers.get(kindName)?.enqueue(`${holder.namespace}/${holder.name}`, "high");
-          }
-        },
+        onGone: (family, ids) => wakeHolders(family, accountOf(parsed.apiUrl, parsed.projectId), ids, "high"),
+        onChanged: (family, ids) => wakeHolders(family, accountOf(parsed.apiUrl, parsed.projectId), ids, "normal"),
         snapshotMaxAgeMs: config.syncPeriodMs,
+        pollIntervalMs: Math.min(config.pollIntervalMs, config.syncPeriodMs),
         operationPollMs: config.operationPollIntervalMs,
         operationPolling: config.operationPolling,
         logger: cloudLogger(credentialKey),
@@ -404,6 +417,24 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
     controllers.set(kind.kind, controller);
   }
 
+  // A GpuVm of another shard attached or detached disks: its shard's settlement refreshed that shard's disk
+  // snapshot and woke that shard's disks, not ours (attachment-changes.ts). Our own VMs' settlements do both.
+  informers.get(gpuVm.kind)?.on((event) => {
+    const namespace = event.object.metadata?.namespace ?? "";
+    if (ownsKey(config.shard, `${namespace}/${event.object.metadata?.name ?? ""}`)) return;
+    const deleted = event.type === "delete";
+    const change = attachmentChange(deleted ? event.object : event.previous, deleted ? undefined : event.object);
+    if (change === undefined) return;
+    const resolved = credentials.resolve(namespace, credentialsRefNameOf(event.object));
+    if (resolved.type !== "ok" || resolved.handle.account.projectId !== change.projectId) return;
+    const account = resolved.handle.account;
+    account.disks.invalidate();
+    for (const id of change.diskIds) {
+      const holder = claims.ofId("GpuDisk", account, id)?.holder;
+      if (holder !== undefined) controllers.get(gpuDisk.kind)?.enqueue(`${holder.namespace}/${holder.name}`);
+    }
+  });
+
   // A change of the default Secret wakes the objects that use it (they live in other namespaces, so the
   // per-namespace dependency index does not know them), and the Secret's own finalizer check.
   defaultSecretInformer?.on(() => {
@@ -497,6 +528,12 @@ async function explainMissing(
 function splitKey(key: string): [string, string] {
   const slash = key.indexOf("/");
   return [key.slice(0, slash), key.slice(slash + 1)];
+}
+
+/** Whether an object's status records a cloud operation still in progress (its settlement wakes the object). */
+function operationInFlight(object: unknown): boolean {
+  const status = isRecord(object) && isRecord(object.status) ? object.status : undefined;
+  return isRecord(status?.operation) && status.operation.state === "IN_PROGRESS";
 }
 
 /** Fit statuses of a kind to its CRD schema in place (the structural schema the CRD is generated with). */

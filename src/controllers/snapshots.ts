@@ -6,6 +6,10 @@
 // listing the family:
 // `readOne` collects the ids asked for and lists them together (at most 150 per call, one such list in flight,
 // at most one a second), so a VM whose operation settled costs a share of one call, not ceil(N/500) calls.
+// With `pollEveryMs`, a family that is read lists itself again in the background once its last list is that old
+// (ADR 0020): a resource changed or deleted outside the operator (a VM stopped with another client) shows in the
+// next list, and `onChanged`/`onVanished` wake its holder then, not at its next resync. That costs one list of
+// the family per interval (ceil(N/500) calls), shared by every object, and no read per object.
 import { setTimeout as sleep } from "node:timers/promises";
 import { type StringInterner, sharedInterner } from "../util/intern.ts";
 import { sameJson } from "../util/json-values.ts";
@@ -29,6 +33,23 @@ export interface SnapshotOptions<T> {
   onRefresh?(count: number, durationMs: number): void;
   /** Ids the previous list had and this one has not: resources deleted meanwhile (their holders look at once). */
   onVanished?(ids: string[]): void;
+  /**
+   * Ids a list shows otherwise than the view held them: resources changed since they were last read (by the
+   * operator's own operations or by anyone else). Their holders look at once.
+   */
+  onChanged?(ids: string[]): void;
+  /**
+   * List the family again in the background once its last list is this old, as long as the snapshot is read
+   * (see `idleAfterMs`): changes made outside the operator are seen within this interval. Off when undefined.
+   */
+  pollEveryMs?: number;
+  /**
+   * Background lists stop once nothing has read the snapshot for this long (default twice maxAgeMs: every object
+   * reads it at least once per sync period); the next read lists and starts them again.
+   */
+  idleAfterMs?: number;
+  /** A background list failed (the next one is tried an interval later; the objects' own reads say why). */
+  onPollError?(error: unknown): void;
   /**
    * Minimum spacing of lists (default 500 ms): a refresh asked for sooner waits, and every caller arriving
    * meanwhile shares it. Operations settling one by one thus cost one list per window, not one each. Lists by
@@ -77,6 +98,11 @@ export class FamilySnapshot<T> {
   #idsTimer: ReturnType<typeof setTimeout> | undefined;
   #idsRunning = false;
   #lastIdsStartedAt = Number.NEGATIVE_INFINITY;
+  /** The background list's timer (pollEveryMs), due an interval after the last list started. */
+  #pollTimer: ReturnType<typeof setTimeout> | undefined;
+  /** When a caller last read the snapshot (the background lists are not callers). */
+  #lastReadAt: number;
+  #stopped = false;
 
   readonly #interner: StringInterner;
 
@@ -84,6 +110,14 @@ export class FamilySnapshot<T> {
     this.#options = options;
     this.#interner = options.interner ?? sharedInterner;
     this.#now = options.now ?? Date.now;
+    this.#lastReadAt = this.#now();
+  }
+
+  /** No more background lists (the account is dropped, the operator stops). */
+  stop(): void {
+    this.#stopped = true;
+    clearTimeout(this.#pollTimer);
+    this.#pollTimer = undefined;
   }
 
   /**
@@ -94,10 +128,11 @@ export class FamilySnapshot<T> {
    * whatever else is waiting rides along; settled operations, many at once in a burst, keep the spacing.
    */
   async readOne(id: string, notBefore = 0, urgent = false): Promise<T | undefined> {
+    this.#lastReadAt = this.#now();
     // Without a reason to look at this one resource (a periodic look), the periodic full list serves it: lists
     // by ids for every object would cost more calls per period than the full list.
     if (this.#options.listIds === undefined || notBefore <= 0 || this.#small()) {
-      return (await this.read(notBefore)).byId.get(id);
+      return (await this.#read(notBefore)).byId.get(id);
     }
     const wanted = Math.max(notBefore + 1, this.#invalidatedAt);
     const view = this.#view;
@@ -117,6 +152,11 @@ export class FamilySnapshot<T> {
 
   /** A view at least as fresh as `notBefore` (and not older than maxAgeMs, nor than the last invalidation). */
   async read(notBefore = 0): Promise<SnapshotView<T>> {
+    this.#lastReadAt = this.#now();
+    return this.#read(notBefore);
+  }
+
+  async #read(notBefore: number): Promise<SnapshotView<T>> {
     const wanted = this.#wanted(notBefore);
     if (this.#view !== undefined && this.#view.fetchedAt >= wanted) return this.#view;
     if (this.#inFlight !== undefined && this.#inFlight.startedAt >= wanted) return this.#inFlight.promise;
@@ -124,9 +164,36 @@ export class FamilySnapshot<T> {
       // A refresh is running but began too early for this caller: wait for it, then start a new one (shared
       // by everyone else who arrives meanwhile).
       await this.#inFlight.promise.catch(() => undefined);
-      return this.read(notBefore);
+      return this.#read(notBefore);
     }
     return this.#refresh();
+  }
+
+  /** The next background list, an interval after the list that started at `from`. */
+  #schedulePoll(from: number): void {
+    const every = this.#options.pollEveryMs;
+    if (every === undefined || this.#stopped) return;
+    clearTimeout(this.#pollTimer);
+    this.#pollTimer = setTimeout(() => this.#poll(every), Math.max(0, from + every - this.#now()));
+    this.#pollTimer.unref?.();
+  }
+
+  /** A background list, unless nobody reads the snapshot any more (its next read lists, and polls again). */
+  #poll(every: number): void {
+    this.#pollTimer = undefined;
+    const idleAfterMs = this.#options.idleAfterMs ?? 2 * this.#options.maxAgeMs;
+    if (this.#stopped || this.#now() - this.#lastReadAt > idleAfterMs) return;
+    const startedAt = this.#now();
+    this.#read(startedAt - every).then(
+      // Every list schedules the next one; a view that needed none (it cannot be fresher) still does.
+      (view) => {
+        if (this.#pollTimer === undefined) this.#schedulePoll(Math.max(view.fetchedAt, startedAt - every));
+      },
+      (error: unknown) => {
+        this.#options.onPollError?.(error);
+        this.#schedulePoll(startedAt);
+      },
+    );
   }
 
   /** The oldest start a list may have to serve a caller asking with `notBefore`. */
@@ -262,31 +329,40 @@ export class FamilySnapshot<T> {
 
   async #list(): Promise<SnapshotView<T>> {
     const startedAt = this.#now();
-    const items = await this.#options.list(new AbortController().signal);
+    let items: T[];
+    try {
+      items = await this.#options.list(new AbortController().signal);
+    } finally {
+      this.#schedulePoll(startedAt);
+    }
     const byId = new Map<string, T>();
     const byName = new Map<string, T>();
     const previous = this.#view;
+    const changed: string[] = [];
     for (const listed of items) {
       const id = this.#options.idOf(listed);
-      const item = this.#kept(previous?.byId.get(id), listed);
+      const known = previous?.byId.get(id);
+      const item = this.#kept(known, listed);
+      if (known !== undefined && item !== known) changed.push(id);
       byId.set(id, item);
       byName.set(this.#options.nameOf(item), item);
     }
     const view = { byId, byName, fetchedAt: startedAt };
     if (previous === undefined || previous.fetchedAt <= startedAt) {
       this.#view = view;
+      // Resources read on their own after this list started are newer than what it shows.
+      const readSince = (id: string): boolean => (this.#itemFetchedAt.get(id) ?? 0) > startedAt;
       const vanished =
         previous === undefined || previous.fetchedAt === Number.NEGATIVE_INFINITY
           ? []
-          : [...previous.byId.keys()].filter(
-              (id) => !byId.has(id) && !((this.#itemFetchedAt.get(id) ?? 0) > startedAt),
-            );
-      // Resources read on their own after this list started are newer than what it shows.
+          : [...previous.byId.keys()].filter((id) => !byId.has(id) && !readSince(id));
+      const changedSince = changed.filter((id) => !readSince(id));
       for (const [id, at] of this.#itemFetchedAt) {
         if (at <= startedAt) this.#itemFetchedAt.delete(id);
         else this.#put(id, previous?.byId.get(id), view);
       }
       if (vanished.length > 0) this.#options.onVanished?.(vanished);
+      if (changedSince.length > 0) this.#options.onChanged?.(changedSince);
     }
     this.#options.onRefresh?.(items.length, this.#now() - startedAt);
     return view;

@@ -37,6 +37,12 @@ export interface OperatorConfig {
   healthProbeBindAddress: BindAddress | undefined;
   maxConcurrentReconciles: number;
   syncPeriodMs: number;
+  /**
+   * How often each cloud account lists every family it manages, to see changes made outside the operator (a VM
+   * stopped with another client, a disk resized, a resource deleted): one list per family, account and interval,
+   * never longer than the sync period. What changed wakes its object.
+   */
+  pollIntervalMs: number;
   gracefulShutdownTimeoutMs: number;
   /** GPU cloud API base URL (…/v0.1); undefined → the credentials Secret's `apiUrl` key decides. */
   apiUrl: string | undefined;
@@ -161,6 +167,12 @@ const FLAGS: readonly FlagSpec[] = [
     type: "duration",
     default: "10m",
     help: "Periodic resync of every object (jittered; per object: annotation gpucloud.dev/sync-period)",
+  },
+  {
+    name: "poll-interval",
+    type: "duration",
+    default: "30s",
+    help: "How often each cloud account's resources are listed (one list per family: ceil(N/500) calls) to see changes made outside the operator, such as a VM stopped with another client; what changed is corrected or reported at once. At most --sync-period",
   },
   {
     name: "graceful-shutdown-timeout",
@@ -395,6 +407,7 @@ function buildConfig(value: (name: string) => string): OperatorConfig {
     healthProbeBindAddress: bindAddress("health-probe-bind-address", value("health-probe-bind-address")),
     maxConcurrentReconciles,
     syncPeriodMs: duration("sync-period", value),
+    pollIntervalMs: duration("poll-interval", value),
     gracefulShutdownTimeoutMs: duration("graceful-shutdown-timeout", value),
     apiUrl: apiUrl || undefined,
     allowedApiUrls: [...new Set(allowedApiUrls)],

@@ -5,6 +5,7 @@ import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { type Fence, isFenced } from "../util/fence.ts";
 import { kubeRequest } from "./kube-http.ts";
+import { statusOf, toKubeApiError } from "./status.ts";
 import { type Clock, formatMicroTime, systemClock } from "./time.ts";
 
 export const REPORTING_CONTROLLER = "gpucloud.dev/gpuvm-operator";
@@ -78,7 +79,11 @@ export class EventRecorder {
     this.#clock = options.clock ?? systemClock;
   }
 
-  /** Records an event about `regarding`. Never throws and never blocks the reconcile: failures are logged. */
+  /**
+   * Records an event about `regarding`. Never throws and never blocks the reconcile: a failed write is logged as
+   * one line (the API server's message, not the HTTP exchange: a namespace being deleted refuses every Event of
+   * its objects, and each refusal must stay one line in the log).
+   */
   record(regarding: KubernetesObject, event: EventInput): void {
     const refusal = this.#options.fence?.writeGuard()();
     if (refusal !== undefined) {
@@ -90,7 +95,18 @@ export class EventRecorder {
     }
     const write = this.#record(regarding, event).catch((error: unknown) => {
       if (isFenced(error)) this.#options.logger.debug({ reason: event.reason }, "event not sent: fenced");
-      else this.#options.logger.warn({ err: error, reason: event.reason }, "could not write event");
+      else {
+        const { kind, metadata } = regarding;
+        this.#options.logger.warn(
+          {
+            reason: event.reason,
+            regarding: `${kind ?? "?"} ${metadata?.namespace ? `${metadata.namespace}/` : ""}${metadata?.name ?? "?"}`,
+            status: statusOf(error),
+            error: oneLine(toKubeApiError(error, "write event").message),
+          },
+          "could not write event",
+        );
+      }
     });
     this.#pending.add(write);
     void write.finally(() => this.#pending.delete(write));
@@ -146,7 +162,10 @@ export class EventRecorder {
       );
       return;
     }
-    const eventName = `${metadata.name}.${(BigInt(now) * 1_000_000n + BigInt(this.#sequence++ % 1_000_000)).toString(16)}`;
+    const eventName = eventNameFor(
+      metadata.name,
+      (BigInt(now) * 1_000_000n + BigInt(this.#sequence++ % 1_000_000)).toString(16),
+    );
     const body = {
       apiVersion: "events.k8s.io/v1",
       kind: "Event",
@@ -194,6 +213,26 @@ export class EventRecorder {
     this.#series.set(key, state);
     forgetOldest(this.#series, this.#options.maxTracked ?? MAX_TRACKED);
   }
+}
+
+/** A name is a DNS subdomain: at most 253 characters. */
+const MAX_NAME_LENGTH = 253;
+
+/**
+ * `<object name>.<unique suffix>`, as client-go names Events, with the object's name cut so that the whole stays
+ * a valid name: an object may have a name of 253 characters, and its Events must not be refused for it. The cut
+ * ends on a letter or digit, as every part of a DNS subdomain must.
+ */
+export function eventNameFor(objectName: string, suffix: string): string {
+  const room = MAX_NAME_LENGTH - suffix.length - 1;
+  const prefix = objectName.length <= room ? objectName : objectName.slice(0, room).replace(/[^a-z0-9]+$/, "");
+  return prefix === "" ? suffix : `${prefix}.${suffix}`;
+}
+
+/** An error text on one line and of bounded length: an answer (an HTML error page) may hold many lines. */
+function oneLine(text: string): string {
+  const flat = text.replace(/\s*\n\s*/g, " ").trim();
+  return flat.length <= 300 ? flat : `${flat.slice(0, 297)}...`;
 }
 
 /** Drops the oldest entries (insertion order: entries are re-inserted when used) beyond `max`. */

@@ -14,7 +14,13 @@ import { RESOURCE_KINDS, type ResourceKind } from "./store.ts";
 
 export const ADMIN_PREFIX = "/_sim";
 
-const CapacityUpdate = z.partialRecord(z.enum(LOCATIONS), z.partialRecord(z.enum(VM_TYPES), z.number().int().min(0)));
+/**
+ * `GET /capacity`'s shape: per location and type, `capacity` and `used`. A PUT takes the same shape (merged over
+ * the capacity), so that what was read can be edited and written back; `used` is the simulator's to count and is
+ * ignored when written.
+ */
+const CapacityEntry = z.strictObject({ capacity: z.number().int().min(0), used: z.number().int().min(0).optional() });
+const CapacityUpdate = z.partialRecord(z.enum(LOCATIONS), z.partialRecord(z.enum(VM_TYPES), CapacityEntry));
 const VmStateUpdate = z.strictObject({ state: z.enum(VM_STATES) });
 const TenantRequest = z.strictObject({
   name: z.string().min(1),
@@ -124,7 +130,12 @@ export function registerAdminRoutes(app: FastifyInstance, deps: ServerDeps, regi
   };
   admin("GET", "/capacity", capacityView);
   admin("PUT", "/capacity", (request) => {
-    store.capacity.setCapacity(validate(CapacityUpdate, request.body) as Capacity);
+    const update = validate(CapacityUpdate, request.body);
+    const capacity: Capacity = {};
+    for (const [location, perType] of Object.entries(update)) {
+      capacity[location] = Object.fromEntries(Object.entries(perType ?? {}).map(([type, e]) => [type, e.capacity]));
+    }
+    store.capacity.setCapacity(capacity);
     return capacityView();
   });
 

@@ -1,9 +1,10 @@
 // Credentials: project API keys (no expiry), user access tokens (expire) and single-use rotating refresh
-// tokens. Tokens live in memory only: after a restart users sign in again, API keys keep working.
+// tokens. Tokens are kept in the state (`sessions`), so a simulator restarted on its state file (the playground's)
+// keeps everyone signed in, as a real cloud's restart would.
 import { randomBytes } from "node:crypto";
 import type { Clock } from "./clock.ts";
 import { SimError } from "./errors.ts";
-import type { SimState } from "./state.ts";
+import type { SessionsRecord, SimState } from "./state.ts";
 
 export interface Principal {
   /** Stable identity of the credential, used for rate limiting. Never a secret. */
@@ -19,8 +20,6 @@ export class Auth {
   readonly #clock: Clock;
   readonly #getState: () => SimState;
   tokenTtlSeconds: number;
-  readonly #accessTokens = new Map<string, { email: string; expiresAtMs: number }>();
-  readonly #refreshTokens = new Map<string, string>();
 
   constructor(getState: () => SimState, clock: Clock, tokenTtlSeconds: number) {
     this.#getState = getState;
@@ -29,15 +28,27 @@ export class Auth {
   }
 
   reset(): void {
-    this.#accessTokens.clear();
-    this.#refreshTokens.clear();
+    this.#getState().sessions = { access: {}, refresh: {} };
+  }
+
+  /** The sessions of the current state (a state read from an older file has none yet). */
+  #sessions(): SessionsRecord {
+    const state = this.#getState();
+    state.sessions ??= { access: {}, refresh: {} };
+    return state.sessions;
   }
 
   #issue(email: string) {
+    const sessions = this.#sessions();
+    const now = this.#clock.now();
+    // Expired access tokens go when new ones are issued: the kept sessions do not grow with every sign-in.
+    for (const [token, access] of Object.entries(sessions.access)) {
+      if (access.expiresAtMs <= now) delete sessions.access[token];
+    }
     const accessToken = `sim-at-${randomBytes(24).toString("base64url")}`;
     const refreshToken = `sim-rt-${randomBytes(24).toString("base64url")}`;
-    this.#accessTokens.set(accessToken, { email, expiresAtMs: this.#clock.now() + this.tokenTtlSeconds * 1000 });
-    this.#refreshTokens.set(refreshToken, email);
+    sessions.access[accessToken] = { email, expiresAtMs: now + this.tokenTtlSeconds * 1000 };
+    sessions.refresh[refreshToken] = email;
     return {
       access_token: accessToken,
       refresh_token: refreshToken,
@@ -54,9 +65,10 @@ export class Auth {
 
   /** Refresh tokens are single-use: the old one is spent, a new pair is returned. */
   refresh(refreshToken: string) {
-    const email = this.#refreshTokens.get(refreshToken);
+    const sessions = this.#sessions();
+    const email = Object.hasOwn(sessions.refresh, refreshToken) ? sessions.refresh[refreshToken] : undefined;
     if (email === undefined) throw unauthorized("invalid or already used refresh token");
-    this.#refreshTokens.delete(refreshToken);
+    delete sessions.refresh[refreshToken];
     return this.#issue(email);
   }
 
@@ -84,10 +96,11 @@ export class Auth {
         projectIds: [apiKey.projectId],
       };
     }
-    const access = this.#accessTokens.get(token);
+    const sessions = this.#sessions();
+    const access = Object.hasOwn(sessions.access, token) ? sessions.access[token] : undefined;
     if (access === undefined) throw unauthorized("unknown token");
     if (access.expiresAtMs <= this.#clock.now()) {
-      this.#accessTokens.delete(token);
+      delete sessions.access[token];
       throw unauthorized("access token expired");
     }
     const user = state.users.find((u) => u.email === access.email);

@@ -1,6 +1,6 @@
 // Public entry point of the simulator: `startSimulator(options)` for tests, the CLI and the playground.
 
-import { JsonStateFileWriter } from "../util/json-state-file.ts";
+import { JsonStateFileWriter, StateFileError } from "../util/json-state-file.ts";
 import { ADMIN_PREFIX } from "./admin.ts";
 import type { RateLimitOptions } from "./auth.ts";
 import { Auth, RateLimiter } from "./auth.ts";
@@ -17,7 +17,7 @@ import type { SimState } from "./state.ts";
 import { readStateFile } from "./state-file.ts";
 import type { DuplicateNameMode } from "./store.ts";
 import { Store } from "./store.ts";
-import { DEFAULT_USAGE_REFRESH_DELAY_MS } from "./usage-publication.ts";
+import { DEFAULT_USAGE_REFRESH_DELAY_MS, type UsagePublication } from "./usage-publication.ts";
 
 /** Not 8080 or 8081: those are the operator's /metrics and probe ports, and both run side by side. */
 export const DEFAULT_SIMULATOR_PORT = 8070;
@@ -35,6 +35,7 @@ export {
   type SimulatorProfile,
 } from "./profiles.ts";
 export { DEFAULT_API_KEY, DEFAULT_PROJECT_ID, DEFAULT_USER } from "./seed.ts";
+export { USAGE_PUBLICATIONS, type UsagePublication } from "./usage-publication.ts";
 
 export interface SimulatorOptions {
   /**
@@ -78,6 +79,11 @@ export interface SimulatorOptions {
   random?: () => number;
   /** How long after midnight UTC the daily usage refresh publishes the day before. Default 15 minutes. */
   usageRefreshDelayMs?: number;
+  /**
+   * `daily` (default): usage as the spec has it, each day published once it has ended. `live`: every day as
+   * accrued so far, the running one included (the playground: GPU-hours show minutes after a VM starts).
+   */
+  usagePublication?: UsagePublication;
   /** Fastify request logging. Default off (throughput). */
   logger?: boolean;
   /** Request bodies above this many bytes are refused with 413 (default 1 MiB). */
@@ -118,25 +124,47 @@ function adoptCredentials(
   else if (!user.projectIds.includes(wanted.projectId)) user.projectIds.push(wanted.projectId);
 }
 
+/** A state file's cloud, for this profile only (a seed-only server must not show what a contract one made). */
+async function loadedState(
+  stateFile: string,
+  profile: SimulatorProfile,
+  credentials: Parameters<typeof adoptCredentials>[1],
+): Promise<SimState | undefined> {
+  const loaded = await readStateFile(stateFile);
+  if (loaded === undefined) return undefined;
+  if (loaded.profile !== undefined && loaded.profile !== profile) {
+    throw new StateFileError(
+      `${stateFile} holds the cloud of a simulator of profile ${loaded.profile}, not ${profile}: start it with --profile ${loaded.profile}, or give another state file (the playground: another --state-dir)`,
+    );
+  }
+  loaded.profile = profile;
+  adoptCredentials(loaded, credentials);
+  return loaded;
+}
+
 export async function startSimulator(options: SimulatorOptions = {}): Promise<RunningSimulator> {
   const clock = options.clock ?? systemClock;
   const apiKey = options.apiKey ?? DEFAULT_API_KEY;
   const projectId = options.projectId ?? DEFAULT_PROJECT_ID;
   const user = options.user ?? { ...DEFAULT_USER };
-  const seed = () =>
-    seedState({
+  const profile = options.profile ?? "contract";
+  const seed = (): SimState => ({
+    ...seedState({
       apiKey,
       projectId,
       user,
       paymentMethodValid: options.paymentMethodValid ?? true,
       capacity: options.capacity,
-    });
-  const loaded = options.stateFile === undefined ? undefined : await readStateFile(options.stateFile);
-  if (loaded !== undefined) adoptCredentials(loaded, { apiKey, projectId, user });
+    }),
+    profile,
+  });
+  const loaded =
+    options.stateFile === undefined
+      ? undefined
+      : await loadedState(options.stateFile, profile, { apiKey, projectId, user });
 
   const faults = new FaultInjector(options.faults, options.random);
   let writer: JsonStateFileWriter | undefined;
-  const profile = options.profile ?? "contract";
   const defaults = profileDefaults(profile);
   const store = new Store(loaded ?? seed(), {
     clock,
@@ -165,6 +193,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     logger: options.logger ?? false,
     maxRequestBytes: options.maxRequestBytes ?? 1024 * 1024,
     usageRefreshDelayMs: options.usageRefreshDelayMs ?? DEFAULT_USAGE_REFRESH_DELAY_MS,
+    usagePublication: options.usagePublication ?? "daily",
     reset: () => {
       store.load(seed());
       store.networks.ensureDefault(projectId);

@@ -30,7 +30,7 @@ import { paginate, parseSort } from "./paging.ts";
 import { type SimulatorProfile, servesRoute } from "./profiles.ts";
 import type { WriteLogEntry } from "./request-log.ts";
 import type { Family, Store } from "./store.ts";
-import { publishedUsage } from "./usage-publication.ts";
+import { publishedUsage, type UsagePublication } from "./usage-publication.ts";
 
 export const API_PREFIX = "/v0.1";
 
@@ -48,6 +48,8 @@ export interface ServerDeps {
   reset: () => void;
   /** How long after midnight UTC the daily usage refresh runs. */
   usageRefreshDelayMs: number;
+  /** `live`: the usage accrued so far, the running day included, instead of the daily publication. */
+  usagePublication: UsagePublication;
   logger: boolean;
   /** Request bodies above this are refused with 413 before they are read in full. */
   maxRequestBytes: number;
@@ -519,6 +521,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
       startDate,
       endDate,
     });
+    if (deps.usagePublication === "live") return { body: { items: accrued } };
     return { body: { items: publishedUsage(accrued, store.records.now(), deps.usageRefreshDelayMs) } };
   });
 

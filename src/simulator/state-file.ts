@@ -26,7 +26,10 @@ export async function readStateFile(path: string): Promise<SimState | undefined>
     arrays.some((key) => !Array.isArray(candidate[key])) ||
     typeof candidate.capacity !== "object" ||
     typeof candidate.usage !== "object" ||
-    typeof candidate.addressCounter !== "number"
+    typeof candidate.addressCounter !== "number" ||
+    (candidate.profile !== undefined && typeof candidate.profile !== "string") ||
+    (candidate.sessions !== undefined &&
+      (typeof candidate.sessions?.access !== "object" || typeof candidate.sessions?.refresh !== "object"))
   ) {
     throw new StateFileError(`state file ${path} is not a simulator state (version 1)`);
   }

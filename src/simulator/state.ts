@@ -127,8 +127,21 @@ export interface OperationRecord {
   pending: unknown;
 }
 
+/** Signed-in sessions, kept with the state so that a restart (the playground's) does not sign anyone out. */
+export interface SessionsRecord {
+  /** Access token → who and until when (ms since epoch). */
+  access: Record<string, { email: string; expiresAtMs: number }>;
+  /** Refresh token (single use) → who. */
+  refresh: Record<string, string>;
+}
+
 export interface SimState {
   version: 1;
+  /**
+   * The API profile that made this state (`contract`, `seed-only`): a simulator of another profile refuses it
+   * rather than serve one cloud to both by surprise. Absent in state files written before it was recorded.
+   */
+  profile?: string;
   organizations: OrganizationRecord[];
   projects: ProjectRecord[];
   users: UserRecord[];
@@ -143,4 +156,6 @@ export interface SimState {
   usage: Record<string, number>;
   /** Allocates addresses, MACs and serial numbers. */
   addressCounter: number;
+  /** Absent in state files written before sessions were kept. */
+  sessions?: SessionsRecord;
 }

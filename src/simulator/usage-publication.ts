@@ -3,6 +3,10 @@
 // delay of the next day), never while the day is running: the current day is never in the answer, and the
 // previous one only once the refresh has run.
 
+/** `daily`: as the spec says (below). `live`: every day as accrued so far, for a playground where a day is long. */
+export const USAGE_PUBLICATIONS = ["daily", "live"] as const;
+export type UsagePublication = (typeof USAGE_PUBLICATIONS)[number];
+
 /** "Shortly after midnight": the simulated refresh runs at 00:15 UTC. */
 export const DEFAULT_USAGE_REFRESH_DELAY_MS = 15 * 60_000;
 

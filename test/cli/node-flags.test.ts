@@ -1,5 +1,14 @@
 import { spawnSync } from "node:child_process";
-import { chmodSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import {
+  chmodSync,
+  copyFileSync,
+  linkSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -156,25 +165,40 @@ describe("the operator's compile cache", () => {
   });
 
   // Spawning as another user needs root (as in CI's containers and on the project's machines): without it this
-  // fails, saying so, rather than being skipped.
+  // fails, saying so, rather than being skipped. The other user runs a copy of this Node and a module of its own
+  // in a folder anyone may read: the checkout may lie under a folder only its owner can enter (a home directory,
+  // `mktemp -d`), which that user could not read.
   it("is kept per user id: a cache filled by root is not read by the image's user, one filled by that user is", () => {
     expect(process.getuid?.(), "the test spawns node as uid 0 and 65532: CI runs as root").toBe(0);
-    const directory = mkdtempSync(path.join(tmpdir(), "compile-cache-"));
+    const work = mkdtempSync(path.join(tmpdir(), "compile-cache-"));
     try {
       const imageUser = 65532;
+      chmodSync(work, 0o755);
+      const node = path.join(work, "node");
+      try {
+        linkSync(process.execPath, node);
+      } catch {
+        copyFileSync(process.execPath, node);
+      }
+      chmodSync(node, 0o755);
+      // A module with types to strip that imports another: what the run command's modules are to Node.
+      writeFileSync(path.join(work, "helper.ts"), "export const answer: number = 42;\n");
+      writeFileSync(
+        path.join(work, "main.ts"),
+        'import { answer } from "./helper.ts";\nconst shown: string = String(answer);\nexport { shown };\n',
+      );
+      const directory = path.join(work, "cache");
+      mkdirSync(directory, { mode: 0o777 });
       chmodSync(directory, 0o777);
       const env = { ...process.env, NODE_COMPILE_CACHE: directory };
-      const run = path.join(REPO_ROOT, "src/cli/commands/run.ts");
-      const script = `await import(${JSON.stringify(run)}); process.stdout.write(String(process.moduleLoadList.some((m) => m.includes("amaro"))));`;
-      const loadsParserAs = (uid: number): string =>
-        spawnSync(process.execPath, ["--input-type=module", "-e", script], { env, uid, gid: uid, encoding: "utf8" })
-          .stdout;
-      const warmAs = (uid: number): number | null =>
-        spawnSync(process.execPath, [path.join(REPO_ROOT, "src/cli/main.ts"), "run", "--help"], {
-          env,
-          uid,
-          gid: uid,
-        }).status;
+      const main = path.join(work, "main.ts");
+      const script = `await import(${JSON.stringify(main)}); process.stdout.write(String(process.moduleLoadList.some((m) => m.includes("amaro"))));`;
+      const loadsParserAs = (uid: number): string => {
+        const run = spawnSync(node, ["--input-type=module", "-e", script], { env, uid, gid: uid, encoding: "utf8" });
+        expect(run.stderr).toBe("");
+        return run.stdout;
+      };
+      const warmAs = (uid: number): number | null => spawnSync(node, [main], { env, cwd: work, uid, gid: uid }).status;
       expect(warmAs(0)).toBe(0);
       expect(loadsParserAs(0)).toBe("false");
       chmodSync(directory, 0o555); // read-only from here on, as under readOnlyRootFilesystem
@@ -184,8 +208,7 @@ describe("the operator's compile cache", () => {
       chmodSync(directory, 0o555);
       expect(loadsParserAs(imageUser)).toBe("false");
     } finally {
-      chmodSync(directory, 0o777);
-      rmSync(directory, { recursive: true, force: true });
+      rmSync(work, { recursive: true, force: true });
     }
   });
 });

@@ -142,7 +142,9 @@ describe("a server without the contract's extra endpoints", () => {
     await env.remove("GpuNetwork", "legacy");
     const stalled = await env.waitFor("GpuNetwork", "legacy", (o) => reasonOf(o) === "NotSupported");
     expect(stalled?.metadata.finalizers).toContain("gpucloud.dev/finalizer");
-    expect(condition(stalled, "Ready")?.message).toMatch(/not supported/);
+    expect(condition(stalled, "Ready")?.message).toMatch(
+      /does not support deleting a network \(DELETE \S+: answered HTTP 405\)/,
+    );
     const e = env;
     const deleteCalls = async (): Promise<number> => {
       const counts = (await e.admin("GET", "/requests")) as { counts: Record<string, number> };

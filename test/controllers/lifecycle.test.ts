@@ -205,7 +205,7 @@ describe("GpuVm", () => {
   });
 
   it("falls back to the next location when the first has no capacity", async () => {
-    await env.admin("PUT", "/capacity", { "us-east1-a": { "a40.1x": 0 } });
+    await env.admin("PUT", "/capacity", { "us-east1-a": { "a40.1x": { capacity: 0 } } });
     await env.apply(
       "GpuVm",
       "roamer",
@@ -218,7 +218,10 @@ describe("GpuVm", () => {
   });
 
   it("stalls CapacityUnavailable when no location has capacity", async () => {
-    await env.admin("PUT", "/capacity", { "us-east1-a": { "a40.2x": 0 }, "eu-iceland1-a": { "a40.2x": 0 } });
+    await env.admin("PUT", "/capacity", {
+      "us-east1-a": { "a40.2x": { capacity: 0 } },
+      "eu-iceland1-a": { "a40.2x": { capacity: 0 } },
+    });
     await env.apply(
       "GpuVm",
       "stuck",

@@ -177,7 +177,10 @@ describe("GpuVmPool", () => {
 
     // Room for one more in us-east1-a and one in us-southcentral1-a: spreading sends both new replicas to
     // us-east1-a (it has fewest); the second runs out of stock there and is moved.
-    await env.admin("PUT", "/capacity", { "us-east1-a": { "a100.1x": 1 }, "us-southcentral1-a": { "a100.1x": 5 } });
+    await env.admin("PUT", "/capacity", {
+      "us-east1-a": { "a100.1x": { capacity: 1 } },
+      "us-southcentral1-a": { "a100.1x": { capacity: 5 } },
+    });
     await scale(env, "spread", 6);
     const six = await waitConverged(env, "spread", 6, 30_000);
     expect(status(six).locationSummary).toBe("us-east1-a=1,us-southcentral1-a=5");
@@ -202,7 +205,7 @@ describe("GpuVmPool", () => {
     expect(status(pending)).toMatchObject({ readyReplicas: 6, pendingReplicas: 1 });
     expect(await cloudVms(env, "spread")).toHaveLength(6);
 
-    await env.admin("PUT", "/capacity", { "us-east1-a": { "a100.1x": 2 } });
+    await env.admin("PUT", "/capacity", { "us-east1-a": { "a100.1x": { capacity: 2 } } });
     const seven = await waitConverged(env, "spread", 7, 40_000);
     expect(status(seven)).toMatchObject({ locationSummary: "us-east1-a=2,us-southcentral1-a=5", pendingReplicas: 0 });
     expect(await cloudVms(env, "spread")).toHaveLength(7);

@@ -1,7 +1,9 @@
 // The four kinds against a server with only the spec's endpoints (simulator profile seed-only): progress is read
 // from the resources themselves, what the server cannot do stalls as NotSupported and says how to let go.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createCloudClient } from "../../src/cloud/client.ts";
 import type { Disk, FirewallRule } from "../../src/cloud/wire.ts";
+import { CHANGE_INSTEAD, cannotDo } from "../../src/controllers/classify.ts";
 import { condition, type Env, reasonOf, startEnv, vmSpec } from "./harness.ts";
 
 const LATENCY_MS = 300;
@@ -126,5 +128,23 @@ describe("on a server with only the spec's endpoints", () => {
     await env.patchSpec("GpuFirewallRule", "web", { deletionPolicy: "Orphan" });
     await env.remove("GpuFirewallRule", "web");
     await env.waitFor("GpuFirewallRule", "web", (o) => o === undefined, 15_000);
+  });
+
+  it("says once that the server lacks an endpoint, when it answered and when the account already knew", async () => {
+    const client = createCloudClient({ baseUrl: env.sim.url, credentials: { apiKey: env.sim.apiKey } });
+    const messages: string[] = [];
+    for (let attempt = 0; attempt < 2; attempt++) {
+      // The first call is answered 404 by the server; the second is refused at once (the account knows).
+      const error = await client.networks.delete(env.sim.projectId, "vpc-0000").then(
+        () => undefined,
+        (failure: unknown) => failure,
+      );
+      messages.push(cannotDo(error, CHANGE_INSTEAD).message);
+    }
+    for (const message of messages) {
+      expect(message).toMatch(/^this server does not support deleting a network \(DELETE \S+: /);
+      expect(message.match(/not support/g)).toHaveLength(1);
+    }
+    expect(messages[1]).toMatch(/checked again after/);
   });
 });

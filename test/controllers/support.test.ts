@@ -265,6 +265,55 @@ describe("FamilySnapshot", () => {
     expect(second.byId.get("2")?.state).toBe("STOPPED");
   });
 
+  it("lists itself again each pollEveryMs while it is read, naming what changed and vanished, and rests when nobody reads", async () => {
+    const items = new Map([
+      ["1", { id: "1", name: "a", state: "RUNNING" }],
+      ["2", { id: "2", name: "b", state: "RUNNING" }],
+      ["3", { id: "3", name: "c", state: "RUNNING" }],
+    ]);
+    let lists = 0;
+    const changed: string[][] = [];
+    const vanished: string[][] = [];
+    const snapshot = new FamilySnapshot({
+      list: async () => {
+        lists++;
+        return [...items.values()].map((item) => ({ ...item }));
+      },
+      idOf: (item) => item.id,
+      nameOf: (item) => item.name,
+      maxAgeMs: 60_000,
+      minIntervalMs: 0,
+      pollEveryMs: 40,
+      idleAfterMs: 300,
+      onChanged: (ids) => changed.push(ids),
+      onVanished: (ids) => vanished.push(ids),
+    });
+    try {
+      await snapshot.read();
+      // Changed and deleted by someone else: no reader asks, the background list sees it.
+      items.set("2", { id: "2", name: "b", state: "STOPPED" });
+      items.delete("3");
+      await vi.waitFor(() => expect(changed).toEqual([["2"]]), { timeout: 2000, interval: 10 });
+      expect(vanished).toEqual([["3"]]);
+      expect((await snapshot.read()).byId.get("2")?.state).toBe("STOPPED");
+      // Lists alike name nothing; once nobody has read it for idleAfterMs, it stops listing.
+      await new Promise((resolve) => setTimeout(resolve, 700));
+      expect(changed).toHaveLength(1);
+      const resting = lists;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(lists).toBe(resting);
+      // The next read lists (the view is older than an interval only if maxAge says so: ask for it) and polls again.
+      await snapshot.read(Date.now());
+      const again = lists;
+      await vi.waitFor(() => expect(lists).toBeGreaterThan(again), { timeout: 2000, interval: 10 });
+    } finally {
+      snapshot.stop();
+    }
+    const stopped = lists;
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(lists).toBe(stopped);
+  });
+
   describe("readOne: one resource refreshed by id in a large family", () => {
     function large(count: number, idsIntervalMs = 0) {
       const items = new Map(

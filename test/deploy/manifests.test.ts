@@ -6,6 +6,7 @@ import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
 import { ensureHelm } from "../../.ci/helm.ts";
+import { KINDS } from "../../src/api/kinds.ts";
 
 // Renders the Helm chart with the helm 4 binary shipped inside an npm package (no download; `npm run helm`)
 // and the kustomize tree with `kubectl kustomize` (offline), and checks what comes out.
@@ -88,6 +89,14 @@ function flagValue(args: string[], flag: string): string | undefined {
 async function helmTemplate(...extraArgs: string[]): Promise<Manifest[]> {
   const { stdout } = await run(HELM, ["template", "demo", CHART_DIR, "--namespace", "gpuvm-system", ...extraArgs]);
   return parseManifests(stdout);
+}
+
+/** Every file below a folder of the repository, as paths relative to its root. */
+async function filesUnder(folder: string): Promise<string[]> {
+  const entries = await readdir(path.join(REPO_ROOT, folder), { recursive: true, withFileTypes: true });
+  return entries
+    .filter((entry) => entry.isFile())
+    .map((entry) => path.relative(REPO_ROOT, path.join(entry.parentPath, entry.name)));
 }
 
 async function topLevelCrdFiles(): Promise<string[]> {
@@ -491,6 +500,63 @@ describe("Helm chart", () => {
       (error: unknown) => error as { stderr: string },
     );
     expect(failure?.stderr).toContain(where);
+  });
+});
+
+describe("what the chart and the docs tell a user", () => {
+  it("Helm's NOTES name every kind and suggest only kubectl commands kubectl accepts", async () => {
+    const { stdout } = await run(HELM, [
+      "install",
+      "demo",
+      CHART_DIR,
+      "--namespace",
+      "gpuvm-system",
+      "--dry-run=client",
+    ]);
+    const notes = stdout.slice(stdout.indexOf("NOTES:"));
+    for (const { kind } of KINDS) expect(notes).toMatch(new RegExp(`\\b${kind}\\b`));
+    const categories = new Set<string>();
+    for (const file of await topLevelCrdFiles()) {
+      const crd = parse(await readFile(path.join(REPO_ROOT, "crds", file), "utf8")) as {
+        spec: { names: { categories?: string[] } };
+      };
+      for (const category of crd.spec.names.categories ?? []) categories.add(category);
+    }
+    expect(categories.size).toBeGreaterThan(0);
+    const gets = notes.split("\n").filter((line) => /^\s*kubectl get /.test(line));
+    expect(gets.length).toBeGreaterThan(0);
+    for (const line of gets) {
+      const words = line.split("#")[0]?.trim().split(/\s+/) ?? [];
+      if (!words.includes("-w") && !words.includes("--watch")) continue;
+      // kubectl watches one resource type: a category (several types) or a list of types is refused.
+      const resource = words[2] ?? "";
+      expect(resource, line).not.toContain(",");
+      expect(categories.has(resource), `${line}: ${resource} is a category`).toBe(false);
+    }
+  });
+
+  it("never count the kinds (there are more to come); where they are listed, all of them are", async () => {
+    const files = [
+      "README.md",
+      "package.json",
+      ...(await readdir(path.join(REPO_ROOT, "docs"))).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`),
+      ...(await filesUnder("charts/gpuvm-operator")),
+      ...(await filesUnder("deploy")),
+    ];
+    const counted: string[] = [];
+    for (const file of files) {
+      const text = await readFile(path.join(REPO_ROOT, file), "utf8");
+      const counts =
+        /\b(one|two|three|four|five|six|seven|eight|nine|ten|\d+) (custom )?(kinds|CRDs|custom resources)\b/gi;
+      for (const match of text.matchAll(counts)) counted.push(`${file}: ${match[0]}`);
+    }
+    expect(counted).toEqual([]);
+    const description = (
+      JSON.parse(await readFile(path.join(REPO_ROOT, "package.json"), "utf8")) as {
+        description: string;
+      }
+    ).description;
+    for (const { kind } of KINDS) expect(description).toMatch(new RegExp(`\\b${kind}\\b`));
   });
 });
 

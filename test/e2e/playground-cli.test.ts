@@ -62,6 +62,13 @@ describe("gpuvm-operator playground command line", () => {
     expect(options !== "help" && options.stateDir.endsWith(".playground")).toBe(true);
   });
 
+  it("keeps one state per profile by default, so that the profiles never share one cloud by surprise", () => {
+    const seedOnly = parsePlaygroundArgs(["--profile", "seed-only"]);
+    expect(seedOnly !== "help" && seedOnly.stateDir.endsWith(".playground-seed-only")).toBe(true);
+    const chosen = parsePlaygroundArgs(["--profile", "seed-only", "--state-dir", "/tmp/mine"]);
+    expect(chosen !== "help" && chosen.stateDir).toBe("/tmp/mine");
+  });
+
   it("runs the operator with the playground's kubeconfig, simulator and credentials Secret", () => {
     const args = operatorArgs({
       kubeconfigPath: "/tmp/pg/kubeconfig",

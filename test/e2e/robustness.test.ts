@@ -71,7 +71,7 @@ describe("operator crash and Kubernetes API faults", () => {
 
   it("prints the command that runs the operator against it", () => {
     expect(playground.process.output).toContain("The operator is not running");
-    expect(playground.process.output).toMatch(/node src\/cli\/main\.ts run --kubeconfig \S+ --api-url http/);
+    expect(playground.process.output).toMatch(/npm run operator -- --kubeconfig \S+ --api-url http/);
   });
 
   it("creates exactly one cloud resource per object after a SIGKILL in the middle of creates", async () => {

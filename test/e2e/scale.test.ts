@@ -64,6 +64,12 @@ describe("npm run bench -- --summarize", () => {
     expect(printed.stdout).toContain(
       "| event-loop lag p99 ≤ 50 ms (burst of 1000, steady state of 10000) | p99 per 2 s: median 14, worst 28 ms; max 72 ms | ✓ |",
     );
+    expect(printed.stdout).toContain(
+      "VMs stopped outside the operator, 10 at once among 10000 (poll interval 30 s): reported p50 17.2 s, max 31.5 s; started again p50 18.4 s, max 33.0 s; 0 missed; VM lists per interval 20.00 (bound 20), single VM reads 0",
+    );
+    expect(printed.stdout).toContain(
+      "| a VM stopped outside the operator among 10000: corrected or reported within 60 s, ≤ 20 VM lists per interval, no read per object | reported max 31.5 s, started again max 33.0 s (0 missed); 20.00 lists per 30 s, 0 single reads | ✓ |",
+    );
     // Nothing was run: no simulator, no operator, no new results file.
     expect(printed.stdout).not.toContain("applying");
     expect(printed.stdout).not.toContain("results:");

@@ -1,6 +1,7 @@
+import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { EventRecorder, REPORTING_CONTROLLER } from "../../src/runtime/events.ts";
+import { EventRecorder, eventNameFor, REPORTING_CONTROLLER } from "../../src/runtime/events.ts";
 import { silentLogger, startTestCluster, type TestCluster, type WidgetObject } from "./helpers.ts";
 
 const EventList = z.object({
@@ -119,5 +120,49 @@ describe("EventRecorder", () => {
     events.warning(widget, "Failed", "lost", "Reconcile");
     await events.flush();
     expect(await listEvents()).toHaveLength(0);
+  });
+
+  it("writes Events about an object with a name of 253 characters, under a valid name", async () => {
+    const longName = `${"a".repeat(100)}.${"b".repeat(100)}-${"c".repeat(51)}`;
+    expect(longName).toHaveLength(253);
+    const long = await cluster.createWidget("default", longName);
+    const events = recorder();
+    events.normal(long, "Created", "a long name", "Create");
+    await events.flush();
+    const [event] = await listEvents();
+    expect(event?.regarding.name).toBe(longName);
+    expect(event?.metadata.name.length).toBeLessThanOrEqual(253);
+    expect(event?.metadata.name).toMatch(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/);
+  });
+
+  it("names Events <object>.<suffix>, cutting the object's name on a letter or digit where it must", () => {
+    expect(eventNameFor("w1", "18a")).toBe("w1.18a");
+    const cut = eventNameFor(`${"a".repeat(235)}.-${"b".repeat(16)}`, "1234567890abcdef");
+    expect(cut).toBe(`${"a".repeat(235)}.1234567890abcdef`);
+    expect(eventNameFor("x".repeat(253), "ff").length).toBe(253);
+  });
+
+  it("logs each failed write as one line: the API server's message, not the HTTP exchange", async () => {
+    const lines: string[] = [];
+    const events = new EventRecorder({
+      kubeConfig: cluster.kubeConfig,
+      reportingInstance: "test-replica",
+      logger: pino({ level: "info" }, { write: (line: string) => void lines.push(line) }),
+    });
+    cluster.double.faults.failNext(2, 403, { path: "/events" });
+    events.warning(widget, "Failed", "refused", "Reconcile");
+    events.normal(widget, "Created", "refused too", "Create");
+    await events.flush();
+    expect(lines).toHaveLength(2);
+    for (const line of lines) {
+      expect(line.trimEnd()).not.toContain("\n");
+      expect(line).not.toMatch(/Headers|Body:|HTTP-Code/);
+      expect(JSON.parse(line)).toMatchObject({
+        msg: "could not write event",
+        status: 403,
+        regarding: "Widget default/w1",
+        error: expect.stringContaining("403"),
+      });
+    }
   });
 });

@@ -227,7 +227,7 @@ describe("catalogue", () => {
   });
 
   it("consumes and releases capacity; a create beyond it fails out_of_stock", async () => {
-    ok(await api.admin("PUT", "/capacity", { "us-southcentral1-a": { "a100.8x": 1 } }), z.object({}));
+    ok(await api.admin("PUT", "/capacity", { "us-southcentral1-a": { "a100.8x": { capacity: 1 } } }), z.object({}));
     const availability = async () =>
       ok(
         await api.call("GET", api.project("/availabilities?product_name=a100.8x&location=us-southcentral1-a")),

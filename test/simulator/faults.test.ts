@@ -112,18 +112,22 @@ describe("injected faults", () => {
 
   it("changes capacity at run time", async () => {
     api = await startTestSimulator();
-    await api.admin("PUT", "/capacity", { "us-east1-a": { "a40.1x": 0 } });
-    const capacity = ok(
-      await api.admin("GET", "/capacity"),
-      z.record(z.string(), z.record(z.string(), z.object({ capacity: z.number() }))),
-    );
+    const Shape = z.record(z.string(), z.record(z.string(), z.object({ capacity: z.number(), used: z.number() })));
+    // What a GET gives, edited and put back: one shape for reading and writing.
+    const read = ok(await api.admin("GET", "/capacity"), Shape);
+    const edited = { "us-east1-a": { ...read["us-east1-a"], "a40.1x": { capacity: 0, used: 0 } } };
+    const written = ok(await api.admin("PUT", "/capacity", edited), Shape);
+    const capacity = ok(await api.admin("GET", "/capacity"), Shape);
+    expect(written).toEqual(capacity);
     expect(capacity["us-east1-a"]?.["a40.1x"]?.capacity).toBe(0);
+    expect(capacity["us-east1-a"]?.["a40.2x"]).toEqual(read["us-east1-a"]?.["a40.2x"]);
+    errorOf(await api.admin("PUT", "/capacity", { "us-east1-a": { "a40.1x": 0 } }), 400, "bad_request");
     const op = await api.settle(
       "vm",
       opOf(await api.call("POST", api.project("/vms"), vmBody("none-left"))).operation_id,
     );
     expect(op.result).toMatchObject({ code: "out_of_stock" });
-    errorOf(await api.admin("PUT", "/capacity", { "mars-1a": { "a40.1x": 1 } }), 400, "bad_request");
+    errorOf(await api.admin("PUT", "/capacity", { "mars-1a": { "a40.1x": { capacity: 1 } } }), 400, "bad_request");
   });
 });
 

@@ -191,6 +191,23 @@ describe("usage", () => {
   });
 });
 
+describe("usage published live (the playground)", () => {
+  it("answers the running day as accrued so far, minutes after a VM started", async () => {
+    const liveClock = createManualClock(Date.UTC(2026, 10, 20, 10, 0, 0));
+    const live = await startTestSimulator({ clock: liveClock, latencyMs: LATENCY, usagePublication: "live" });
+    try {
+      opOf(await live.call("POST", live.project("/vms"), vmBody("live", { type: "a100.2x" })));
+      liveClock.advance(LATENCY);
+      liveClock.advance(30 * 60_000);
+      const items = ok(await live.call("GET", live.project("/usage")), itemsOf(UsageItem)).items;
+      expect(items.map((i) => [i.date, i.resource_type])).toEqual([["2026-11-20", "a100.2x"]]);
+      expect(items[0]?.quantity).toBeCloseTo(2 * 0.5, 5);
+    } finally {
+      await live.sim.close();
+    }
+  });
+});
+
 describe("tokens", () => {
   it("expires access tokens after expires_in seconds", async () => {
     const { email, password } = api.sim.user;

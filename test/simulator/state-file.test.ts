@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseSimulatorArgs } from "../../src/cli/commands/simulator.ts";
-import { Disk, Operation, Vm } from "../../src/cloud/wire.ts";
+import { Disk, Operation, TokenResponse, Vm } from "../../src/cloud/wire.ts";
 import { createManualClock, startSimulator } from "../../src/simulator/index.ts";
 import { apiFor, ok, opOf, startTestSimulator, vmBody } from "./helpers.ts";
 
@@ -77,6 +77,38 @@ describe("state file", () => {
     } finally {
       await second.sim.close();
     }
+  });
+
+  it("keeps sign-ins across a restart: the access token still works, the refresh token still renews", async () => {
+    const stateFile = path.join(dir, "sessions.json");
+    const first = await startTestSimulator({ stateFile, stateFileDebounceMs: 10 });
+    const { email, password } = first.sim.user;
+    const signIn = { grant_type: "password", email, password };
+    const tokens = ok(await first.call("POST", "/auth/token", signIn, null), TokenResponse);
+    await first.sim.close();
+    const second = await startTestSimulator({ stateFile });
+    try {
+      expect((await second.call("GET", "/organizations", undefined, tokens.access_token)).status).toBe(200);
+      const renewal = { grant_type: "refresh_token", refresh_token: tokens.refresh_token };
+      const renewed = ok(await second.call("POST", "/auth/token", renewal, null), TokenResponse);
+      expect((await second.call("GET", "/organizations", undefined, renewed.access_token)).status).toBe(200);
+      // Single use, still: the spent refresh token is refused.
+      expect((await second.call("POST", "/auth/token", renewal, null)).status).toBe(401);
+    } finally {
+      await second.sim.close();
+    }
+  });
+
+  it("keeps one cloud per profile: a state written by one profile is refused by the other, naming both", async () => {
+    const stateFile = path.join(dir, "profile.json");
+    const first = await startTestSimulator({ stateFile, profile: "contract" });
+    await first.settle("vm", opOf(await first.call("POST", first.project("/vms"), vmBody("contract-vm"))).operation_id);
+    await first.sim.close();
+    await expect(startSimulator({ port: 0, stateFile, profile: "seed-only" })).rejects.toThrow(
+      /profile\.json holds the cloud of a simulator of profile contract, not seed-only/,
+    );
+    const again = await startTestSimulator({ stateFile, profile: "contract" });
+    await again.sim.close();
   });
 
   it("refuses a file that is not a simulator state, naming it", async () => {

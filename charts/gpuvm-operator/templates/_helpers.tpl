@@ -52,7 +52,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{/* The operator's RBAC rules: a ClusterRole's (installScope cluster) or each watched namespace's Role's
      (installScope namespace). The same as deploy/rbac.yaml (test/deploy/manifests.test.ts compares them). */}}
 {{- define "gpuvm-operator.rbacRules" -}}
-# The five kinds: read through informers (list, watch), finalizers written with merge patches.
+# The kinds: read through informers (list, watch), finalizers written with merge patches.
 - apiGroups: ["gpucloud.dev"]
   resources: ["gpuvms", "gpudisks", "gpunetworks", "gpufirewallrules", "gpuvmpools"]
   verbs: ["list", "watch", "patch"]

@@ -62,7 +62,8 @@ Flags:
   --cloud-port <n>       GPU cloud API simulator port (default ${PLAYGROUND_DEFAULTS.cloudPort})
   --metrics-port <n>     operator /metrics port (default ${PLAYGROUND_DEFAULTS.metricsPort})
   --health-port <n>      operator /healthz and /readyz port (default ${PLAYGROUND_DEFAULTS.healthPort})
-  --state-dir <dir>      where the kubeconfig, cloud.json and both state files live (default ${PLAYGROUND_DEFAULTS.stateDir})
+  --state-dir <dir>      where the kubeconfig, cloud.json and both state files live (default ${PLAYGROUND_DEFAULTS.stateDir};
+                         ${PLAYGROUND_DEFAULTS.stateDir}-<profile> for another --profile: one cloud per profile)
   --latency-ms <n>       how long each simulated cloud operation takes (default ${PLAYGROUND_DEFAULTS.latencyMs})
   --profile <name>       the simulated cloud's API: contract (default; the spec and contract-decisions.md) or
                          seed-only (only the spec's endpoints, see docs/simulator.md)
@@ -105,13 +106,29 @@ export function parsePlaygroundArgs(argv: string[]): PlaygroundOptions | "help" 
     cloudPort: parsePort("cloud-port", values["cloud-port"], PLAYGROUND_DEFAULTS.cloudPort),
     metricsPort: parsePort("metrics-port", values["metrics-port"], PLAYGROUND_DEFAULTS.metricsPort),
     healthPort: parsePort("health-port", values["health-port"], PLAYGROUND_DEFAULTS.healthPort),
-    stateDir: path.resolve(values["state-dir"] ?? PLAYGROUND_DEFAULTS.stateDir),
+    stateDir: path.resolve(values["state-dir"] ?? defaultStateDir(profile)),
     latencyMs,
     profile,
     withoutOperator: values["without-operator"] === true,
     kube: parseKube(values.kube),
     shards,
   };
+}
+
+/**
+ * Each profile keeps its own state: a seed-only playground started after a contract one must not serve the
+ * contract one's cloud (nor its objects' cluster), and switching back finds each as it was left.
+ */
+export function defaultStateDir(profile: SimulatorProfile): string {
+  return profile === "contract" ? PLAYGROUND_DEFAULTS.stateDir : `${PLAYGROUND_DEFAULTS.stateDir}-${profile}`;
+}
+
+/**
+ * The operator's command as printed for a shell: through `npm run operator` (run from the checkout), so that it
+ * runs on the Node 24 that `npm ci` installed and not on whatever `node` the shell finds first.
+ */
+export function operatorCommandLine(args: readonly string[]): string {
+  return ["npm", "run", "operator", "--", ...args.slice(args[0] === "run" ? 1 : 0)].map(shellQuote).join(" ");
 }
 
 function parseKube(text: string | undefined): "double" | "real" {
@@ -328,6 +345,8 @@ function nextSteps(options: {
   /** kubectl of the control plane's release, when there is one. */
   kubectl: string | undefined;
   cloud: { url: string; projectId: string };
+  /** The simulator's user, who signs in with gpuvmctl. */
+  user: { email: string; password: string };
   profile: SimulatorProfile;
   operatorCommand: string | undefined;
 }): string {
@@ -351,6 +370,8 @@ function nextSteps(options: {
     lines.push(`  ${options.operatorCommand}`, "");
   }
   const requirePath = path.isAbsolute(cloudFile) ? cloudFile : `./${cloudFile}`;
+  const apiKey = `"$(node -p 'require(${JSON.stringify(requirePath)}).apiKey')"`;
+  const { email, password } = options.user;
   lines.push(
     "Next, in another shell:",
     "",
@@ -362,6 +383,17 @@ function nextSteps(options: {
     "  kubectl scale gpool/workers --replicas 4 && kubectl get gpool -w",
     `  curl -H "Authorization: Bearer $(node -p 'require(${JSON.stringify(requirePath)}).apiKey')" ${options.cloud.url}/projects/${options.cloud.projectId}/vms`,
     "  kubectl delete -f examples/",
+    "",
+    "gpuvmctl against the simulated cloud: sign in as its user (the password is asked for) ...",
+    "",
+    `  npx gpuvmctl login --api-url ${options.cloud.url} --email ${shellQuote(email)}   # password: ${password}`,
+    "",
+    "... or use the project's API key, without a sign-in:",
+    "",
+    `  export GPUCLOUD_API_URL=${options.cloud.url} GPUCLOUD_API_KEY=${apiKey}`,
+    "",
+    "  npx gpuvmctl vms list                # the cloud's VMs",
+    "  npx gpuvmctl usage --group-by type   # GPU-hours so far (the playground publishes usage as it accrues)",
     "",
     "Ctrl-C stops everything; the state stays in the state directory for the next start.",
     READY_LINE,
@@ -395,6 +427,8 @@ async function runPlayground(options: PlaygroundOptions): Promise<number> {
       latencyMs: options.latencyMs,
       profile: options.profile,
       stateFile: path.join(options.stateDir, "cloud-state.json"),
+      // A day is long to wait for in a playground: GPU-hours show as they accrue (`gpuvmctl usage`).
+      usagePublication: "live",
     });
     closers.push(() => simulator.close());
     const kube = options.kube === "real" ? await startRealKube(options) : await startDoubleKube(options);
@@ -423,8 +457,7 @@ async function runPlayground(options: PlaygroundOptions): Promise<number> {
         leaderElectionNamespace: kube.leaderElectionNamespace,
         ...(shardCount > 1 ? { shard: { index, count: shardCount } } : {}),
       });
-    const commandOf = (index: number): string =>
-      ["node", displayPath(MAIN_SCRIPT), ...argsOf(index)].map(shellQuote).join(" ");
+    const commandOf = (index: number): string => operatorCommandLine(argsOf(index));
     const commandLine = Array.from({ length: shardCount }, (_, index) => commandOf(index)).join("\n  ");
     if (!options.withoutOperator) {
       for (let index = 0; index < shardCount; index++) {
@@ -446,6 +479,7 @@ async function runPlayground(options: PlaygroundOptions): Promise<number> {
         kubeLabel: kube.label,
         kubectl: kube.kubectl,
         cloud,
+        user: simulator.user,
         profile: options.profile,
         operatorCommand: options.withoutOperator ? commandLine : undefined,
       }),

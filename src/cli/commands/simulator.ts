@@ -6,6 +6,7 @@ import { LOCATIONS } from "../../simulator/catalogue.ts";
 import { FaultConfigSchema } from "../../simulator/faults.ts";
 import type { SimulatorOptions } from "../../simulator/index.ts";
 import { isSimulatorProfile, SIMULATOR_PROFILES } from "../../simulator/profiles.ts";
+import { USAGE_PUBLICATIONS } from "../../simulator/usage-publication.ts";
 import { serveUntilSignal } from "../serve-until-signal.ts";
 import { flagsOrExitCode, parseFlags, UsageError } from "../usage.ts";
 
@@ -43,6 +44,7 @@ const ConfigFile = z.strictObject({
   latencyMs: z.number().int().min(0).optional(),
   tokenTtlSeconds: z.number().int().min(1).optional(),
   usageRefreshDelayMs: z.number().int().min(0).optional(),
+  usagePublication: z.enum(USAGE_PUBLICATIONS).optional(),
   rateLimit: z
     .union([z.literal(false), z.strictObject({ ratePerSec: z.number().positive(), burst: z.number().int().min(1) })])
     .optional(),

@@ -74,19 +74,25 @@ export async function readSecretFromStdin(io: Io, what: string): Promise<string>
 /** Text typed on the terminal but not yet consumed by a prompt (a fast typist answers two prompts at once). */
 const pending = new WeakMap<InputStream, string>();
 
-/** Asks on stderr and reads one line from the terminal with echo (an email address). */
-export async function promptLine(io: Io, question: string): Promise<string> {
-  return readTerminalLine(io, question, true);
+/**
+ * Asks on stderr and reads one line from the terminal with echo (an email address). Off a terminal it fails,
+ * saying what to use `instead` (the flag that gives the value).
+ */
+export async function promptLine(io: Io, question: string, instead: string): Promise<string> {
+  return readTerminalLine(io, question, true, instead);
 }
 
 /** Asks on stderr and reads one line from the terminal without echo (a password). Ctrl-C exits 130. */
-export async function promptSecret(io: Io, question: string): Promise<string> {
-  return readTerminalLine(io, question, false);
+export async function promptSecret(io: Io, question: string, instead: string): Promise<string> {
+  return readTerminalLine(io, question, false, instead);
 }
 
-function requireTerminal(io: Io): asserts io is Io & { stdin: InputStream & { setRawMode(mode: boolean): unknown } } {
+function requireTerminal(
+  io: Io,
+  instead: string,
+): asserts io is Io & { stdin: InputStream & { setRawMode(mode: boolean): unknown } } {
   if (io.stdin.isTTY !== true || typeof io.stdin.setRawMode !== "function") {
-    throw new UsageError("standard input is not a terminal, so there is no one to ask: pass the value with a flag");
+    throw new UsageError(`standard input is not a terminal, so there is no one to ask: ${instead}`);
   }
 }
 
@@ -129,8 +135,8 @@ function applyKey(line: { typed: string }, text: string, i: number, echo?: (show
   return i;
 }
 
-async function readTerminalLine(io: Io, question: string, echo: boolean): Promise<string> {
-  requireTerminal(io);
+async function readTerminalLine(io: Io, question: string, echo: boolean, instead: string): Promise<string> {
+  requireTerminal(io, instead);
   const stdin = io.stdin;
   // Echo off before the question shows: an answer typed as soon as it appears must not be echoed by the tty.
   stdin.setRawMode(true);

@@ -92,7 +92,7 @@ export async function confirmDelete(ctx: Context, input: Input, what: string): P
   if (ctx.io.stdin.isTTY !== true) {
     throw new UsageError(`deleting ${what} needs --yes when there is no terminal to ask`);
   }
-  const answer = (await promptLine(ctx.io, `Delete ${what}? [y/N] `)).trim().toLowerCase();
+  const answer = (await promptLine(ctx.io, `Delete ${what}? [y/N] `, "pass --yes")).trim().toLowerCase();
   if (answer !== "y" && answer !== "yes") throw new CliError(`not deleting ${what}`);
 }
 

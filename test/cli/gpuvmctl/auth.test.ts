@@ -63,7 +63,7 @@ describe("login", () => {
     });
     const noEmail = await cli.run(["login", "--password-stdin"], { stdin: "x\n" });
     expect(noEmail.code).toBe(2);
-    expect(noEmail.stderr).toContain("standard input is not a terminal");
+    expect(noEmail.stderr).toContain("standard input is not a terminal, so there is no one to ask: pass --email");
     const emptyStdin = await cli.run(["login", "--email", "a@b.c", "--password-stdin"], { stdin: "" });
     expect(emptyStdin).toMatchObject({
       code: 2,

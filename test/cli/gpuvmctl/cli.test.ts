@@ -134,7 +134,7 @@ describe("prompts", () => {
       now: Date.now,
       run: async () => 0,
     } as unknown as Io;
-    const answer = promptSecret(io, "Password: ");
+    const answer = promptSecret(io, "Password: ", "use --password-stdin");
     stdin.write("s3cret\r");
     expect(await answer).toBe("s3cret");
     expect(events).toEqual(["raw:true", 'show:"Password: "', "raw:false", 'show:"\\n"']);

@@ -150,7 +150,7 @@ describe("vms", () => {
     await fetch(`${cli.sim.adminUrl}/capacity`, {
       method: "PUT",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ "us-east1-a": { "a100-80gb.8x": 0 } }),
+      body: JSON.stringify({ "us-east1-a": { "a100-80gb.8x": { capacity: 0 } } }),
     });
     const start = await run(["vms", "start", "trainer", "--wait"]);
     expect(start.code).toBe(5);

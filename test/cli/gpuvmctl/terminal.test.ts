@@ -170,5 +170,6 @@ describe("through pipes", () => {
     const noPrompt = await piped(["login", "--email", "a@b.c"]);
     expect(noPrompt.code).toBe(2);
     expect(noPrompt.stderr).toContain("standard input is not a terminal");
+    expect(noPrompt.stderr).toContain("--password-stdin");
   });
 });

@@ -164,3 +164,28 @@ describe("usage", () => {
     expect((await run(["usage", "--format", "xml"])).code).toBe(2);
   });
 });
+
+describe("usage from a server that publishes the running day (the playground's simulator)", () => {
+  it("shows today's GPU-hours so far, without saying that today is not in", async () => {
+    const clock = createManualClock(Date.UTC(2026, 10, 20, 12, 0, 0));
+    const live = await startCli({ clock, usagePublication: "live" });
+    try {
+      const cloud = createCloudClient({ baseUrl: live.sim.url, credentials: { apiKey: live.sim.apiKey } });
+      await cloud.vms.create(live.sim.projectId, {
+        name: "now",
+        type: "a100-80gb.8x",
+        location: "us-east1-a",
+        ssh_public_key: SSH_KEY,
+      });
+      clock.advance(0);
+      clock.advance(HOUR / 2);
+      const result = await live.run(["usage", "--group-by", "type"], {
+        env: { GPUCLOUD_API_KEY: live.sim.apiKey },
+      });
+      expect(result).toMatchObject({ code: 0, stderr: "" });
+      expect(result.stdout).toMatch(/^a100-80gb\.8x +4\.00 /m);
+    } finally {
+      await live.close();
+    }
+  });
+});

@@ -41,11 +41,15 @@ const login: Command = {
   ],
   async run(ctx, input) {
     const url = await ctx.requireApiUrl();
-    const email = input.string("email") ?? (await promptLine(ctx.io, "Email: ")).trim();
+    const email = input.string("email") ?? (await promptLine(ctx.io, "Email: ", "pass --email <address>")).trim();
     if (email === "") throw new UsageError("login: the email is empty");
     const password = input.bool("password-stdin")
       ? await readSecretFromStdin(ctx.io, "password")
-      : await promptSecret(ctx.io, "Password: ");
+      : await promptSecret(
+          ctx.io,
+          "Password: ",
+          "pipe the password in with --password-stdin (printf '%s\\n' \"$PASSWORD\" | gpuvmctl login … --password-stdin)",
+        );
     if (password === "") throw new UsageError("login: the password is empty");
     const client = ctx.makeClient(url.value, { email, password });
     let answer: Awaited<ReturnType<typeof client.auth.token>>;
@@ -139,9 +143,10 @@ const changePassword: Command = {
         throw new UsageError("--password-stdin: expected two lines, the current password and the new one");
       }
     } else {
-      current = await promptSecret(ctx.io, "Current password: ");
-      next = await promptSecret(ctx.io, "New password: ");
-      if ((await promptSecret(ctx.io, "Repeat the new password: ")) !== next) {
+      const instead = "pipe the current and the new password in, one a line, with --password-stdin";
+      current = await promptSecret(ctx.io, "Current password: ", instead);
+      next = await promptSecret(ctx.io, "New password: ", instead);
+      if ((await promptSecret(ctx.io, "Repeat the new password: ", instead)) !== next) {
         throw new UsageError("the new passwords differ; nothing was changed");
       }
     }

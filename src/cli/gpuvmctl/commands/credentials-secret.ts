@@ -41,7 +41,11 @@ const credentialsSecret: Command = {
       const { email } = credential.session;
       const password = input.bool("password-stdin")
         ? await readSecretFromStdin(ctx.io, "password")
-        : await promptSecret(ctx.io, `Password of ${email} (for the Secret): `);
+        : await promptSecret(
+            ctx.io,
+            `Password of ${email} (for the Secret): `,
+            "pipe the password in with --password-stdin",
+          );
       try {
         await ctx.makeClient(url.value, { email, password }).auth.token();
       } catch (error) {

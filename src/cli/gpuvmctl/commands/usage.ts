@@ -128,7 +128,8 @@ const usage: Command = {
       ...new Set(gpuHourItems.map((i) => i.resource_type).filter((t) => pricePerGpuHour(t) === undefined)),
     ];
     if (unpriced.length > 0) ctx.out.note(`note: no catalogue price for ${unpriced.join(", ")}: left out of the cost`);
-    if (to >= today) {
+    // A server that publishes the running day as it accrues (the playground's simulator) needs no such note.
+    if (to >= today && !gpuHourItems.some((item) => item.date === today)) {
       ctx.out.note(`note: usage is refreshed once a day after midnight UTC: ${today} is not in yet`);
     }
 
