@@ -7,7 +7,7 @@
 // `readOne` collects the ids asked for and lists them together (at most 150 per call, one such list in flight,
 // at most one a second), so a VM whose operation settled costs a share of one call, not ceil(N/500) calls.
 // With `pollEveryMs`, a family that is read lists itself again in the background once its last list is that old
-// (ADR 0020): a resource changed or deleted outside the operator (a VM stopped with another client) shows in the
+// (ADR 0024): a resource changed or deleted outside the operator (a VM stopped with another client) shows in the
 // next list, and `onChanged`/`onVanished` wake its holder then, not at its next resync. That costs one list of
 // the family per interval (ceil(N/500) calls), shared by every object, and no read per object.
 import { setTimeout as sleep } from "node:timers/promises";
