@@ -149,8 +149,8 @@ export const GpuClusterStatus = z
       .optional()
       .meta({
         description:
-          "spec.locations where the cloud offers VMs, in that order; Cluster API copies them to the Cluster, and " +
-          "spreads a MachineDeployment's or control plane's machines over them.",
+          "spec.locations where the cloud offers VMs; Cluster API copies them to the Cluster (sorted by name) and " +
+          "spreads a control plane's machines over them.",
         "x-kubernetes-list-type": "map",
         "x-kubernetes-list-map-keys": ["name"],
       }),

@@ -2,13 +2,15 @@
 // kustomize (deploy/crds, which may not reach outside its folder) and Helm (charts/gpuvm-operator/files/crds,
 // rendered by templates/crds.yaml), and docs/crd-reference.md from src/api; and the monitoring files made from
 // deploy/monitoring/'s sources (the PrometheusRule of the kustomize overlay, the chart's copies of the rules and
-// the dashboard). With --check nothing is written; stale or missing files are listed and the exit code is 1
+// the dashboard), and clusterctl's components of the Cluster API provider (deploy/cluster-api/). With --check
+// nothing is written; stale or missing files are listed and the exit code is 1
 // (CI runs `npm run generate -- --check`).
 import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { crdGroups, generateCrds } from "../../api/crd.ts";
 import { generateCrdReference } from "../../api/reference-doc.ts";
+import { COMPONENTS_FILE, infrastructureComponents } from "../cluster-api-packaging.ts";
 
 export const CRD_DIR = "crds";
 /** Copies of crds/ where packaging needs them inside its own folder. */
@@ -25,7 +27,7 @@ const USAGE = `Usage: gpuvm-operator generate [--check] [--root DIR]
 
 Writes ${CRD_DIR}/<group>_<plural>.yaml (and copies in ${CRD_COPY_DIRS.join(", ")}) and ${REFERENCE_DOC}
 from the zod schemas in src/api, and the PrometheusRule and chart copies of ${RULES_SOURCE} and
-${DASHBOARD_SOURCE}.
+${DASHBOARD_SOURCE}, and ${COMPONENTS_FILE} from deploy/.
 
   --check     write nothing; list stale, missing or leftover files and exit 1 if there are any
   --root DIR  repository root to write into (default: this checkout)
@@ -68,6 +70,7 @@ export async function generatedFiles(): Promise<{ path: string; content: string 
     ),
     { path: REFERENCE_DOC, content: generateCrdReference() },
     ...(await monitoringFiles()),
+    { path: COMPONENTS_FILE, content: await infrastructureComponents(REPOSITORY_ROOT) },
   ];
 }
 
