@@ -25,6 +25,7 @@ import type { Auth, Principal, RateLimiter } from "./auth.ts";
 import { IMAGES, LOCATIONS, specItems } from "./catalogue.ts";
 import { badRequest, forbidden, SimError } from "./errors.ts";
 import type { FaultInjector } from "./faults.ts";
+import type { NodeJoins } from "./node-join.ts";
 import { paginate, parseSort } from "./paging.ts";
 import { type SimulatorProfile, servesRoute } from "./profiles.ts";
 import type { Family, Store } from "./store.ts";
@@ -38,6 +39,8 @@ export interface ServerDeps {
   faults: FaultInjector;
   rateLimiter: RateLimiter;
   requestCounts: Map<string, number>;
+  /** The node-join emulation (its workload clusters and the joins' outcomes). */
+  nodeJoins: NodeJoins;
   /** Which API is served: the spec plus contract-decisions.md, or the spec's endpoints only. */
   profile: SimulatorProfile;
   /** Re-seed everything (admin reset). */
