@@ -338,6 +338,36 @@ interface BootedMachine {
   bootstrapData: string;
 }
 
+/**
+ * What the GpuMachine controller will do for a Machine: a VM booted with its bootstrap data (changed by `alter`,
+ * to make a bad join), then the contract fields of its GpuMachine.
+ */
+async function provision(
+  admin: KubeTarget,
+  cloud: Api,
+  coreNamespacePath: string,
+  infraNamespacePath: string,
+  machine: Record<string, unknown>,
+  alter: (bootstrapData: string) => string = (data) => data,
+): Promise<BootedMachine> {
+  const name = String(field(machine, "spec", "infrastructureRef", "name"));
+  const secretName = String(field(machine, "spec", "bootstrap", "dataSecretName"));
+  const bootstrapData = bootstrapDataOf(await get(admin, `${coreNamespacePath}/secrets/${secretName}`));
+  const vmId = await bootVm(cloud, name, alter(bootstrapData));
+  const vm = Vm.parse((await cloud.call("GET", cloud.project(`/vms/${vmId}`))).body);
+  const ip = vm.network_interfaces[0]?.ips[0];
+  const addresses = [
+    { type: "InternalIP", address: ip?.private_ipv4.address },
+    { type: "ExternalIP", address: ip?.public_ipv4.address },
+    { type: "Hostname", address: name },
+  ];
+  await mergePatch(admin, `${infraNamespacePath}/gpumachines/${name}`, { spec: { providerID: `gpucloud://${vmId}` } });
+  await mergePatch(admin, `${infraNamespacePath}/gpumachines/${name}/status`, {
+    status: { initialization: { provisioned: true }, addresses, failureDomain: vm.location },
+  });
+  return { name, vmId, bootstrapData };
+}
+
 async function joinOf(cloud: Api, vmId: string): Promise<NodeJoinRecord | undefined> {
   const answer = await cloud.admin("GET", `/node-joins/vms/${vmId}`);
   return answer.status === 200 ? (answer.body as NodeJoinRecord) : undefined;
@@ -440,25 +470,7 @@ describe("node-join emulation with Cluster API's bootstrap data", () => {
       const gpuMachine = await get(admin, `${INFRA}${ns}/gpumachines/${name}`);
       expect(field(gpuMachine, "spec")).toMatchObject({ type: "a100-80gb.8x", locations: ["us-east1-a"] });
       expect(field(gpuMachine, "metadata", "labels")).toMatchObject({ "cluster.x-k8s.io/cluster-name": "gpu" });
-      const secret = await get(
-        admin,
-        `/api/v1${ns}/secrets/${String(field(machine, "spec", "bootstrap", "dataSecretName"))}`,
-      );
-      const bootstrapData = bootstrapDataOf(secret);
-      // The GpuMachine controller's part: a VM booted with the bootstrap data, then the contract fields.
-      const vmId = await bootVm(cloud, name, bootstrapData);
-      booted.push({ name, vmId, bootstrapData });
-      const vm = Vm.parse((await cloud.call("GET", cloud.project(`/vms/${vmId}`))).body);
-      const ip = vm.network_interfaces[0]?.ips[0];
-      const addresses = [
-        { type: "InternalIP", address: ip?.private_ipv4.address },
-        { type: "ExternalIP", address: ip?.public_ipv4.address },
-        { type: "Hostname", address: name },
-      ];
-      await mergePatch(admin, `${INFRA}${ns}/gpumachines/${name}`, { spec: { providerID: `gpucloud://${vmId}` } });
-      await mergePatch(admin, `${INFRA}${ns}/gpumachines/${name}/status`, {
-        status: { initialization: { provisioned: true }, addresses, failureDomain: "us-east1-a" },
-      });
+      booted.push(await provision(admin, cloud, `/api/v1${ns}`, `${INFRA}${ns}`, machine));
     }
 
     // The emulated kubelets: kubeadm's checks pass against the real cluster, the Nodes register.
@@ -541,16 +553,32 @@ describe("node-join emulation with Cluster API's bootstrap data", () => {
     );
   });
 
-  it("leaves no Node for a wrong CA hash or an expired token, and says why in the simulator's admin API", async () => {
+  it("leaves no Node for a wrong CA hash or an expired token: the Machine waits, the simulator's admin API says why", async () => {
     const { admin, workload, cloud } = setup();
     const machine = booted[1];
     if (machine === undefined) throw new Error("the first test booted no second machine");
     const join = parseKubeadmJoin(machine.bootstrapData);
-    const wrongCa = machine.bootstrapData.replace(join.caCertHashes[0] ?? "", caCertHash(admin.ca ?? ""));
-    const badCa = await bootVm(cloud, "bad-ca", wrongCa);
-    const refused = await settledJoin(cloud, badCa);
-    expect(refused).toMatchObject({ state: "refused", reason: "CAHashMismatch", providerID: `gpucloud://${badCa}` });
-    expect(await readyOf(workload.admin, "bad-ca")).toBe("gone");
+
+    // A third Machine whose VM boots with a CA hash that is not the cluster's.
+    await mergePatch(admin, `${CAPI}${ns}/machinedeployments/workers`, { spec: { replicas: 3 } });
+    const machines = await machinesWithBootstrapData(admin, `${CAPI}${ns}/machines`, 3);
+    const third = machines.find((m) => !booted.some((b) => b.name === field(m, "spec", "infrastructureRef", "name")));
+    if (third === undefined) throw new Error("no third Machine");
+    const wrongCa = (data: string) => data.replace(/sha256:[0-9a-f]{64}/g, caCertHash(admin.ca ?? ""));
+    const bad = await provision(admin, cloud, `/api/v1${ns}`, `${INFRA}${ns}`, third, wrongCa);
+    const refused = await settledJoin(cloud, bad.vmId);
+    expect(refused).toMatchObject({ state: "refused", reason: "CAHashMismatch", providerID: `gpucloud://${bad.vmId}` });
+    expect(await readyOf(workload.admin, bad.name)).toBe("gone");
+    // Cluster API's own words on the Machine: provisioned, waiting for its Node.
+    const waiting = `Waiting for a Node with spec.providerID gpucloud://${bad.vmId} to exist`;
+    const thirdPath = `${CAPI}${ns}/machines/${String(field(third, "metadata", "name"))}`;
+    await eventually("the third Machine waiting for its Node", async () => {
+      const conditions = field(await get(admin, thirdPath), "status", "conditions");
+      const nodeHealthy = Array.isArray(conditions)
+        ? conditions.find((c) => field(c, "type") === "NodeHealthy")
+        : undefined;
+      return field(nodeHealthy, "message") === waiting ? true : undefined;
+    });
 
     // The Machine has its Node, so Cluster API no longer refreshes its token: expired, the signer unsigns it.
     const tokenPath = `/api/v1/namespaces/kube-system/secrets/bootstrap-token-${join.discoveryToken.id}`;
