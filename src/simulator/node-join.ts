@@ -274,8 +274,13 @@ export class NodeJoins implements VmObserver {
         await sleep(this.#retryIntervalMs);
         continue;
       }
-      if (cluster === undefined) return; // verifyKubeadmJoin refuses an endpoint no cluster has
-      return this.#register(vm, join, cluster, attempts);
+      // The endpoint was a cluster's when the join was checked; a cluster removed meanwhile takes no Node.
+      const current = cluster === undefined ? undefined : this.#clusters.get(cluster.name);
+      if (current === undefined) {
+        const message = `the workload cluster of ${join.apiServerEndpoint} was removed during the join`;
+        return this.#record(vm, { state: "refused", reason: "UnknownEndpoint", message, attempts });
+      }
+      return this.#register(vm, join, current, attempts);
     }
   }
 

@@ -306,6 +306,17 @@ describe("node-join emulation", () => {
     expect(workload.nodes.has("expired-token")).toBe(false);
   });
 
+  it("registers no Node in a cluster removed while the join waited for its token", async () => {
+    const { workload, api } = await start();
+    workload.signed = false;
+    const vmId = await createVm(api, "orphan", joinCloudConfig(workload.endpoint, caCertHash(workload.caPem)));
+    await eventually("the join retrying", async () => ((await joinOf(api, vmId))?.attempts ?? 0) >= 2 || undefined);
+    expect((await api.admin("DELETE", "/node-joins/clusters/fake")).status).toBe(200);
+    workload.signed = true;
+    expect(await settledJoin(api, vmId)).toMatchObject({ state: "refused", reason: "UnknownEndpoint" });
+    expect(workload.nodes.size).toBe(0);
+  });
+
   it("refuses a Node name another VM's Node holds, and an endpoint no cluster has", async () => {
     const { workload, api } = await start();
     const hash = caCertHash(workload.caPem);
