@@ -1,5 +1,6 @@
 // The import direction of docs/architecture.md, enforced: cli → controllers → {runtime, api, cloud};
-// the simulator and the test double stand apart; runtime knows nothing of GPUs; cloud knows nothing of Kubernetes.
+// the simulator and the test double stand apart (the simulator's node-join emulation uses three files of
+// control-plane); runtime knows nothing of GPUs; cloud knows nothing of Kubernetes.
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -10,7 +11,18 @@ const SRC = path.resolve(import.meta.dirname, "../src");
 const ALLOWED: Record<string, { internal: string[]; packages: string[] }> = {
   util: { internal: [], packages: [] },
   cloud: { internal: ["util/"], packages: ["ky", "zod", "pino", "undici"] },
-  simulator: { internal: ["util/", "cloud/wire.ts", "cloud/sizes.ts"], packages: ["fastify", "zod", "pino"] },
+  simulator: {
+    // The node-join emulation checks a join and registers its Node as control-plane's own code does (ADR 0022).
+    internal: [
+      "util/",
+      "cloud/wire.ts",
+      "cloud/sizes.ts",
+      "control-plane/kubeadm-join.ts",
+      "control-plane/node-registration.ts",
+      "control-plane/http.ts",
+    ],
+    packages: ["fastify", "zod", "pino"],
+  },
   api: { internal: ["util/", "cloud/wire.ts", "cloud/sizes.ts"], packages: ["zod", "yaml", "ajv", "ajv-formats"] },
   "kube-double": { internal: ["util/"], packages: ["pino", "yaml", "ajv", "ajv-formats"] },
   "control-plane": { internal: ["util/"], packages: ["yaml", "zod"] },
@@ -81,5 +93,12 @@ describe("import direction", () => {
     expect(violations(file, 'import { z } from "zod";\nimport { isRecord } from "../util/is-record.ts";\n')).toEqual(
       [],
     );
+    const simulator = path.join(SRC, "simulator/example.ts");
+    expect(violations(simulator, 'import { registerNode } from "../control-plane/node-registration.ts";\n')).toEqual(
+      [],
+    );
+    expect(violations(simulator, 'import { startControlPlane } from "../control-plane/control-plane.ts";\n')).toEqual([
+      "simulator/example.ts imports src/control-plane/control-plane.ts",
+    ]);
   });
 });

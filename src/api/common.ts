@@ -593,6 +593,13 @@ export interface KindInfo<
   SpecSchema extends z.ZodType = z.ZodType,
   StatusSchema extends z.ZodType = z.ZodType,
 > {
+  /** API group and version: gpucloud.dev/v1alpha1 unless the kind implements another project's contract. */
+  group: string;
+  version: string;
+  /** `<group>/<version>`, the objects' apiVersion. */
+  apiVersion: string;
+  /** Labels of the CRD beyond the project's own (Cluster API's contract label, for instance). */
+  crdLabels: Readonly<Record<string, string>>;
   kind: string;
   plural: string;
   singular: string;
@@ -617,9 +624,9 @@ export interface ScaleSubresource {
 }
 
 /** The apiVersion/kind/metadata envelope of a kind's object schema. */
-export function objectEnvelope<K extends string>(kind: K) {
+export function objectEnvelope<K extends string>(kind: K, apiVersion: string = API_VERSION) {
   return {
-    apiVersion: z.literal(API_VERSION).default(API_VERSION),
+    apiVersion: z.literal(apiVersion).default(apiVersion),
     kind: z.literal(kind).default(kind),
     metadata: ObjectMeta,
   };
@@ -630,6 +637,11 @@ export function objectEnvelope<K extends string>(kind: K) {
  * plural `gpudisks`, singular `gpudisk`, `GpuDiskList`) and the `gpucloud` category.
  */
 export function defineKind<K extends string, Spec extends z.ZodType, Status extends z.ZodType>(options: {
+  /** Default: gpucloud.dev. */
+  group?: string;
+  /** Default: v1alpha1. */
+  version?: string;
+  crdLabels?: Readonly<Record<string, string>>;
   kind: K;
   shortNames: readonly string[];
   description: string;
@@ -641,9 +653,16 @@ export function defineKind<K extends string, Spec extends z.ZodType, Status exte
   categories?: readonly string[];
 }) {
   const { kind, shortNames, description, spec, status, printerColumns, scale } = options;
-  const schema = z.object({ ...objectEnvelope(kind), spec, status: status.optional() });
+  const group = options.group ?? GROUP;
+  const version = options.version ?? VERSION;
+  const apiVersion = `${group}/${version}`;
+  const schema = z.object({ ...objectEnvelope(kind, apiVersion), spec, status: status.optional() });
   const singular = kind.toLowerCase();
   const info: KindInfo<typeof schema, Spec, Status> = {
+    group,
+    version,
+    apiVersion,
+    crdLabels: options.crdLabels ?? {},
     kind,
     plural: `${singular}s`,
     singular,

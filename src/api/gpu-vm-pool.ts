@@ -79,7 +79,8 @@ export const PoolTemplateSpec = z
   });
 export type PoolTemplateSpec = z.infer<typeof PoolTemplateSpec>;
 
-const labelMap = (description: string, maxValueLength: number) =>
+/** Labels or annotations given to the objects made from a template. */
+export const labelMap = (description: string, maxValueLength: number) =>
   z
     .record(z.string().min(1).max(317), z.string().max(maxValueLength).meta({ description: "The value." }))
     .optional()

@@ -1,8 +1,11 @@
 // Every custom resource kind, in the order the CRDs and the reference doc list them.
 import type { KindInfo } from "./common.ts";
 import { gpuCloudClaimKind } from "./gpu-cloud-claim.ts";
+import { gpuClusterKind } from "./gpu-cluster.ts";
 import { gpuDiskKind } from "./gpu-disk.ts";
 import { gpuFirewallRuleKind } from "./gpu-firewall-rule.ts";
+import { gpuMachineKind } from "./gpu-machine.ts";
+import { gpuMachineTemplateKind } from "./gpu-machine-template.ts";
 import { gpuNetworkKind } from "./gpu-network.ts";
 import { gpuVmKind } from "./gpu-vm.ts";
 import { gpuVmPoolKind } from "./gpu-vm-pool.ts";
@@ -14,6 +17,10 @@ export const KINDS: readonly KindInfo[] = [
   gpuFirewallRuleKind,
   gpuVmPoolKind,
   gpuCloudClaimKind,
+  // Cluster API's infrastructure kinds (infrastructure.cluster.x-k8s.io).
+  gpuClusterKind,
+  gpuMachineKind,
+  gpuMachineTemplateKind,
 ];
 
 /** The kinds users write (the `gpucloud` category); GpuCloudClaim is the operator's own record. */

@@ -5,7 +5,7 @@ import { Ajv, type ValidateFunction } from "ajv";
 import addFormats from "ajv-formats";
 import { parseAllDocuments } from "yaml";
 import { isRecord } from "../util/is-record.ts";
-import { API_VERSION } from "./common.ts";
+import type { KindInfo } from "./common.ts";
 import { openApiSchemaOf, type SchemaNode } from "./crd.ts";
 import { KINDS } from "./kinds.ts";
 import { KUBERNETES_EXTENSIONS } from "./structural.ts";
@@ -43,33 +43,38 @@ export function createManifestValidator(): ManifestValidator {
 
   return {
     check(object: unknown): ManifestCheck {
-      if (!isRecord(object) || object.apiVersion !== API_VERSION || typeof object.kind !== "string") {
-        return { kind: undefined, problems: [] };
-      }
-      const info = KINDS.find((candidate) => candidate.kind === object.kind);
+      if (!isRecord(object) || typeof object.kind !== "string") return { kind: undefined, problems: [] };
+      const { apiVersion } = object;
+      if (!KINDS.some((candidate) => candidate.apiVersion === apiVersion)) return { kind: undefined, problems: [] };
+      const info = KINDS.find((candidate) => candidate.kind === object.kind && candidate.apiVersion === apiVersion);
       const validate = validators.get(object.kind);
       if (info === undefined || validate === undefined) {
-        return { kind: object.kind, problems: [`kind ${object.kind} is not served by ${API_VERSION}`] };
+        return { kind: object.kind, problems: [`kind ${object.kind} is not served by ${String(apiVersion)}`] };
       }
-      const problems: string[] = [];
-      if (!validate(object)) {
-        for (const error of validate.errors ?? []) {
-          const extra =
-            isRecord(error.params) && "additionalProperty" in error.params
-              ? ` '${String(error.params.additionalProperty)}'`
-              : "";
-          problems.push(`schema: ${error.instancePath || "/"} ${error.message ?? "is invalid"}${extra}`);
-        }
-      }
-      const parsed = info.specSchema.safeParse(object.spec);
-      if (!parsed.success) {
-        for (const issue of parsed.error.issues) {
-          problems.push(`rules: /spec${issue.path.map((part) => `/${String(part)}`).join("")} ${issue.message}`);
-        }
-      }
-      return { kind: object.kind, problems };
+      return { kind: object.kind, problems: problemsOf(object, info, validate) };
     },
   };
+}
+
+/** What the OpenAPI schema (strict) and the zod spec schema find wrong with one object of a kind. */
+function problemsOf(object: Record<string, unknown>, info: KindInfo, validate: ValidateFunction): string[] {
+  const problems: string[] = [];
+  if (!validate(object)) {
+    for (const error of validate.errors ?? []) {
+      const extra =
+        isRecord(error.params) && "additionalProperty" in error.params
+          ? ` '${String(error.params.additionalProperty)}'`
+          : "";
+      problems.push(`schema: ${error.instancePath || "/"} ${error.message ?? "is invalid"}${extra}`);
+    }
+  }
+  const parsed = info.specSchema.safeParse(object.spec);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) {
+      problems.push(`rules: /spec${issue.path.map((part) => `/${String(part)}`).join("")} ${issue.message}`);
+    }
+  }
+  return problems;
 }
 
 export interface ParsedManifest {

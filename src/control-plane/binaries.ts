@@ -408,6 +408,14 @@ async function moduleDir(moduleDirectory: string, module: string): Promise<strin
   return dir;
 }
 
+/**
+ * The source folder of the Cluster API module the build used, in Go's module cache (for what the build does not
+ * render, such as the kubeadm control plane provider's CRDs).
+ */
+export async function clusterApiSourceDir(capi: Pick<BuiltCapi, "versions">): Promise<string> {
+  return moduleDir(CAPI_MODULE_DIR, `sigs.k8s.io/cluster-api@${capi.versions.clusterApi}`);
+}
+
 /** Reads the Cluster API version from test/kubernetes/capi/go.mod and works out the cache folder. */
 async function capiBuildPlan(kube: BuiltKube, env: NodeJS.ProcessEnv = process.env) {
   const goModPath = "test/kubernetes/capi/go.mod";

@@ -1,8 +1,10 @@
 // A small HTTP(S) client for a Kubernetes API: one request at a time, the answer as status, headers and text,
-// and line-by-line watch streams. Speaks to the real API server (TLS, client certificate or bearer token) and
+// and line-by-line watch streams; a kubeconfig read into a target. Speaks to the real API server (TLS, client certificate or bearer token) and
 // to the test double (plain HTTP) alike, so that tests can send both the same requests.
 import { request as httpRequest, type IncomingMessage } from "node:http";
 import { request as httpsRequest } from "node:https";
+import { parse } from "yaml";
+import { z } from "zod";
 
 export interface KubeTarget {
   /** https://127.0.0.1:6443 or http://127.0.0.1:8090 */
@@ -15,6 +17,79 @@ export interface KubeTarget {
   token?: string;
   /** https without checking the server's certificate: only for what kubeadm reads before it trusts a CA. */
   insecureSkipTlsVerify?: boolean;
+}
+
+export class KubeconfigError extends Error {
+  override name = "KubeconfigError";
+}
+
+const Kubeconfig = z.object({
+  "current-context": z.string().optional(),
+  clusters: z.array(
+    z.object({
+      name: z.string(),
+      cluster: z.object({
+        server: z.string(),
+        "certificate-authority-data": z.string().optional(),
+        "insecure-skip-tls-verify": z.boolean().optional(),
+      }),
+    }),
+  ),
+  users: z
+    .array(
+      z.object({
+        name: z.string(),
+        user: z
+          .object({
+            token: z.string().optional(),
+            "client-certificate-data": z.string().optional(),
+            "client-key-data": z.string().optional(),
+          })
+          .nullable(),
+      }),
+    )
+    .default([]),
+  contexts: z.array(z.object({ name: z.string(), context: z.object({ cluster: z.string(), user: z.string() }) })),
+});
+
+const fromBase64 = (text: string | undefined): string | undefined =>
+  text === undefined ? undefined : Buffer.from(text, "base64").toString("utf8");
+
+/**
+ * The target of a kubeconfig's current context, with its credentials inline (the `*-data` fields or a token;
+ * files and exec plugins are not read). Throws KubeconfigError saying what is missing.
+ */
+export function kubeTargetOf(kubeconfigYaml: string): KubeTarget {
+  let document: unknown;
+  try {
+    document = parse(kubeconfigYaml);
+  } catch (error) {
+    throw new KubeconfigError("the kubeconfig is not YAML", { cause: error });
+  }
+  const parsed = Kubeconfig.safeParse(document);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new KubeconfigError(`the kubeconfig has no ${issue?.path.join(".") ?? "clusters"} as expected`);
+  }
+  const config = parsed.data;
+  const context = config.contexts.find((candidate) => candidate.name === config["current-context"]);
+  if (context === undefined) throw new KubeconfigError(`no context "${config["current-context"] ?? ""}"`);
+  const cluster = config.clusters.find((candidate) => candidate.name === context.context.cluster)?.cluster;
+  if (cluster === undefined) throw new KubeconfigError(`no cluster "${context.context.cluster}"`);
+  const user = config.users.find((candidate) => candidate.name === context.context.user)?.user ?? {};
+  if (!URL.canParse(cluster.server)) throw new KubeconfigError(`server "${cluster.server}" is not a URL`);
+  const target: KubeTarget = { url: cluster.server };
+  const ca = fromBase64(cluster["certificate-authority-data"]);
+  if (ca !== undefined) target.ca = ca;
+  if (cluster["insecure-skip-tls-verify"] === true) target.insecureSkipTlsVerify = true;
+  if (user.token !== undefined) target.token = user.token;
+  const cert = fromBase64(user["client-certificate-data"]);
+  const key = fromBase64(user["client-key-data"]);
+  if (cert !== undefined && key !== undefined) Object.assign(target, { cert, key });
+  if (target.token === undefined && target.cert === undefined) {
+    throw new KubeconfigError(`user "${context.context.user}" has no token or client certificate data inline`);
+  }
+  return target;
 }
 
 export interface KubeRequest {

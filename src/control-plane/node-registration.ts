@@ -1,6 +1,9 @@
 // A Node registered in a workload cluster as a kubelet that joined would register it (the object, then a Ready
-// status with addresses, capacity and version): what the simulator's node-join emulation does once a join
-// passes kubeadm's checks (kubeadm-join.ts). HTTPS only, no Kubernetes client library.
+// status with addresses, capacity and version), its Ready condition as the kubelet (or, once it stops posting,
+// the node lifecycle controller) sets it, and its deletion as a cloud controller manager deletes the Node of a
+// VM that is gone: what the simulator's node-join emulation does (kubeadm-join.ts checks the join first).
+// HTTPS only, no Kubernetes client library.
+import { isRecord } from "../util/is-record.ts";
 import { type KubeTarget, kubeExpect } from "./http.ts";
 
 export interface NodeRegistration {
@@ -16,7 +19,7 @@ export interface NodeRegistration {
 
 /** Registers a Ready Node as a kubelet that joined would: the object, then its status. */
 export async function registerNode(workload: KubeTarget, node: NodeRegistration): Promise<void> {
-  const now = new Date().toISOString();
+  const now = timestamp();
   await kubeExpect(
     workload,
     {
@@ -77,4 +80,53 @@ export async function registerNode(workload: KubeTarget, node: NodeRegistration)
     },
     [200],
   );
+}
+
+/** Now, as the API server writes times (seconds). */
+function timestamp(): string {
+  return new Date().toISOString().replace(/\.\d+Z$/, "Z");
+}
+
+function nodePath(name: string): string {
+  return `/api/v1/nodes/${encodeURIComponent(name)}`;
+}
+
+/** The Node's spec.providerID, "" when it has none, undefined when there is no such Node. */
+export async function nodeProviderId(workload: KubeTarget, name: string): Promise<string | undefined> {
+  const response = await kubeExpect(workload, { path: nodePath(name) }, [200, 404]);
+  if (response.status === 404) return undefined;
+  const spec = isRecord(response.json) && isRecord(response.json.spec) ? response.json.spec : {};
+  return typeof spec.providerID === "string" ? spec.providerID : "";
+}
+
+/**
+ * Sets the Node's Ready condition: True as a kubelet posting its status does, Unknown as the node lifecycle
+ * controller does once the kubelet stopped posting (a stopped VM). False when there is no such Node.
+ */
+export async function setNodeReady(workload: KubeTarget, name: string, ready: boolean): Promise<boolean> {
+  const now = timestamp();
+  const condition = ready
+    ? { type: "Ready", status: "True", reason: "KubeletReady", message: "kubelet is posting ready status" }
+    : {
+        type: "Ready",
+        status: "Unknown",
+        reason: "NodeStatusUnknown",
+        message: "Kubelet stopped posting node status.",
+      };
+  const response = await kubeExpect(
+    workload,
+    {
+      method: "PATCH",
+      path: `${nodePath(name)}/status`,
+      body: { status: { conditions: [{ ...condition, lastHeartbeatTime: now, lastTransitionTime: now }] } },
+      contentType: "application/merge-patch+json",
+    },
+    [200, 404],
+  );
+  return response.status === 200;
+}
+
+/** Deletes the Node (gone already is fine), as a cloud controller manager does when its VM no longer exists. */
+export async function deleteNode(workload: KubeTarget, name: string): Promise<void> {
+  await kubeExpect(workload, { method: "DELETE", path: nodePath(name) }, [200, 202, 404]);
 }

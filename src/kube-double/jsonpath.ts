@@ -33,7 +33,8 @@ export function parseJsonPath(expression: string): Step[] {
     [/^\.([A-Za-z0-9_-]+)/, (match) => ({ kind: "field", name: match[1] ?? "" })],
     [/^\[(\d+)\]/, (match) => ({ kind: "index", index: Number(match[1]) })],
     [/^\[\*\]/, () => ({ kind: "all" })],
-    [/^\[(["'])([^"']*)\1\]/, (match) => ({ kind: "field", name: match[2] ?? "" })],
+    // A key in brackets is read as a path by client-go: its dots are escaped (`['cluster\.x-k8s\.io/name']`).
+    [/^\[(["'])([^"']*)\1\]/, (match) => ({ kind: "field", name: (match[2] ?? "").replaceAll("\\.", ".") })],
     [
       /^\[\?\(@((?:\.[A-Za-z0-9_-]+)+)\s*==\s*([^)]+)\)\]/,
       (match) => ({ kind: "filter", path: (match[1] ?? "").slice(1).split("."), value: parseLiteral(match[2] ?? "") }),

@@ -7,6 +7,7 @@ import type { Capacity } from "./catalogue.ts";
 import { LOCATIONS } from "./catalogue.ts";
 import { badRequest, SimError } from "./errors.ts";
 import { FaultConfigSchema } from "./faults.ts";
+import { NodeJoinConfigError } from "./node-join.ts";
 import { addTenant } from "./seed.ts";
 import type { Method, ServerDeps } from "./server.ts";
 import { noteMethod, validate } from "./server.ts";
@@ -29,6 +30,12 @@ const TenantRequest = z.strictObject({
   payment_method_valid: z.boolean().optional(),
 });
 const PaymentMethodUpdate = z.strictObject({ valid: z.boolean() });
+const WorkloadClusterUpdate = z.strictObject({
+  kubeconfig: z
+    .string()
+    .min(1)
+    .max(256 * 1024),
+});
 const BulkVms = z.strictObject({
   vms: z
     .array(
@@ -56,7 +63,7 @@ const Settings = z.strictObject({
 });
 
 export function registerAdminRoutes(app: FastifyInstance, deps: ServerDeps, registered: Map<string, Set<Method>>) {
-  const { store, faults, requestCounts, rateLimiter, auth } = deps;
+  const { store, faults, requestCounts, rateLimiter, auth, nodeJoins } = deps;
 
   function admin(method: Method, url: string, handler: (request: FastifyRequest) => unknown): void {
     const fullUrl = `${ADMIN_PREFIX}${url}`;
@@ -200,6 +207,29 @@ export function registerAdminRoutes(app: FastifyInstance, deps: ServerDeps, regi
     store.firewallRules.mutate(param(request, "ruleId"), validate(PatchFirewallRuleRequest, request.body));
     return { message: "firewall rule changed" };
   });
+  // The node-join emulation: workload clusters (their credentials are never shown) and the joins' outcomes.
+  admin("GET", "/node-joins", () => ({ clusters: nodeJoins.clusters(), joins: nodeJoins.joins() }));
+  admin("GET", "/node-joins/vms/:vmId", (request) => {
+    const join = nodeJoins.joinOf(param(request, "vmId"));
+    if (join === undefined) throw new SimError(404, `no node join for vm ${param(request, "vmId")}`);
+    return join;
+  });
+  admin("PUT", "/node-joins/clusters/:name", (request) => {
+    const { kubeconfig } = validate(WorkloadClusterUpdate, request.body);
+    try {
+      return nodeJoins.setCluster({ name: param(request, "name"), kubeconfig });
+    } catch (error) {
+      if (error instanceof NodeJoinConfigError) throw badRequest(error.message);
+      throw error;
+    }
+  });
+  admin("DELETE", "/node-joins/clusters/:name", (request) => {
+    if (!nodeJoins.removeCluster(param(request, "name"))) {
+      throw new SimError(404, `no workload cluster ${param(request, "name")}`);
+    }
+    return { clusters: nodeJoins.clusters() };
+  });
+
   admin("DELETE", "/resources/:kind/:id", (request) => {
     const kind = param(request, "kind");
     if (!(RESOURCE_KINDS as readonly string[]).includes(kind)) {

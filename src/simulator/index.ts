@@ -9,6 +9,7 @@ import type { Clock } from "./clock.ts";
 import { systemClock } from "./clock.ts";
 import type { FaultConfigInput } from "./faults.ts";
 import { FaultInjector } from "./faults.ts";
+import { type NodeJoinOptions, NodeJoins } from "./node-join.ts";
 import { profileDefaults, type SimulatorProfile } from "./profiles.ts";
 import { newWriteLog } from "./request-log.ts";
 import { DEFAULT_API_KEY, DEFAULT_ORGANIZATION_ID, DEFAULT_PROJECT_ID, DEFAULT_USER, seedState } from "./seed.ts";
@@ -27,6 +28,7 @@ export type { Capacity } from "./catalogue.ts";
 export type { Clock, ManualClock } from "./clock.ts";
 export { createManualClock, systemClock } from "./clock.ts";
 export type { FaultConfig, FaultConfigInput } from "./faults.ts";
+export type { NodeJoinOptions, NodeJoinRecord, WorkloadClusterAccess } from "./node-join.ts";
 export {
   CONTRACT_ONLY_ROUTES,
   isSimulatorProfile,
@@ -88,6 +90,11 @@ export interface SimulatorOptions {
   logger?: boolean;
   /** Request bodies above this many bytes are refused with 413 (default 1 MiB). */
   maxRequestBytes?: number;
+  /**
+   * The node-join emulation: the workload clusters a VM booted with a cloud-config's `kubeadm join` may join
+   * (docs/simulator.md#node-join-emulation). The admin API adds and removes clusters at run time.
+   */
+  nodeJoin?: NodeJoinOptions;
 }
 
 export interface RunningSimulator {
@@ -164,6 +171,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
       : await loadedState(options.stateFile, profile, { apiKey, projectId, user });
 
   const faults = new FaultInjector(options.faults, options.random);
+  const nodeJoins = new NodeJoins(clock, options.nodeJoin);
   let writer: JsonStateFileWriter | undefined;
   const defaults = profileDefaults(profile);
   const store = new Store(loaded ?? seed(), {
@@ -175,6 +183,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     operationRetentionMs: options.operationRetentionMs ?? defaults.operationRetentionMs,
     availabilityCounts: options.availabilityCounts ?? defaults.availabilityCounts,
     onChange: () => writer?.markDirty(),
+    vmObserver: nodeJoins,
   });
   store.networks.ensureDefault(projectId);
   const auth = new Auth(() => store.state, clock, options.tokenTtlSeconds ?? 3600);
@@ -189,6 +198,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     rateLimiter,
     requestCounts,
     writeLog,
+    nodeJoins,
     profile,
     logger: options.logger ?? false,
     maxRequestBytes: options.maxRequestBytes ?? 1024 * 1024,
@@ -202,6 +212,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
       faults.clear();
       requestCounts.clear();
       writeLog.clear();
+      nodeJoins.reset();
       writer?.markDirty();
     },
   });
@@ -234,6 +245,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     async close() {
       if (closed) return;
       closed = true;
+      nodeJoins.close();
       store.close();
       await app.close();
       await writer?.flush();

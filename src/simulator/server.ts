@@ -26,6 +26,7 @@ import type { Auth, Principal, RateLimiter } from "./auth.ts";
 import { IMAGES, LOCATIONS, specItems } from "./catalogue.ts";
 import { badRequest, forbidden, SimError } from "./errors.ts";
 import type { FaultInjector } from "./faults.ts";
+import type { NodeJoins } from "./node-join.ts";
 import { paginate, parseSort } from "./paging.ts";
 import { type SimulatorProfile, servesRoute } from "./profiles.ts";
 import type { WriteLogEntry } from "./request-log.ts";
@@ -42,6 +43,8 @@ export interface ServerDeps {
   requestCounts: Map<string, number>;
   /** Every write received, with who sent it and how it was answered. */
   writeLog: BoundedLog<WriteLogEntry>;
+  /** The node-join emulation (its workload clusters and the joins' outcomes). */
+  nodeJoins: NodeJoins;
   /** Which API is served: the spec plus contract-decisions.md, or the spec's endpoints only. */
   profile: SimulatorProfile;
   /** Re-seed everything (admin reset). */

@@ -35,6 +35,8 @@ export interface VmRecord {
   /** State before the action in flight: where UPDATE returns and where a failed action falls back. */
   previousState: string;
   image: string;
+  /** The startup script the VM was created with (a cloud keeps it with the instance); absent without one. */
+  startupScript?: string;
   createdAtMs: number;
   updatedAtMs: number;
   visibleAtMs: number;

@@ -11,7 +11,7 @@ import { Networks } from "./networks.ts";
 import { OperationEngine } from "./operation-engine.ts";
 import { Records, type SimSettings, type StoreContext } from "./records.ts";
 import type { SimState } from "./state.ts";
-import { Vms } from "./vms.ts";
+import { type VmObserver, Vms } from "./vms.ts";
 
 export type { DuplicateNameMode, Family, SimSettings } from "./records.ts";
 
@@ -19,6 +19,8 @@ export interface StoreOptions extends SimSettings {
   clock: Clock;
   faults: FaultInjector;
   onChange: () => void;
+  /** Told when VMs boot, halt and go (the node-join emulation). */
+  vmObserver?: VmObserver;
 }
 
 export const RESOURCE_KINDS = ["vms", "disks", "networks", "firewall-rules"] as const;
@@ -58,6 +60,7 @@ export class Store {
       operations: this.operations,
       capacity: this.capacity,
       disks: this.disks,
+      observer: options.vmObserver,
     });
     this.networks = new Networks(this.records, context, this.operations);
     this.firewallRules = new FirewallRules(this.records, context, this.operations);

@@ -13,6 +13,24 @@ import type { Records, StoreContext } from "./records.ts";
 import type { OperationRecord, VmRecord } from "./state.ts";
 import { StoreArea } from "./store-area.ts";
 
+/**
+ * Who is told when a VM's operating system comes up or goes down, and when the VM is gone (the node-join
+ * emulation). Called synchronously from state changes: an observer queues its own work and never throws.
+ */
+export interface VmObserver {
+  /** The VM runs now and did not before: CREATE, START or RESET finished, or a forced state. */
+  booted(vm: Readonly<VmRecord>): void;
+  /** The VM's operating system went down: STOP, RESET or DELETE begun, or a forced state. */
+  halted(vm: Readonly<VmRecord>): void;
+  /** The VM no longer exists (terminated, a failed create, removed through the admin API). */
+  removed(vm: Readonly<VmRecord>): void;
+}
+
+/** Whether the VM's operating system runs (an UPDATE of a running VM, a disk attachment, keeps it running). */
+export function isVmUp(vm: Pick<VmRecord, "state" | "previousState">): boolean {
+  return vm.state === "STATE_RUNNING" || (vm.state === "STATE_UPDATING" && vm.previousState === "STATE_RUNNING");
+}
+
 export interface VmActionBody {
   action: string;
   type?: string | undefined;
@@ -22,15 +40,17 @@ export interface VmActionBody {
 export class Vms extends StoreArea {
   readonly #capacity: CapacityAndUsage;
   readonly #disks: Disks;
+  readonly #observer: VmObserver | undefined;
 
   constructor(
     records: Records,
     context: StoreContext,
-    parts: { operations: OperationEngine; capacity: CapacityAndUsage; disks: Disks },
+    parts: { operations: OperationEngine; capacity: CapacityAndUsage; disks: Disks; observer?: VmObserver | undefined },
   ) {
     super(records, context, parts.operations);
     this.#capacity = parts.capacity;
     this.#disks = parts.disks;
+    this.#observer = parts.observer;
   }
 
   /** Bodies are validated by the caller; this checks the references and the catalogue. */
@@ -53,6 +73,7 @@ export class Vms extends StoreArea {
     const refs = (body.disks ?? []).map((d) => ({ id: d.id, mode: d.mode ?? "read-write" }));
     this.#disks.checkRefs(projectId, body.location, refs, "");
     const vm = this.#newVm(projectId, body.name, type, body.location, imageName, "STATE_PROVISIONING");
+    if (body.startup_script !== undefined) vm.startupScript = body.startup_script;
     vm.doomed = this.#capacity.hasCapacity(body.location, type) ? "" : "out_of_stock";
     this.records.vms.set(vm.id, vm);
     this.#disks.attach(vm, refs);
@@ -127,8 +148,11 @@ export class Vms extends StoreArea {
 
   #setState(vm: VmRecord, state: string): void {
     this.#capacity.accrue(vm);
+    const wasUp = isVmUp(vm);
     vm.state = state;
     vm.updatedAtMs = this.records.now();
+    if (!wasUp && isVmUp(vm)) this.#observer?.booted(vm);
+    if (wasUp && !isVmUp(vm)) this.#observer?.halted(vm);
   }
 
   /** The boot disk lives inside the VM record and goes with it; data disks are detached, never deleted. */
@@ -136,6 +160,7 @@ export class Vms extends StoreArea {
     this.#capacity.accrue(vm);
     this.#disks.attach(vm, []);
     this.records.vms.delete(vm.id);
+    this.#observer?.removed(vm);
   }
 
   get(projectId: string, vmId: string): VmRecord {
@@ -317,8 +342,8 @@ export class Vms extends StoreArea {
   forceState(vmId: string, state: string): VmRecord {
     const vm = this.records.vms.get(vmId);
     if (vm === undefined) throw notFound(`vm ${vmId} not found`);
-    this.#setState(vm, state);
     vm.previousState = state;
+    this.#setState(vm, state);
     this.context.changed();
     return vm;
   }

@@ -51,6 +51,9 @@ describe("generated files", () => {
       "gpucloud.dev_gpufirewallrules.yaml",
       "gpucloud.dev_gpuvmpools.yaml",
       "gpucloud.dev_gpucloudclaims.yaml",
+      "infrastructure.cluster.x-k8s.io_gpuclusters.yaml",
+      "infrastructure.cluster.x-k8s.io_gpumachines.yaml",
+      "infrastructure.cluster.x-k8s.io_gpumachinetemplates.yaml",
     ]);
     expect(first.map((file) => parse(file.yaml))).toEqual(KINDS.map((info) => crdOf(info)));
   });
@@ -75,13 +78,26 @@ describe("CRD rules", () => {
       ["GpuFirewallRule", "gpufirewallrules", "gpufirewallrule", ["gfw"], "GpuFirewallRuleList"],
       ["GpuVmPool", "gpuvmpools", "gpuvmpool", ["gpool"], "GpuVmPoolList"],
       ["GpuCloudClaim", "gpucloudclaims", "gpucloudclaim", ["gclaim"], "GpuCloudClaimList"],
+      ["GpuCluster", "gpuclusters", "gpucluster", ["gcluster"], "GpuClusterList"],
+      ["GpuMachine", "gpumachines", "gpumachine", ["gmachine"], "GpuMachineList"],
+      ["GpuMachineTemplate", "gpumachinetemplates", "gpumachinetemplate", ["gmt"], "GpuMachineTemplateList"],
     ]);
+    const categoriesOf: Record<string, string[] | undefined> = {
+      // The operator's own records are not what `kubectl get gpucloud` lists.
+      GpuCloudClaim: undefined,
+      // Cluster API's kinds are in its category too (`kubectl get cluster-api`); a template is no resource.
+      GpuCluster: ["cluster-api", "gpucloud"],
+      GpuMachine: ["cluster-api", "gpucloud"],
+      GpuMachineTemplate: ["cluster-api"],
+    };
     for (const info of KINDS) {
       const document = crd(info.kind);
-      expect(document.metadata.name).toBe(`${info.plural}.gpucloud.dev`);
-      // The operator's own records are not what `kubectl get gpucloud` lists.
-      const categories = info.kind === "GpuCloudClaim" ? undefined : ["gpucloud"];
-      expect(document.spec.names.categories).toEqual(categories);
+      const group = info.kind.match(/^Gpu(Cluster|Machine)/) ? "infrastructure.cluster.x-k8s.io" : "gpucloud.dev";
+      expect(document.spec.group).toBe(group);
+      expect(document.metadata.name).toBe(`${info.plural}.${group}`);
+      expect(document.spec.names.categories).toEqual(
+        info.kind in categoriesOf ? categoriesOf[info.kind] : ["gpucloud"],
+      );
       expect(document.spec.scope).toBe("Namespaced");
       expect(versionOf(info.kind)).toMatchObject({
         name: "v1alpha1",
@@ -179,7 +195,9 @@ describe("CRD rules", () => {
 
   it("carries the immutability and one-of CEL rules", () => {
     const messages = (kind: string) => rulesOf(kind).map((rule) => rule.message);
-    for (const info of KINDS.filter((kind) => kind.kind !== "GpuVmPool" && kind.kind !== "GpuCloudClaim")) {
+    for (const info of KINDS.filter(
+      (kind) => kind.group === "gpucloud.dev" && !["GpuVmPool", "GpuCloudClaim"].includes(kind.kind),
+    )) {
       expect(messages(info.kind)).toEqual(
         expect.arrayContaining(["cloudName cannot change once set", "id cannot change once set"]),
       );

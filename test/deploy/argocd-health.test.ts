@@ -5,8 +5,8 @@ import { parse } from "yaml";
 import {
   assessHealth,
   GENERATED_FILES,
-  HEALTH_GROUP,
   HEALTH_KINDS,
+  healthCustomizationKeys,
   renderHealthLua,
 } from "../../deploy/argocd/health.ts";
 
@@ -40,7 +40,9 @@ describe("Argo CD health (kstatus) for gpucloud.dev kinds", () => {
 
   it("covers every health status and every kind in the cases", async () => {
     const cases = await loadCases();
-    expect(new Set(cases.map((c) => c.healthStatus.status))).toEqual(new Set(["Healthy", "Progressing", "Degraded"]));
+    expect(new Set(cases.map((c) => c.healthStatus.status))).toEqual(
+      new Set(["Healthy", "Progressing", "Degraded", "Suspended"]),
+    );
     const kinds = new Set<string>();
     for (const testCase of cases) {
       const input = parse(await readFile(path.join(ARGOCD_DIR, testCase.inputPath), "utf8")) as { kind: string };
@@ -62,6 +64,22 @@ describe("Argo CD health (kstatus) for gpucloud.dev kinds", () => {
     ],
   ])("treats %s as Progressing without throwing", (_label, input) => {
     expect(assessHealth(input).status).toBe("Progressing");
+  });
+
+  it("treats a paused Cluster API object as Suspended even when its generation is not observed yet", () => {
+    const health = assessHealth({
+      metadata: { generation: 3 },
+      status: { observedGeneration: 2, conditions: [{ type: "Paused", status: "True", reason: "Paused" }] },
+    });
+    expect(health).toEqual({ status: "Suspended", message: "Paused" });
+    const resumed = {
+      observedGeneration: 3,
+      conditions: [
+        { type: "Paused", status: "False" },
+        { type: "Ready", status: "True" },
+      ],
+    };
+    expect(assessHealth({ metadata: { generation: 3 }, status: resumed }).status).toBe("Healthy");
   });
 
   it("treats deletion as Progressing even when the object is also Stalled", () => {
@@ -87,9 +105,8 @@ describe("Argo CD health (kstatus) for gpucloud.dev kinds", () => {
     };
     expect(patch.kind).toBe("ConfigMap");
     expect(patch.metadata.name).toBe("argocd-cm");
-    expect(Object.keys(patch.data).sort()).toEqual(
-      HEALTH_KINDS.map((kind) => `resource.customizations.health.${HEALTH_GROUP}_${kind}`).sort(),
-    );
+    expect(Object.keys(patch.data).sort()).toEqual(healthCustomizationKeys().sort());
+    expect(patch.data).toHaveProperty(["resource.customizations.health.infrastructure.cluster.x-k8s.io_GpuMachine"]);
     for (const script of Object.values(patch.data)) expect(script).toBe(renderHealthLua());
   });
 });

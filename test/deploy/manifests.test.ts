@@ -6,7 +6,7 @@ import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
 import { ensureHelm } from "../../.ci/helm.ts";
-import { KINDS } from "../../src/api/kinds.ts";
+import { KINDS, USER_KINDS } from "../../src/api/kinds.ts";
 
 // Renders the Helm chart with the helm 4 binary shipped inside an npm package (no download; `npm run helm`)
 // and the kustomize tree with `kubectl kustomize` (offline), and checks what comes out.
@@ -31,9 +31,14 @@ const ALL_OPTIONAL_OBJECTS = [
   ...["grafanaDashboard.enabled=true", "networkPolicy.enabled=true"].flatMap((v) => ["--set", v]),
   ...["sharding.shards=2"].flatMap((v) => ["--set", v]),
 ];
-const EXPECTED_CRDS = ["gpuvms", "gpudisks", "gpunetworks", "gpufirewallrules", "gpuvmpools", "gpucloudclaims"].map(
-  (plural) => `${plural}.gpucloud.dev`,
-);
+const EXPECTED_CRDS = [
+  ...["gpuvms", "gpudisks", "gpunetworks", "gpufirewallrules", "gpuvmpools", "gpucloudclaims"].map(
+    (plural) => `${plural}.gpucloud.dev`,
+  ),
+  ...["gpuclusters", "gpumachines", "gpumachinetemplates"].map((plural) => `${plural}.infrastructure.cluster.x-k8s.io`),
+];
+/** The label that aggregates a ClusterRole into Cluster API's core manager role. */
+const AGGREGATE_TO_CAPI_MANAGER = "cluster.x-k8s.io/aggregate-to-manager";
 
 interface Manifest {
   apiVersion: string;
@@ -66,6 +71,20 @@ function parseManifests(text: string): Manifest[] {
       return document.toJS() as Manifest | null;
     })
     .filter((manifest): manifest is Manifest => manifest !== null);
+}
+
+/** The operator's ClusterRole (not the one aggregated to Cluster API's manager). */
+function operatorClusterRole(manifests: Manifest[]): Manifest {
+  return only(
+    manifests.filter((manifest) => manifest.metadata.labels?.[AGGREGATE_TO_CAPI_MANAGER] === undefined),
+    "ClusterRole",
+  );
+}
+
+function capiManagerRoles(manifests: Manifest[]): Manifest[] {
+  return manifests.filter(
+    (manifest) => manifest.kind === "ClusterRole" && manifest.metadata.labels?.[AGGREGATE_TO_CAPI_MANAGER] === "true",
+  );
 }
 
 function only(manifests: Manifest[], kind: string): Manifest {
@@ -117,7 +136,9 @@ describe("CRD copies", () => {
         const original = await readFile(path.join(REPO_ROOT, "crds", file), "utf8");
         expect(await readFile(path.join(copyDir, file), "utf8"), file).toBe(original);
       }
-      const copies = (await readdir(copyDir)).filter((file) => file.startsWith("gpucloud.dev_")).sort();
+      const copies = (await readdir(copyDir))
+        .filter((file) => /^(gpucloud\.dev|infrastructure\.cluster\.x-k8s\.io)_/.test(file))
+        .sort();
       expect(copies).toEqual(files);
     },
   );
@@ -144,7 +165,8 @@ describe("Helm chart", () => {
     const manifests = await helmTemplate();
     expect(manifests.map((manifest) => manifest.kind).sort()).toEqual(
       [
-        ...Array(6).fill("CustomResourceDefinition"),
+        ...Array(EXPECTED_CRDS.length).fill("CustomResourceDefinition"),
+        "ClusterRole",
         "ClusterRole",
         "ClusterRoleBinding",
         "Deployment",
@@ -249,7 +271,7 @@ describe("Helm chart", () => {
         .sort(),
     ).toEqual(["demo-gpuvm-operator", "demo-gpuvm-operator-claims", "demo-gpuvm-operator-leader-election"]);
     // The default stays cluster-wide, with the same rules.
-    expect(grants(only(await helmTemplate(), "ClusterRole"))).toEqual(LEAST_PRIVILEGE);
+    expect(grants(operatorClusterRole(await helmTemplate()))).toEqual(LEAST_PRIVILEGE);
   });
 
   it("names everything by nameOverride or fullnameOverride", async () => {
@@ -257,11 +279,15 @@ describe("Helm chart", () => {
     const deployment = only(byName, "Deployment");
     expect(deployment.metadata.name).toBe("demo-gpus");
     expect((deployment.spec as DeploymentSpec).selector.matchLabels["app.kubernetes.io/name"]).toBe("gpus");
-    expect(only(byName, "ClusterRole").metadata.name).toBe("demo-gpus");
+    expect(operatorClusterRole(byName).metadata.name).toBe("demo-gpus");
     const byFullName = await helmTemplate("--set", "fullnameOverride=gpu-operator");
-    for (const kind of ["Deployment", "ServiceAccount", "ClusterRole", "ClusterRoleBinding"]) {
+    for (const kind of ["Deployment", "ServiceAccount", "ClusterRoleBinding"]) {
       expect(only(byFullName, kind).metadata.name, kind).toBe("gpu-operator");
     }
+    expect(operatorClusterRole(byFullName).metadata.name).toBe("gpu-operator");
+    expect(capiManagerRoles(byFullName).map((role) => role.metadata.name)).toEqual([
+      "gpu-operator-cluster-api-manager",
+    ]);
     expect(
       byFullName
         .filter((m) => m.kind === "Role")
@@ -556,7 +582,7 @@ describe("what the chart and the docs tell a user", () => {
         description: string;
       }
     ).description;
-    for (const { kind } of KINDS) expect(description).toMatch(new RegExp(`\\b${kind}\\b`));
+    for (const { kind } of USER_KINDS) expect(description).toMatch(new RegExp(`\\b${kind}\\b`));
   });
 });
 
@@ -566,7 +592,7 @@ describe("kustomize tree (deploy/)", () => {
     const manifests = parseManifests(stdout);
     const crds = manifests.filter((manifest) => manifest.kind === "CustomResourceDefinition");
     expect(crds.map((crd) => crd.metadata.name).sort()).toEqual([...EXPECTED_CRDS].sort());
-    for (const kind of ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding"]) {
+    for (const kind of ["Namespace", "ServiceAccount", "ClusterRoleBinding"]) {
       only(manifests, kind);
     }
     const deployment = only(manifests, "Deployment");
@@ -580,7 +606,10 @@ describe("kustomize tree (deploy/)", () => {
     expect(service.spec).toMatchObject({ selector: (deployment.spec as DeploymentSpec).selector.matchLabels });
 
     const chart = await helmTemplate();
-    expect(only(manifests, "ClusterRole").rules).toEqual(only(chart, "ClusterRole").rules);
+    expect(operatorClusterRole(manifests).rules).toEqual(operatorClusterRole(chart).rules);
+    expect(capiManagerRoles(manifests).map((role) => role.rules)).toEqual(
+      capiManagerRoles(chart).map((role) => role.rules),
+    );
     const roleRules = (all: Manifest[]) =>
       Object.fromEntries(
         all.filter((m) => m.kind === "Role").map((role) => [role.metadata.name.replace(/^demo-/, ""), role.rules]),
@@ -590,7 +619,7 @@ describe("kustomize tree (deploy/)", () => {
 
   it("grants the least the operator needs: no update anywhere, no get or /finalizers on its kinds, Leases get/list/create/update", async () => {
     const manifests = parseManifests((await run("kubectl", ["kustomize", path.join(REPO_ROOT, "deploy")])).stdout);
-    expect(grants(only(manifests, "ClusterRole"))).toEqual(LEAST_PRIVILEGE);
+    expect(grants(operatorClusterRole(manifests))).toEqual(LEAST_PRIVILEGE);
     const role = (name: string) => manifests.find((m) => m.kind === "Role" && m.metadata.name === name);
     expect(grants(role("gpuvm-operator-leader-election") as Manifest)).toEqual([
       "coordination.k8s.io/leases: create get list update",
@@ -600,6 +629,27 @@ describe("kustomize tree (deploy/)", () => {
     expect(grants(role("gpuvm-operator-claims") as Manifest)).toEqual([
       "gpucloud.dev/gpucloudclaims: create delete get list patch watch",
     ]);
+  });
+
+  it("aggregates a ClusterRole bound to nobody to Cluster API's core manager: the contract's verbs on the three kinds", async () => {
+    const manifests = parseManifests((await run("kubectl", ["kustomize", path.join(REPO_ROOT, "deploy")])).stdout);
+    const [role, ...others] = capiManagerRoles(manifests);
+    expect(others).toEqual([]);
+    expect(role === undefined ? [] : grants(role)).toEqual(
+      ["gpuclusters", "gpumachines", "gpumachinetemplates"].map(
+        (plural) => `infrastructure.cluster.x-k8s.io/${plural}: create delete get list patch update watch`,
+      ),
+    );
+    const bound = manifests
+      .filter((m) => m.kind === "ClusterRoleBinding" || m.kind === "RoleBinding")
+      .map((binding) => (binding.roleRef as { name: string }).name);
+    expect(bound).not.toContain(role?.metadata.name);
+    // The chart's, unless switched off; none with the namespace-scoped install.
+    expect(capiManagerRoles(await helmTemplate()).map((chartRole) => grants(chartRole))).toEqual([
+      grants(role as Manifest),
+    ]);
+    expect(capiManagerRoles(await helmTemplate("--set", "rbac.clusterApiManager=false"))).toEqual([]);
+    expect(capiManagerRoles(await helmTemplate("--set", "installScope=namespace"))).toEqual([]);
   });
 
   it("namespace-scoped component: no cluster-wide permission, the same rules as a Role, watching its own namespace", async () => {
@@ -645,6 +695,12 @@ const LEAST_PRIVILEGE = [
   ]),
   // A GpuVmPool's replicas are GpuVms and GpuDisks the operator creates and deletes.
   ...["gpudisks", "gpuvms"].map((plural) => `gpucloud.dev/${plural}: create delete`),
+  // Cluster API's infrastructure kinds, and the Clusters and Machines that own them (read only).
+  ...["gpuclusters", "gpumachines", "gpumachinetemplates"].flatMap((plural) => [
+    `infrastructure.cluster.x-k8s.io/${plural}: list patch watch`,
+    `infrastructure.cluster.x-k8s.io/${plural}/status: patch`,
+  ]),
+  ...["clusters", "machines"].map((plural) => `cluster.x-k8s.io/${plural}: list watch`),
 ].sort();
 
 /** A Role's or ClusterRole's rules as "group/resource: verbs" lines, sorted. */

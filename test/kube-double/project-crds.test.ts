@@ -110,12 +110,13 @@ describe("crds/ in the double", () => {
     // create -f`: one error per mistake, in words (a CEL rule's message), never "should match '^…$'".
     const fixtures = await invalidFixtures();
     expect(fixtures.length).toBeGreaterThan(15);
-    for (const { file, object, plural, expected } of fixtures) {
+    for (const { file, object, collectionPath, expected } of fixtures) {
       expect(expected, `${file} needs '# expect:' lines`).not.toEqual([]);
-      const response = await fetch(
-        `${double.url}/apis/gpucloud.dev/v1alpha1/namespaces/${object.metadata.namespace}/${plural}?fieldValidation=Strict`,
-        { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(object) },
-      );
+      const response = await fetch(`${double.url}${collectionPath(object.metadata.namespace)}?fieldValidation=Strict`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(object),
+      });
       const status = (await response.json()) as { code: number; message: string };
       expect(status.code, file).toBeGreaterThanOrEqual(400);
       expect(errorsOf(status).sort(), file).toEqual([...expected].sort());

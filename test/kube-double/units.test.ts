@@ -152,6 +152,14 @@ describe("printer-column JSONPath", () => {
     expect(evaluateJsonPath({ status: { attachedTo: [] } }, ".status.attachedTo[*].vmId")).toEqual([]);
   });
 
+  it("reads a key with escaped dots in brackets, as Cluster API's columns write a label", () => {
+    const labelled = { metadata: { labels: { "cluster.x-k8s.io/cluster-name": "gpu" } } };
+    expect(evaluateJsonPath(labelled, ".metadata.labels['cluster\\.x-k8s\\.io/cluster-name']")).toEqual(["gpu"]);
+    expect(
+      evaluateJsonPath({ status: { capacity: { "nvidia.com/gpu": "8" } } }, ".status.capacity['nvidia\\.com/gpu']"),
+    ).toEqual(["8"]);
+  });
+
   it("formats ages like kubectl", () => {
     const now = Date.parse("2026-11-21T12:00:00Z");
     expect(humanAge("2026-11-21T11:59:30Z", now)).toBe("30s");

@@ -22,6 +22,15 @@ import {
 } from "../../src/control-plane/workload-cluster.ts";
 import { eventually } from "../../src/util/eventually.ts";
 import { isRecord } from "../../src/util/is-record.ts";
+import {
+  bootstrapDataOf,
+  create,
+  field,
+  list,
+  machinesRunning,
+  machinesWithBootstrapData,
+  mergePatch,
+} from "./kube-objects.ts";
 
 const NAMESPACE = "workers";
 const CLUSTER = "gpu";
@@ -57,33 +66,6 @@ function infraCrd(kind: string, plural: string): Record<string, unknown> {
       ],
     },
   };
-}
-
-function items(response: { json: unknown }): Record<string, unknown>[] {
-  return isRecord(response.json) && Array.isArray(response.json.items) ? response.json.items.filter(isRecord) : [];
-}
-
-function field(object: unknown, ...path: string[]): unknown {
-  let value = object;
-  for (const key of path) value = isRecord(value) ? value[key] : undefined;
-  return value;
-}
-
-async function list(target: KubeTarget, path: string): Promise<Record<string, unknown>[]> {
-  return items(await kubeExpect(target, { path }, [200]));
-}
-
-async function mergePatch(target: KubeTarget, path: string, body: unknown): Promise<void> {
-  await kubeExpect(target, { method: "PATCH", path, body, contentType: "application/merge-patch+json" }, [200]);
-}
-
-async function create(target: KubeTarget, path: string, body: unknown): Promise<void> {
-  await kubeExpect(target, { method: "POST", path, body }, [201]);
-}
-
-function bootstrapDataOf(secret: Record<string, unknown>): string {
-  const value = field(secret, "data", "value");
-  return typeof value === "string" ? Buffer.from(value, "base64").toString("utf8") : "";
 }
 
 /** A MachineDeployment of workers from the test's templates (the selector is left to Cluster API's defaulting). */
@@ -233,17 +215,7 @@ describe("Cluster API v1.14 with a workload cluster", () => {
     expect(field(cluster, "spec", "controlPlaneEndpoint")).toEqual(workload.endpoint);
 
     // Two Machines with their KubeadmConfigs and bootstrap data.
-    const machines = await eventually(
-      "2 Machines with bootstrap data",
-      async () => {
-        const found = await list(admin, `${CAPI}${ns}/machines`);
-        const withData = found.filter(
-          (machine) => typeof field(machine, "spec", "bootstrap", "dataSecretName") === "string",
-        );
-        return withData.length === 2 && found.length === 2 ? found : undefined;
-      },
-      180_000,
-    );
+    const machines = await machinesWithBootstrapData(admin, `${CAPI}${ns}/machines`, 2);
     expect(await list(admin, `${BOOTSTRAP}${ns}/kubeadmconfigs`)).toHaveLength(2);
     const endpoint = `${workload.endpoint.host}:${workload.endpoint.port}`;
     bootstrapData = [];
@@ -295,17 +267,7 @@ describe("Cluster API v1.14 with a workload cluster", () => {
         kubeletVersion: workload.version,
       });
     }
-    const running = await eventually(
-      "both Machines Running with a nodeRef",
-      async () => {
-        const found = await list(admin, `${CAPI}${ns}/machines`);
-        const done = found.filter(
-          (machine) => field(machine, "status", "phase") === "Running" && field(machine, "status", "nodeRef", "name"),
-        );
-        return done.length === 2 ? found : undefined;
-      },
-      180_000,
-    );
+    const running = await machinesRunning(admin, `${CAPI}${ns}/machines`, 2);
     const providerIds = running.map((machine) => field(machine, "spec", "providerID")).sort();
     expect(providerIds).toEqual(
       infraMachines.map((machine) => `test://${String(field(machine, "metadata", "name"))}`).sort(),

@@ -468,11 +468,11 @@ describe("differential: the double against kube-apiserver", () => {
     // against kube-apiserver's, one fixture at a time; dryRun so that a fixture that were accepted leaves nothing.
     const fixtures = await invalidFixtures();
     expect(fixtures.length).toBeGreaterThan(15);
-    for (const { file, object, plural, expected } of fixtures) {
+    for (const { file, object, collectionPath, expected } of fixtures) {
       const results = await onBoth(async (server) => {
         const refused = await send(server, {
           method: "POST",
-          path: `${DISKS}/${server.namespace}/${plural}?fieldValidation=Strict&dryRun=All`,
+          path: `${collectionPath(server.namespace)}?fieldValidation=Strict&dryRun=All`,
           body: { ...object, metadata: { ...object.metadata, namespace: server.namespace } },
         });
         return { answer: statusAnswer(refused), errors: errorsOf(refused.json).sort() };

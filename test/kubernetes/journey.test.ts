@@ -29,6 +29,20 @@ const NEEDED_WHEN_REACHED: Record<string, string> = {
     "ClaimStore.acquire reads the holder of a claim its create found taken (claims.ts)",
 };
 
+/**
+ * Granted for the Cluster API controllers (issue #31), which are not written yet: no code uses them, so the
+ * journey cannot. Each entry goes when those controllers land, and their journey proves the use instead.
+ */
+const GRANTED_AHEAD_OF_THE_CLUSTER_API_CONTROLLERS = new Set([
+  ...["gpuclusters", "gpumachines", "gpumachinetemplates"].flatMap((plural) => [
+    ...["list", "watch", "patch"].map((verb) => `${verb} infrastructure.cluster.x-k8s.io/${plural} (cluster-wide)`),
+    `patch infrastructure.cluster.x-k8s.io/${plural}/status (cluster-wide)`,
+  ]),
+  ...["clusters", "machines"].flatMap((plural) =>
+    ["list", "watch"].map((verb) => `${verb} cluster.x-k8s.io/${plural} (cluster-wide)`),
+  ),
+]);
+
 const OPERATOR_USER = "system:serviceaccount:gpuvm-system:gpuvm-operator";
 
 function condition(object: CustomObject, type: string): string | undefined {
@@ -188,7 +202,11 @@ describeJourney({
       console.log(`RBAC check: ${verdict.requests} requests of ${OPERATOR_USER}\n${JSON.stringify(verdict, null, 2)}`);
       expect(verdict.requests).toBeGreaterThan(50);
       expect(verdict.missing, "requests RBAC refused: deploy/rbac.yaml lacks these").toEqual([]);
-      const unexplained = verdict.unused.filter((permission) => NEEDED_WHEN_REACHED[permission] === undefined);
+      const unexplained = verdict.unused.filter(
+        (permission) =>
+          NEEDED_WHEN_REACHED[permission] === undefined &&
+          !GRANTED_AHEAD_OF_THE_CLUSTER_API_CONTROLLERS.has(permission),
+      );
       expect(unexplained, "granted by deploy/rbac.yaml, never used by the operator").toEqual([]);
     });
   },

@@ -208,7 +208,7 @@ describe("catalogue", () => {
   });
 
   it("counts the free VMs of a type in a location (available_count, an extension), unless told not to", async () => {
-    ok(await api.admin("PUT", "/capacity", { "eu-iceland1-a": { "a40.2x": 2 } }), z.object({}));
+    ok(await api.admin("PUT", "/capacity", { "eu-iceland1-a": { "a40.2x": { capacity: 2 } } }), z.object({}));
     const path = api.project("/availabilities?product_name=a40.2x&location=eu-iceland1-a");
     const item = async () => ok(await api.call("GET", path), itemsOf(AvailabilityItem)).items[0];
     expect(await item()).toMatchObject({ available: true, available_count: 2 });

@@ -154,6 +154,22 @@ describe("simulator command", () => {
     await expect(parseSimulatorArgs(["--config", config])).rejects.toThrow(/config/);
   });
 
+  it("reads the node-join emulation's workload clusters from kubeconfig files beside the config file", async () => {
+    const config = path.join(dir, "node-join.json");
+    await writeFile(path.join(dir, "workload.kubeconfig"), "apiVersion: v1\nkind: Config\n");
+    const nodeJoin = {
+      clusters: [{ name: "playground", kubeconfigFile: "workload.kubeconfig" }],
+      retryIntervalMs: 100,
+    };
+    await writeFile(config, JSON.stringify({ nodeJoin }));
+    expect(await parseSimulatorArgs(["--config", config])).toHaveProperty("nodeJoin", {
+      clusters: [{ name: "playground", kubeconfig: "apiVersion: v1\nkind: Config\n" }],
+      retryIntervalMs: 100,
+    });
+    await writeFile(config, JSON.stringify({ nodeJoin: { clusters: [{ name: "x", kubeconfigFile: "missing" }] } }));
+    await expect(parseSimulatorArgs(["--config", config])).rejects.toThrow(/nodeJoin cluster x: cannot read/);
+  });
+
   it("prints its URL and credentials, serves, and exits 0 on SIGTERM", async () => {
     const child = spawn(process.execPath, ["src/cli/main.ts", "simulator", "--port", "0", "--latency-ms", "0"], {
       cwd: path.resolve(import.meta.dirname, "../.."),

@@ -63,6 +63,17 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 - apiGroups: ["gpucloud.dev"]
   resources: ["gpuvms/status", "gpudisks/status", "gpunetworks/status", "gpufirewallrules/status", "gpuvmpools/status"]
   verbs: ["patch"]
+# Cluster API's infrastructure kinds (docs/cluster-api.md): read through informers, finalizers and the
+# providerID patched, status patched; the Clusters and Machines that own them read (bootstrap data, pause).
+- apiGroups: ["infrastructure.cluster.x-k8s.io"]
+  resources: ["gpuclusters", "gpumachines", "gpumachinetemplates"]
+  verbs: ["list", "watch", "patch"]
+- apiGroups: ["infrastructure.cluster.x-k8s.io"]
+  resources: ["gpuclusters/status", "gpumachines/status", "gpumachinetemplates/status"]
+  verbs: ["patch"]
+- apiGroups: ["cluster.x-k8s.io"]
+  resources: ["clusters", "machines"]
+  verbs: ["list", "watch"]
 # Secrets: credentials and referenced keys are read (the cache holds only those labelled gpucloud.dev/watch=true);
 # written are only the connection-details Secrets a GpuVm owns (create, patch; delete when the GpuVm names another,
 # with the owner's uid as precondition) and the credentials-in-use finalizer (patch). RBAC cannot say "only objects

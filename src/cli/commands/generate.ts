@@ -1,15 +1,16 @@
-// `gpuvm-operator generate [--check] [--root DIR]`: writes crds/gpucloud.dev_<plural>.yaml, their copies for
+// `gpuvm-operator generate [--check] [--root DIR]`: writes crds/<group>_<plural>.yaml, their copies for
 // kustomize (deploy/crds, which may not reach outside its folder) and Helm (charts/gpuvm-operator/files/crds,
 // rendered by templates/crds.yaml), and docs/crd-reference.md from src/api; and the monitoring files made from
 // deploy/monitoring/'s sources (the PrometheusRule of the kustomize overlay, the chart's copies of the rules and
-// the dashboard). With --check nothing is written; stale or missing files are listed and the exit code is 1
+// the dashboard), and clusterctl's components of the Cluster API provider (deploy/cluster-api/). With --check
+// nothing is written; stale or missing files are listed and the exit code is 1
 // (CI runs `npm run generate -- --check`).
 import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { GROUP } from "../../api/common.ts";
-import { generateCrds } from "../../api/crd.ts";
+import { crdGroups, generateCrds } from "../../api/crd.ts";
 import { generateCrdReference } from "../../api/reference-doc.ts";
+import { COMPONENTS_FILE, infrastructureComponents } from "../cluster-api-packaging.ts";
 
 export const CRD_DIR = "crds";
 /** Copies of crds/ where packaging needs them inside its own folder. */
@@ -24,9 +25,9 @@ const REPOSITORY_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../../
 
 const USAGE = `Usage: gpuvm-operator generate [--check] [--root DIR]
 
-Writes ${CRD_DIR}/${GROUP}_<plural>.yaml (and copies in ${CRD_COPY_DIRS.join(", ")}) and ${REFERENCE_DOC}
+Writes ${CRD_DIR}/<group>_<plural>.yaml (and copies in ${CRD_COPY_DIRS.join(", ")}) and ${REFERENCE_DOC}
 from the zod schemas in src/api, and the PrometheusRule and chart copies of ${RULES_SOURCE} and
-${DASHBOARD_SOURCE}.
+${DASHBOARD_SOURCE}, and ${COMPONENTS_FILE} from deploy/.
 
   --check     write nothing; list stale, missing or leftover files and exit 1 if there are any
   --root DIR  repository root to write into (default: this checkout)
@@ -69,6 +70,7 @@ export async function generatedFiles(): Promise<{ path: string; content: string 
     ),
     { path: REFERENCE_DOC, content: generateCrdReference() },
     ...(await monitoringFiles()),
+    { path: COMPONENTS_FILE, content: await infrastructureComponents(REPOSITORY_ROOT) },
   ];
 }
 
@@ -81,9 +83,10 @@ async function readIfPresent(path: string): Promise<string | undefined> {
   }
 }
 
-/** CRD files of our group that the generator no longer produces (a renamed or removed kind). */
+/** CRD files of our groups that the generator no longer produces (a renamed or removed kind). */
 async function leftoverCrds(root: string, expected: Set<string>): Promise<string[]> {
   const leftovers: string[] = [];
+  const groups = crdGroups();
   for (const dir of [CRD_DIR, ...CRD_COPY_DIRS]) {
     const names = await readdir(join(root, dir)).catch((error: NodeJS.ErrnoException) => {
       if (error.code === "ENOENT") return [] as string[];
@@ -91,7 +94,7 @@ async function leftoverCrds(root: string, expected: Set<string>): Promise<string
     });
     leftovers.push(
       ...names
-        .filter((name) => name.startsWith(`${GROUP}_`) && name.endsWith(".yaml"))
+        .filter((name) => groups.some((group) => name.startsWith(`${group}_`)) && name.endsWith(".yaml"))
         .map((name) => `${dir}/${name}`)
         .filter((path) => !expected.has(path)),
     );

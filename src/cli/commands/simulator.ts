@@ -1,5 +1,6 @@
 // `gpuvm-operator simulator`: run the GPU cloud API simulator until SIGINT/SIGTERM.
 import { readFile } from "node:fs/promises";
+import { dirname, resolve } from "node:path";
 import { z } from "zod";
 import { VM_TYPES } from "../../cloud/wire.ts";
 import { LOCATIONS } from "../../simulator/catalogue.ts";
@@ -55,6 +56,14 @@ const ConfigFile = z.strictObject({
   stateFile: z.string().optional(),
   logger: z.boolean().optional(),
   maxRequestBytes: z.number().int().min(1024).optional(),
+  /** The node-join emulation's workload clusters: each a kubeconfig file (relative to the config file). */
+  nodeJoin: z
+    .strictObject({
+      clusters: z.array(z.strictObject({ name: z.string().min(1), kubeconfigFile: z.string().min(1) })).optional(),
+      discoveryTimeoutMs: z.number().int().min(0).optional(),
+      retryIntervalMs: z.number().int().min(1).optional(),
+    })
+    .optional(),
 });
 
 function parseInteger(flag: string, value: string, min: number): number {
@@ -86,7 +95,17 @@ async function readConfig(path: string): Promise<SimulatorOptions> {
     const issue = result.error.issues[0];
     throw new UsageError(`--config ${path}: ${issue?.path.join(".") || "file"}: ${issue?.message ?? "invalid"}`);
   }
-  return result.data as SimulatorOptions;
+  const { nodeJoin, ...options } = result.data;
+  if (nodeJoin === undefined) return options as SimulatorOptions;
+  const clusters = [];
+  for (const cluster of nodeJoin.clusters ?? []) {
+    const file = resolve(dirname(path), cluster.kubeconfigFile);
+    const kubeconfig = await readFile(file, "utf8").catch((error: unknown) => {
+      throw new UsageError(`--config ${path}: nodeJoin cluster ${cluster.name}: cannot read ${file}`, { cause: error });
+    });
+    clusters.push({ name: cluster.name, kubeconfig });
+  }
+  return { ...(options as SimulatorOptions), nodeJoin: { ...nodeJoin, clusters } };
 }
 
 /** Flags (and the config file they name) → simulator options. */
