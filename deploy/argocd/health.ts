@@ -38,7 +38,7 @@ export const HEALTH_RULES: readonly HealthRule[] = [
 /** Used when no rule matches. */
 export const FALLBACK_HEALTH: HealthAssessment = { status: "Progressing", message: "Waiting for Ready" };
 
-export const HEALTH_KINDS = ["GpuVm", "GpuDisk", "GpuNetwork", "GpuFirewallRule", "GpuVmPool"] as const;
+export const HEALTH_KINDS = ["GpuVm", "GpuDisk", "GpuNetwork", "GpuFirewallRule", "GpuVmPool", "GpuBudget"] as const;
 export const HEALTH_GROUP = "gpucloud.dev";
 
 interface ConditionLike {

@@ -50,6 +50,7 @@ describe("generated files", () => {
       "gpucloud.dev_gpunetworks.yaml",
       "gpucloud.dev_gpufirewallrules.yaml",
       "gpucloud.dev_gpuvmpools.yaml",
+      "gpucloud.dev_gpubudgets.yaml",
       "gpucloud.dev_gpucloudclaims.yaml",
     ]);
     expect(first.map((file) => parse(file.yaml))).toEqual(KINDS.map((info) => crdOf(info)));
@@ -74,6 +75,7 @@ describe("CRD rules", () => {
       ["GpuNetwork", "gpunetworks", "gpunetwork", ["gnet"], "GpuNetworkList"],
       ["GpuFirewallRule", "gpufirewallrules", "gpufirewallrule", ["gfw"], "GpuFirewallRuleList"],
       ["GpuVmPool", "gpuvmpools", "gpuvmpool", ["gpool"], "GpuVmPoolList"],
+      ["GpuBudget", "gpubudgets", "gpubudget", ["gbudget"], "GpuBudgetList"],
       ["GpuCloudClaim", "gpucloudclaims", "gpucloudclaim", ["gclaim"], "GpuCloudClaimList"],
     ]);
     for (const info of KINDS) {
@@ -179,7 +181,9 @@ describe("CRD rules", () => {
 
   it("carries the immutability and one-of CEL rules", () => {
     const messages = (kind: string) => rulesOf(kind).map((rule) => rule.message);
-    for (const info of KINDS.filter((kind) => kind.kind !== "GpuVmPool" && kind.kind !== "GpuCloudClaim")) {
+    // The managed kinds (the pool, the budget and the claims are not cloud resources).
+    const managed = ["GpuVm", "GpuDisk", "GpuNetwork", "GpuFirewallRule"];
+    for (const info of KINDS.filter((kind) => managed.includes(kind.kind))) {
       expect(messages(info.kind)).toEqual(
         expect.arrayContaining(["cloudName cannot change once set", "id cannot change once set"]),
       );

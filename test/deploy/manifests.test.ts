@@ -30,9 +30,15 @@ const ALL_OPTIONAL_OBJECTS = [
   ...["grafanaDashboard.enabled=true", "networkPolicy.enabled=true"].flatMap((v) => ["--set", v]),
   ...["sharding.shards=2"].flatMap((v) => ["--set", v]),
 ];
-const EXPECTED_CRDS = ["gpuvms", "gpudisks", "gpunetworks", "gpufirewallrules", "gpuvmpools", "gpucloudclaims"].map(
-  (plural) => `${plural}.gpucloud.dev`,
-);
+const EXPECTED_CRDS = [
+  "gpuvms",
+  "gpudisks",
+  "gpunetworks",
+  "gpufirewallrules",
+  "gpuvmpools",
+  "gpubudgets",
+  "gpucloudclaims",
+].map((plural) => `${plural}.gpucloud.dev`);
 
 interface Manifest {
   apiVersion: string;
@@ -135,7 +141,7 @@ describe("Helm chart", () => {
     const manifests = await helmTemplate();
     expect(manifests.map((manifest) => manifest.kind).sort()).toEqual(
       [
-        ...Array(6).fill("CustomResourceDefinition"),
+        ...Array(EXPECTED_CRDS.length).fill("CustomResourceDefinition"),
         "ClusterRole",
         "ClusterRoleBinding",
         "Deployment",
@@ -574,6 +580,9 @@ const LEAST_PRIVILEGE = [
   ]),
   // A GpuVmPool's replicas are GpuVms and GpuDisks the operator creates and deletes.
   ...["gpudisks", "gpuvms"].map((plural) => `gpucloud.dev/${plural}: create delete`),
+  // Budgets are read, and their ledger written through /status only.
+  "gpucloud.dev/gpubudgets: list watch",
+  "gpucloud.dev/gpubudgets/status: patch",
 ].sort();
 
 /** A Role's or ClusterRole's rules as "group/resource: verbs" lines, sorted. */

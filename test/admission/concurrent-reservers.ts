@@ -1,0 +1,86 @@
+// Several processes reserving in one GpuBudget at once, against an API server (the test double here, the real
+// kube-apiserver in test/kubernetes/budgets.test.ts): the shared body of both tests. Some processes are SIGKILLed
+// while they reserve, as replicas die between a reservation and their cloud call.
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { budgetOf } from "../../src/admission/budget-records.ts";
+import { type Budget, totalsOf } from "../../src/admission/ledger.ts";
+import { toMicros } from "../../src/admission/money.ts";
+
+const CHILD = fileURLToPath(new URL("./fixtures/reserver-child.ts", import.meta.url));
+
+export interface ReserverRun {
+  /** Answers the surviving processes printed, by object name. */
+  answers: Map<string, string>;
+  /** The budget once every process has ended. */
+  budget: Budget;
+  killed: number;
+}
+
+/** One reserving process; resolves with its answers when it ends (killed or not). */
+function reserver(kubeconfig: string, namespace: string, prefix: string, count: number, killAfterMs?: number) {
+  const child = spawn(process.execPath, [CHILD, kubeconfig, namespace, prefix, String(count)], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const answers = new Map<string, string>();
+  let stderr = "";
+  let buffered = "";
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+    buffered += chunk;
+    const lines = buffered.split("\n");
+    buffered = lines.pop() ?? "";
+    for (const line of lines.filter(Boolean)) {
+      const { name, type } = JSON.parse(line) as { name: string; type: string };
+      answers.set(name, type);
+    }
+  });
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+    stderr += chunk;
+  });
+  const timer = killAfterMs === undefined ? undefined : setTimeout(() => child.kill("SIGKILL"), killAfterMs);
+  return new Promise<{ answers: Map<string, string>; killed: boolean }>((resolve, reject) => {
+    child.on("exit", (code, signal) => {
+      if (timer !== undefined) clearTimeout(timer);
+      if (signal === "SIGKILL") resolve({ answers, killed: true });
+      else if (code === 0) resolve({ answers, killed: false });
+      else reject(new Error(`reserver ${prefix} exited ${code}: ${stderr}`));
+    });
+  });
+}
+
+/**
+ * `processes` reservers of `perProcess` a40.1x objects each into the namespace's budget `name` ($22: room for
+ * twenty); those listed in `killAfterMs` are SIGKILLed after that many milliseconds.
+ */
+export async function runReservers(options: {
+  kubeconfig: string;
+  namespace: string;
+  processes: number;
+  perProcess: number;
+  killAfterMs?: Record<number, number>;
+  readBudget(): Promise<unknown>;
+}): Promise<ReserverRun> {
+  const runs = await Promise.all(
+    Array.from({ length: options.processes }, (_, index) =>
+      reserver(options.kubeconfig, options.namespace, `p${index}`, options.perProcess, options.killAfterMs?.[index]),
+    ),
+  );
+  const answers = new Map(runs.flatMap((run) => [...run.answers]));
+  const budget = budgetOf(await options.readBudget());
+  if (budget === undefined) throw new Error("the budget did not parse");
+  return { answers, budget, killed: runs.filter((run) => run.killed).length };
+}
+
+/** What must hold after any run: the limit is kept, and every admission a process reported has its entry. */
+export function ledgerViolations(run: ReserverRun, limitDollars: number): string[] {
+  const found: string[] = [];
+  const totals = totalsOf(run.budget.entries);
+  if (totals.usedMicros + totals.reservedMicros > toMicros(limitDollars))
+    found.push(`holds ${totals.reservedMicros / 1e6} $/h, more than the limit ${limitDollars}`);
+  for (const [name, type] of run.answers) {
+    if (type === "admitted" && run.budget.entries[`uid-${name}`] === undefined)
+      found.push(`${name} admitted without an entry`);
+    if (type === "waiting" && run.budget.waiting[`uid-${name}`] === undefined) found.push(`${name} waits unrecorded`);
+  }
+  return found;
+}
