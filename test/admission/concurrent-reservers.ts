@@ -10,7 +10,7 @@ import { toMicros } from "../../src/admission/money.ts";
 const CHILD = fileURLToPath(new URL("./fixtures/reserver-child.ts", import.meta.url));
 
 export interface ReserverRun {
-  /** Answers the surviving processes printed, by object name. */
+  /** Answers the processes reported before they ended (or were killed), by object name. */
   answers: Map<string, string>;
   /** The budget once every process has ended. */
   budget: Budget;
@@ -18,7 +18,7 @@ export interface ReserverRun {
 }
 
 /** One reserving process; resolves with its answers when it ends (killed or not). */
-function reserver(kubeconfig: string, namespace: string, prefix: string, count: number, killAfterMs?: number) {
+function reserver(kubeconfig: string, namespace: string, prefix: string, count: number, killAfterAdmitted?: number) {
   const child = spawn(process.execPath, [CHILD, kubeconfig, namespace, prefix, String(count)], {
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -32,15 +32,16 @@ function reserver(kubeconfig: string, namespace: string, prefix: string, count: 
     for (const line of lines.filter(Boolean)) {
       const { name, type } = JSON.parse(line) as { name: string; type: string };
       answers.set(name, type);
+      const admitted = [...answers.values()].filter((answer) => answer === "admitted").length;
+      // Dies with its other reservations in flight, before any cloud call for the ones it got.
+      if (admitted === killAfterAdmitted) child.kill("SIGKILL");
     }
   });
   child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
     stderr += chunk;
   });
-  const timer = killAfterMs === undefined ? undefined : setTimeout(() => child.kill("SIGKILL"), killAfterMs);
   return new Promise<{ answers: Map<string, string>; killed: boolean }>((resolve, reject) => {
     child.on("exit", (code, signal) => {
-      if (timer !== undefined) clearTimeout(timer);
       if (signal === "SIGKILL") resolve({ answers, killed: true });
       else if (code === 0) resolve({ answers, killed: false });
       else reject(new Error(`reserver ${prefix} exited ${code}: ${stderr}`));
@@ -49,20 +50,27 @@ function reserver(kubeconfig: string, namespace: string, prefix: string, count: 
 }
 
 /**
- * `processes` reservers of `perProcess` a40.1x objects each into the namespace's budget `name` ($22: room for
- * twenty); those listed in `killAfterMs` are SIGKILLed after that many milliseconds.
+ * `processes` reservers of `perProcess` a40.1x objects each, all at once, into the namespace's budgets (a $22 one
+ * has room for twenty); a process listed in `killAfterAdmitted` is SIGKILLed as soon as it reports that many
+ * admissions (its objects `p<index>-<n>`).
  */
 export async function runReservers(options: {
   kubeconfig: string;
   namespace: string;
   processes: number;
   perProcess: number;
-  killAfterMs?: Record<number, number>;
+  killAfterAdmitted?: Record<number, number>;
   readBudget(): Promise<unknown>;
 }): Promise<ReserverRun> {
   const runs = await Promise.all(
     Array.from({ length: options.processes }, (_, index) =>
-      reserver(options.kubeconfig, options.namespace, `p${index}`, options.perProcess, options.killAfterMs?.[index]),
+      reserver(
+        options.kubeconfig,
+        options.namespace,
+        `p${index}`,
+        options.perProcess,
+        options.killAfterAdmitted?.[index],
+      ),
     ),
   );
   const answers = new Map(runs.flatMap((run) => [...run.answers]));
