@@ -35,7 +35,7 @@ export type StatusWrite = { type: "written"; budget: Budget } | { type: "conflic
 export interface BudgetRecords {
   /** The budgets of a namespace, read from the API server (a quorum read, not a cache). */
   list(namespace: string): Promise<Budget[]>;
-  /** Write the status, with the budget's resourceVersion as precondition. */
+  /** Write the status, with the budget's resourceVersion as precondition; an unchanged status is not sent. */
   writeStatus(budget: Budget, status: BudgetStatusShape): Promise<StatusWrite>;
 }
 

@@ -17,22 +17,42 @@ export interface ReserverRun {
   killed: number;
 }
 
-/** One reserving process; resolves with its answers when it ends (killed or not). */
-function reserver(kubeconfig: string, namespace: string, prefix: string, count: number, killAfterAdmitted?: number) {
+interface Reserver {
+  /** Resolves at the process' first answer (or its end). */
+  started: Promise<void>;
+  /** Resolves with its answers when it has ended (killed or not). */
+  ended: Promise<{ answers: Map<string, string>; killed: boolean }>;
+}
+
+/** One reserving process, SIGKILLed right after its `killAfterAdmitted`-th admission when that is given. */
+function reserver(
+  kubeconfig: string,
+  namespace: string,
+  prefix: string,
+  count: number,
+  killAfterAdmitted?: number,
+): Reserver {
   const child = spawn(process.execPath, [CHILD, kubeconfig, namespace, prefix, String(count)], {
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: ["pipe", "pipe", "pipe"],
   });
   const answers = new Map<string, string>();
   let stderr = "";
   let buffered = "";
+  let markStarted = () => {};
+  const started = new Promise<void>((resolve) => {
+    markStarted = resolve;
+  });
   child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
     buffered += chunk;
     const lines = buffered.split("\n");
     buffered = lines.pop() ?? "";
     for (const line of lines.filter(Boolean)) {
-      const { name, type } = JSON.parse(line) as { name: string; type: string };
-      answers.set(name, type);
-      const admitted = [...answers.values()].filter((answer) => answer === "admitted").length;
+      markStarted();
+      const answer = JSON.parse(line) as { name?: string; type?: string; done?: boolean };
+      if (answer.done === true) child.stdin.end();
+      if (answer.name === undefined || answer.type === undefined) continue;
+      answers.set(answer.name, answer.type);
+      const admitted = [...answers.values()].filter((type) => type === "admitted").length;
       // Dies with its other reservations in flight, before any cloud call for the ones it got.
       if (admitted === killAfterAdmitted) child.kill("SIGKILL");
     }
@@ -40,19 +60,22 @@ function reserver(kubeconfig: string, namespace: string, prefix: string, count: 
   child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
     stderr += chunk;
   });
-  return new Promise<{ answers: Map<string, string>; killed: boolean }>((resolve, reject) => {
+  const ended = new Promise<{ answers: Map<string, string>; killed: boolean }>((resolve, reject) => {
     child.on("exit", (code, signal) => {
+      markStarted();
       if (signal === "SIGKILL") resolve({ answers, killed: true });
       else if (code === 0) resolve({ answers, killed: false });
       else reject(new Error(`reserver ${prefix} exited ${code}: ${stderr}`));
     });
   });
+  return { started, ended };
 }
 
 /**
- * `processes` reservers of `perProcess` a40.1x objects each, all at once, into the namespace's budgets (a $22 one
- * has room for twenty); a process listed in `killAfterAdmitted` is SIGKILLed as soon as it reports that many
- * admissions (its objects `p<index>-<n>`).
+ * `processes` reservers of `perProcess` a40.1x objects each into the namespace's budgets (a $22 one has room for
+ * twenty); a process listed in `killAfterAdmitted` is SIGKILLed as soon as it reports that many admissions (its
+ * objects are `p<index>-<n>`). Process 0 starts first and the others join at its first answer, so that it is sure to
+ * hold something when it is killed while the others race it.
  */
 export async function runReservers(options: {
   kubeconfig: string;
@@ -62,17 +85,18 @@ export async function runReservers(options: {
   killAfterAdmitted?: Record<number, number>;
   readBudget(): Promise<unknown>;
 }): Promise<ReserverRun> {
-  const runs = await Promise.all(
-    Array.from({ length: options.processes }, (_, index) =>
-      reserver(
-        options.kubeconfig,
-        options.namespace,
-        `p${index}`,
-        options.perProcess,
-        options.killAfterAdmitted?.[index],
-      ),
-    ),
-  );
+  const start = (index: number) =>
+    reserver(
+      options.kubeconfig,
+      options.namespace,
+      `p${index}`,
+      options.perProcess,
+      options.killAfterAdmitted?.[index],
+    );
+  const first = start(0);
+  await first.started;
+  const others = Array.from({ length: options.processes - 1 }, (_, index) => start(index + 1));
+  const runs = await Promise.all([first, ...others].map((run) => run.ended));
   const answers = new Map(runs.flatMap((run) => [...run.answers]));
   const budget = budgetOf(await options.readBudget());
   if (budget === undefined) throw new Error("the budget did not parse");

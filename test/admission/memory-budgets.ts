@@ -5,6 +5,7 @@ import { setImmediate as yieldToOthers } from "node:timers/promises";
 import type { BudgetRecords, StatusWrite } from "../../src/admission/budget-ledger.ts";
 import { budgetOf } from "../../src/admission/budget-records.ts";
 import type { Budget, BudgetStatusShape } from "../../src/admission/ledger.ts";
+import { jsonEqual } from "../../src/runtime/index.ts";
 
 interface Stored {
   metadata: { name: string; namespace: string; resourceVersion: string; generation: number };
@@ -63,6 +64,8 @@ export class MemoryBudgets {
           this.conflicts++;
           return { type: "conflict" };
         }
+        // As KubeClient.patchStatus: an unchanged status is not sent.
+        if (jsonEqual(stored.status, status)) return { type: "written", budget };
         this.writes++;
         stored.status = structuredClone(status);
         stored.metadata.resourceVersion = String(++this.#version);
