@@ -15,7 +15,11 @@ import { GPU_MODELS } from "../api/gpu-budget.ts";
 import { DISK_PRICE_PER_GB_HOUR, FAMILY_PRICE_PER_GPU_HOUR, vmFamily, vmTypeInfoOf } from "../cloud/wire.ts";
 import { toMicros, toMicrosRoundedUp } from "./money.ts";
 
-/** The ConfigMap key holding the overrides. */
+/**
+ * The ConfigMap of overrides, in the operator's own namespace (a fixed name: the Helm chart renders it from its
+ * `prices` values; kustomize users create it), and its key.
+ */
+export const PRICES_CONFIGMAP_NAME = "gpuvm-operator-prices";
 export const PRICES_CONFIGMAP_KEY = "prices.yaml";
 /** Bytes per GB in the disk price (the spec's "per GB per hour"; the $/HOUR estimate uses the same). */
 export const BYTES_PER_GB = 1e9;

@@ -6,6 +6,7 @@ import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
 import { ensureHelm } from "../../.ci/helm.ts";
+import { PRICES_CONFIGMAP_KEY, PRICES_CONFIGMAP_NAME, parsePriceOverrides } from "../../src/admission/prices.ts";
 
 // Renders the Helm chart with the helm 4 binary shipped inside an npm package (no download; `npm run helm`)
 // and the kustomize tree with `kubectl kustomize` (offline), and checks what comes out.
@@ -486,12 +487,33 @@ describe("Helm chart", () => {
     ["an installScope that is neither cluster nor namespace", ["--set", "installScope=everywhere"], "/installScope"],
     ["an allowed API URL with a query", ["--set", "allowedApiUrls={https://x.example/v0.1?a=b}"], "/allowedApiUrls/0"],
     ["an apiUrl with a fragment", ["--set", "apiUrl=https://x.example/v0.1#f"], "/apiUrl"],
+    ["a price for a family the cloud does not have", ["--set-json", "prices.gpuHourUSD.h100=3"], "/prices/gpuHourUSD"],
+    ["a negative disk price", ["--set-json", "prices.diskGbHourUSD=-1"], "/prices/diskGbHourUSD"],
   ])("rejects %s through values.schema.json", async (_label, args, where) => {
     const failure = await run(HELM, ["template", "demo", CHART_DIR, ...args]).then(
       () => undefined,
       (error: unknown) => error as { stderr: string },
     );
     expect(failure?.stderr).toContain(where);
+  });
+});
+
+describe("Helm chart prices", () => {
+  it("renders no prices ConfigMap by default, and the operator's prices.yaml from values", async () => {
+    expect((await helmTemplate()).filter((m) => m.metadata.name === PRICES_CONFIGMAP_NAME)).toEqual([]);
+    const manifests = await helmTemplate(
+      "--set-json",
+      'prices.gpuHourUSD={"a100-80gb":1.65}',
+      "--set-json",
+      "prices.diskGbHourUSD=0.0001",
+    );
+    const configMap = manifests.find((m) => m.kind === "ConfigMap" && m.metadata.name === PRICES_CONFIGMAP_NAME);
+    expect(configMap?.metadata.namespace).toBe("gpuvm-system");
+    const text = (configMap?.data as Record<string, string> | undefined)?.[PRICES_CONFIGMAP_KEY] ?? "";
+    const prices = parsePriceOverrides(text, "the chart's ConfigMap");
+    expect(prices.vm("a100-80gb.8x")?.micros).toBe(13_200_000);
+    expect(prices.vm("a40.1x")?.micros).toBe(1_100_000);
+    expect(prices.disk(1e12).micros).toBe(100_000);
   });
 });
 
