@@ -165,6 +165,13 @@ export type GpuBudgetSpec = z.infer<typeof GpuBudgetSpec>;
 
 const uidKey = z.string().min(1).max(128);
 const amount = (description: string) => z.number().min(0).max(MAX_HOURLY_USD).meta({ description });
+/** Sums of entries: as many entries as the ledger holds, each up to MAX_HOURLY_USD. */
+const total = (description: string) =>
+  z
+    .number()
+    .min(0)
+    .max(MAX_HOURLY_USD * (MAX_LEDGER_ENTRIES + MAX_WAITERS))
+    .meta({ description });
 const gpuCount = (description: string) => z.int().min(0).max(MAX_GPUS).meta({ description });
 const objectKind = z.enum(BUDGETED_KINDS).meta({ description: "GpuVm or GpuDisk." });
 const objectName = text("Name of the object (in the budget's namespace).");
@@ -212,15 +219,15 @@ export const GpuBudgetStatus = z
   .object({
     observedGeneration: managedStatusShape.observedGeneration,
     conditions: managedStatusShape.conditions,
-    usedUSD: amount("Dollars per hour of the entries in state Used.").optional(),
-    reservedUSD: amount("Dollars per hour of the entries in state Reserved.").optional(),
-    overLimitUSD: amount(
+    usedUSD: total("Dollars per hour of the entries in state Used.").optional(),
+    reservedUSD: total("Dollars per hour of the entries in state Reserved.").optional(),
+    overLimitUSD: total(
       "By how much used + reserved exceeds maxHourlyUSD (after the limit was lowered, or resources found billing); " +
         "0 within the limit.",
     ).optional(),
     gpus: gpuCount("GPUs held by the entries (used and reserved).").optional(),
     waitingCount: z.int().min(0).max(MAX_WAITERS).optional().meta({ description: "Objects waiting for room." }),
-    waitingUSD: amount("Dollars per hour the waiting objects ask for.").optional(),
+    waitingUSD: total("Dollars per hour the waiting objects ask for.").optional(),
     entries: z
       .record(uidKey, LedgerEntry)
       .optional()
