@@ -60,6 +60,8 @@ export interface BudgetLedgerOptions {
 }
 
 type Change = { entries?: Record<string, LedgerEntry | null>; waiting?: Record<string, Waiter | null> };
+/** What an object had in a budget before this call changed it. */
+type Taken = { budget: string; entry?: LedgerEntry | undefined; waiter?: Waiter | undefined };
 
 /** The entries and waiters of `budget` with `change` applied (null removes). */
 function applied(budget: Budget, change: Change): Pick<Budget, "entries" | "waiting"> {
@@ -109,11 +111,11 @@ export class BudgetLedger {
   async reserve(subject: Subject, need: Need): Promise<Admission> {
     const reads = new NamespaceReads(this.#records, subject.namespace);
     const covering = (await reads.all()).filter((budget) => covers(budget, subject)).map((budget) => budget.name);
-    const taken: { budget: string; previous: LedgerEntry | undefined }[] = [];
+    const taken: Taken[] = [];
     for (const name of covering.sort()) {
-      let previous: LedgerEntry | undefined;
+      let previous: Omit<Taken, "budget"> = {};
       const outcome = await this.#update(reads, name, (budget) => {
-        previous = budget.entries[subject.uid];
+        previous = { entry: budget.entries[subject.uid], waiter: budget.waiting[subject.uid] };
         const decision: Decision = decide(budget, subject, need, new Date(this.#now()));
         return { change: changeOf(subject.uid, budget, decision), result: decision };
       });
@@ -131,7 +133,7 @@ export class BudgetLedger {
           shortfall: decision.shortfall,
         };
       }
-      if (decision?.type === "fits") taken.push({ budget: name, previous });
+      if (decision?.type === "fits") taken.push({ budget: name, ...previous });
     }
     return { type: "admitted", budgets: covering };
   }
@@ -186,13 +188,16 @@ export class BudgetLedger {
     return { type: "done", budgets: covering };
   }
 
-  /** Restore what this call took in earlier budgets (an object short in one budget holds nothing new in any). */
-  async #giveBack(reads: NamespaceReads, uid: string, taken: { budget: string; previous: LedgerEntry | undefined }[]) {
-    for (const { budget, previous } of taken) {
+  /**
+   * Restore what this call changed in earlier budgets: an object short in one budget holds nothing new in any, and
+   * keeps its place in the lines it was waiting in.
+   */
+  async #giveBack(reads: NamespaceReads, uid: string, taken: Taken[]) {
+    for (const { budget, entry, waiter } of taken) {
       // Best effort: an entry left behind counts against the limit (the safe side) until the object's next pass
       // reserves again or the sweep releases it.
       await this.#update(reads, budget, () => ({
-        change: { entries: { [uid]: previous ?? null } },
+        change: { entries: { [uid]: entry ?? null }, waiting: { [uid]: waiter ?? null } },
         result: undefined,
       }));
     }

@@ -79,6 +79,26 @@ describe("BudgetLedger", () => {
     expect(memory.writes).toBe(writes);
   });
 
+  it("keeps an object's place in a line it waits in when another budget turns it away", async () => {
+    const memory = new MemoryBudgets();
+    memory.put("team", "a", { maxHourlyUSD: 2.2, selector: { matchLabels: { pool: "a" } } });
+    memory.put("team", "b", { maxHourlyUSD: 100 });
+    const ledger = ledgerOf(memory);
+    const inA = (name: string) => subject(name, 0, { pool: "a" });
+    for (const name of ["a1", "a2"]) await ledger.reserve(inA(name), create);
+    // x waits in a (full).
+    expect(await ledger.reserve(inA("x"), create)).toMatchObject({ type: "waiting", budget: "a" });
+    const since = memory.read("team", "a").waiting["uid-x"]?.since;
+    // Room frees in a, and what frees in b goes to another object: x fits a, not b.
+    memory.put("team", "b", { maxHourlyUSD: 2.2 });
+    await ledger.release(inA("a1"));
+    expect(await ledger.reserve(subject("other"), create)).toEqual({ type: "admitted", budgets: ["b"] });
+    expect(await ledger.reserve(inA("x"), create)).toMatchObject({ type: "waiting", budget: "b" });
+    // It took nothing in a, and is still first in a's line, since then.
+    expect(memory.read("team", "a").entries["uid-x"]).toBeUndefined();
+    expect(memory.read("team", "a").waiting["uid-x"]?.since).toBe(since);
+  });
+
   it("gives nothing away when it gives up: busy after too many conflicts, and no entry left behind", async () => {
     const memory = new MemoryBudgets();
     memory.put("team", "a", { maxHourlyUSD: 100 });
