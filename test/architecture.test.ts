@@ -1,4 +1,4 @@
-// The import direction of docs/architecture.md, enforced: cli → controllers → {runtime, api, cloud};
+// The import direction of docs/architecture.md, enforced: cli → controllers → {admission, runtime, api, cloud};
 // the simulator and the test double stand apart (the simulator's node-join emulation uses three files of
 // control-plane); runtime knows nothing of GPUs; cloud knows nothing of Kubernetes.
 import { readdir, readFile } from "node:fs/promises";
@@ -30,8 +30,13 @@ const ALLOWED: Record<string, { internal: string[]; packages: string[] }> = {
     internal: ["util/", "api/common.ts"],
     packages: ["@kubernetes/client-node", "pino", "prom-client", "zod", "undici"],
   },
+  // Budgets and the capacity queue: pure decisions, the budget ledger's records on the runtime's KubeClient.
+  admission: {
+    internal: ["util/", "api/", "cloud/wire.ts", "cloud/sizes.ts", "runtime/"],
+    packages: ["zod", "yaml", "pino", "prom-client"],
+  },
   controllers: {
-    internal: ["util/", "api/", "cloud/", "runtime/"],
+    internal: ["util/", "api/", "cloud/", "runtime/", "admission/"],
     packages: ["@kubernetes/client-node", "pino", "prom-client", "zod"],
   },
   cli: { internal: ["*"], packages: ["*"] },

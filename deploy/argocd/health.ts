@@ -46,7 +46,7 @@ export const FALLBACK_HEALTH: HealthAssessment = { status: "Progressing", messag
  * conditions, and Argo CD counts a kind without a health check as healthy.
  */
 export const HEALTH_KINDS_BY_GROUP = {
-  "gpucloud.dev": ["GpuVm", "GpuDisk", "GpuNetwork", "GpuFirewallRule", "GpuVmPool"],
+  "gpucloud.dev": ["GpuVm", "GpuDisk", "GpuNetwork", "GpuFirewallRule", "GpuVmPool", "GpuBudget"],
   "infrastructure.cluster.x-k8s.io": ["GpuCluster", "GpuMachine"],
 } as const;
 export const HEALTH_KINDS: readonly string[] = Object.values(HEALTH_KINDS_BY_GROUP).flat();

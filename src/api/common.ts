@@ -94,6 +94,9 @@ export const REASONS = {
   ReferenceDeleting: "ReferenceDeleting",
   InUse: "InUse",
   InternalError: "InternalError",
+  BudgetExceeded: "BudgetExceeded",
+  WithinLimit: "WithinLimit",
+  OverLimit: "OverLimit",
 } as const;
 export type Reason = (typeof REASONS)[keyof typeof REASONS];
 
@@ -167,6 +170,14 @@ export const REASON_DESCRIPTIONS: Readonly<Record<Reason, string>> = {
   InternalError:
     "The operator met an unexpected error of its own (a bug, logged at error level with its stack); retried " +
     "with backoff.",
+  BudgetExceeded:
+    "The action (a create, a START, a larger type, a disk create or growth) waits for room in a GpuBudget: the " +
+    "message says how much is missing, in which budget, and what uses it. It proceeds by itself when room frees " +
+    "(higher priority first, then the one waiting longer), or when the budget's limit is raised.",
+  WithinLimit: "GpuBudget: what the objects it covers use and reserve is within its limits.",
+  OverLimit:
+    "GpuBudget (Stalled): what the covered objects use is above the limit (it was lowered, or resources were found " +
+    "billing); nothing is deleted, new spend waits until the use is below the limit. The message says by how much.",
 };
 
 // ---------------------------------------------------------------------------------------------------------

@@ -49,6 +49,7 @@ const TEMPLATE_FIELDS = [
   ...CREATE_ONLY_FIELDS,
   "disks",
   "powerState",
+  "priority",
 ] as const;
 
 const vmShape = GpuVmSpec.shape;
@@ -73,8 +74,8 @@ export const PoolTemplateSpec = z
   .meta({
     description:
       "The GpuVm spec of every replica, without cloudName, id, location(s), managementPolicy and " +
-      "connectionDetails: the pool names and places each replica. type (within its family) and powerState are " +
-      "changed in place; the other fields are create-only and replace the replicas in a roll.",
+      "connectionDetails: the pool names and places each replica. type (within its family), powerState and " +
+      "priority are changed in place; the other fields are create-only and replace the replicas in a roll.",
     "x-kubernetes-validations": templateSpecRules,
   });
 export type PoolTemplateSpec = z.infer<typeof PoolTemplateSpec>;

@@ -38,6 +38,13 @@ export const MAX_LOCATIONS = 10;
 export const MAX_VM_DISKS = 16;
 /** status.lastResetRequestedAt holds at most this much of the reset annotation. */
 export const MAX_RESET_VALUE_LENGTH = 64;
+/**
+ * Priorities order the objects waiting for room in a GpuBudget and for capacity of a (type, location): higher
+ * first, then the earlier. Left out, a GpuVm (and a GpuVmPool's replica) has DEFAULT_PRIORITY.
+ */
+export const MIN_PRIORITY = -1000;
+export const MAX_PRIORITY = 1000;
+export const DEFAULT_PRIORITY = 0;
 /** Startup and shutdown scripts are sent inline in the create request; keep them reasonable. */
 export const MAX_SCRIPT_LENGTH = 65536;
 
@@ -279,6 +286,17 @@ export const GpuVmSpec = z
           "gpucloud.dev/reset-requested-at annotation.",
       }),
     connectionDetails: ConnectionDetails.optional(),
+    priority: z
+      .int()
+      .min(MIN_PRIORITY)
+      .max(MAX_PRIORITY)
+      .optional()
+      .meta({
+        description:
+          `${MIN_PRIORITY} to ${MAX_PRIORITY}, default ${DEFAULT_PRIORITY}: the order among objects waiting for room ` +
+          "in a GpuBudget or for capacity of the VM's type in its location: higher first, then the one waiting " +
+          "longer. A GpuBudget's maxPriority caps it. Can change at any time.",
+      }),
   })
   .superRefine((spec, ctx) => refineVmInputs(spec, ctx, true))
   .meta({ description: "Desired state of the VM.", "x-kubernetes-validations": specRules });

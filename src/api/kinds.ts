@@ -1,5 +1,6 @@
 // Every custom resource kind, in the order the CRDs and the reference doc list them.
 import type { KindInfo } from "./common.ts";
+import { gpuBudgetKind } from "./gpu-budget.ts";
 import { gpuCloudClaimKind } from "./gpu-cloud-claim.ts";
 import { gpuClusterKind } from "./gpu-cluster.ts";
 import { gpuDiskKind } from "./gpu-disk.ts";
@@ -16,6 +17,7 @@ export const KINDS: readonly KindInfo[] = [
   gpuNetworkKind,
   gpuFirewallRuleKind,
   gpuVmPoolKind,
+  gpuBudgetKind,
   gpuCloudClaimKind,
   // Cluster API's infrastructure kinds (infrastructure.cluster.x-k8s.io).
   gpuClusterKind,

@@ -50,6 +50,7 @@ describe("generated files", () => {
       "gpucloud.dev_gpunetworks.yaml",
       "gpucloud.dev_gpufirewallrules.yaml",
       "gpucloud.dev_gpuvmpools.yaml",
+      "gpucloud.dev_gpubudgets.yaml",
       "gpucloud.dev_gpucloudclaims.yaml",
       "infrastructure.cluster.x-k8s.io_gpuclusters.yaml",
       "infrastructure.cluster.x-k8s.io_gpumachines.yaml",
@@ -77,6 +78,7 @@ describe("CRD rules", () => {
       ["GpuNetwork", "gpunetworks", "gpunetwork", ["gnet"], "GpuNetworkList"],
       ["GpuFirewallRule", "gpufirewallrules", "gpufirewallrule", ["gfw"], "GpuFirewallRuleList"],
       ["GpuVmPool", "gpuvmpools", "gpuvmpool", ["gpool"], "GpuVmPoolList"],
+      ["GpuBudget", "gpubudgets", "gpubudget", ["gbudget"], "GpuBudgetList"],
       ["GpuCloudClaim", "gpucloudclaims", "gpucloudclaim", ["gclaim"], "GpuCloudClaimList"],
       ["GpuCluster", "gpuclusters", "gpucluster", ["gcluster"], "GpuClusterList"],
       ["GpuMachine", "gpumachines", "gpumachine", ["gmachine"], "GpuMachineList"],
@@ -195,9 +197,9 @@ describe("CRD rules", () => {
 
   it("carries the immutability and one-of CEL rules", () => {
     const messages = (kind: string) => rulesOf(kind).map((rule) => rule.message);
-    for (const info of KINDS.filter(
-      (kind) => kind.group === "gpucloud.dev" && !["GpuVmPool", "GpuCloudClaim"].includes(kind.kind),
-    )) {
+    // The managed kinds (the pool, the budget and the claims are not cloud resources).
+    const managed = ["GpuVm", "GpuDisk", "GpuNetwork", "GpuFirewallRule"];
+    for (const info of KINDS.filter((kind) => managed.includes(kind.kind))) {
       expect(messages(info.kind)).toEqual(
         expect.arrayContaining(["cloudName cannot change once set", "id cannot change once set"]),
       );

@@ -152,6 +152,7 @@ describe("generate command", () => {
       expect(await generate(["--check", "--root", root])).toBe(1);
       expect(await generate(["--root", root])).toBe(0);
       expect((await readdir(join(root, "crds"))).sort()).toEqual([
+        "gpucloud.dev_gpubudgets.yaml",
         "gpucloud.dev_gpucloudclaims.yaml",
         "gpucloud.dev_gpudisks.yaml",
         "gpucloud.dev_gpufirewallrules.yaml",
@@ -196,7 +197,7 @@ describe(".ci/check-manifests.ts", () => {
     const { stdout } = await promisify(execFile)(process.execPath, [join(ROOT, ".ci/check-manifests.ts")], {
       cwd: ROOT,
     });
-    expect(stdout).toMatch(/^ok {3}crds: 9 checked$/m);
+    expect(stdout).toMatch(/^ok {3}crds: 10 checked$/m);
     expect(stdout).toMatch(/^ok {3}examples: 5 checked$/m);
     expect(stdout).toMatch(/^ok {3}invalid fixtures: \d+ checked$/m);
     expect(stdout).toContain("manifests: all checks passed");

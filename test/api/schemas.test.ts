@@ -199,7 +199,7 @@ describe("whole objects as an informer delivers them", () => {
   });
 
   it("KINDS lists every kind with its schema; USER_KINDS those users write (not the operator's claims)", () => {
-    const users = ["GpuVm", "GpuDisk", "GpuNetwork", "GpuFirewallRule", "GpuVmPool"];
+    const users = ["GpuVm", "GpuDisk", "GpuNetwork", "GpuFirewallRule", "GpuVmPool", "GpuBudget"];
     const clusterApi = ["GpuCluster", "GpuMachine", "GpuMachineTemplate"];
     expect(KINDS.map((info) => info.kind)).toEqual([...users, "GpuCloudClaim", ...clusterApi]);
     expect(USER_KINDS.map((info) => info.kind)).toEqual([...users, ...clusterApi]);

