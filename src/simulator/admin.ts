@@ -8,9 +8,8 @@ import { LOCATIONS } from "./catalogue.ts";
 import { badRequest, SimError } from "./errors.ts";
 import { FaultConfigSchema } from "./faults.ts";
 import { NodeJoinConfigError } from "./node-join.ts";
+import { type Method, noteMethod, type ServerDeps, validate } from "./routing.ts";
 import { addTenant } from "./seed.ts";
-import type { Method, ServerDeps } from "./server.ts";
-import { noteMethod, validate } from "./server.ts";
 import { RESOURCE_KINDS, type ResourceKind } from "./store.ts";
 
 export const ADMIN_PREFIX = "/_sim";

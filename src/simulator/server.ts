@@ -5,7 +5,6 @@ import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import Fastify from "fastify";
-import type { z } from "zod";
 import {
   ChangePasswordRequest,
   CreateDiskRequest,
@@ -20,46 +19,30 @@ import {
   VM_LIST_MAX_LIMIT,
   VmActionRequest,
 } from "../cloud/wire.ts";
-import type { BoundedLog } from "../util/bounded-log.ts";
 import { registerAdminRoutes } from "./admin.ts";
-import type { Auth, Principal, RateLimiter } from "./auth.ts";
+import type { Principal } from "./auth.ts";
 import { IMAGES, LOCATIONS, specItems } from "./catalogue.ts";
 import { badRequest, forbidden, SimError } from "./errors.ts";
-import type { FaultInjector } from "./faults.ts";
-import type { NodeJoins } from "./node-join.ts";
 import { paginate, parseSort } from "./paging.ts";
-import { type SimulatorProfile, servesRoute } from "./profiles.ts";
+import { servesRoute } from "./profiles.ts";
 import type { WriteLogEntry } from "./request-log.ts";
+import {
+  ALL_METHODS,
+  API_PREFIX,
+  answerUnknownRoute,
+  countRequest,
+  listParam,
+  type Method,
+  noteMethod,
+  type Params,
+  type Query,
+  type ServerDeps,
+  sendError,
+  stringParam,
+  validate,
+} from "./routing.ts";
 import type { Family, Store } from "./store.ts";
-import { publishedUsage, type UsagePublication } from "./usage-publication.ts";
-
-export const API_PREFIX = "/v0.1";
-
-export interface ServerDeps {
-  store: Store;
-  auth: Auth;
-  faults: FaultInjector;
-  rateLimiter: RateLimiter;
-  requestCounts: Map<string, number>;
-  /** Every write received, with who sent it and how it was answered. */
-  writeLog: BoundedLog<WriteLogEntry>;
-  /** The node-join emulation (its workload clusters and the joins' outcomes). */
-  nodeJoins: NodeJoins;
-  /** Which API is served: the spec plus contract-decisions.md, or the spec's endpoints only. */
-  profile: SimulatorProfile;
-  /** Re-seed everything (admin reset). */
-  reset: () => void;
-  /** How long after midnight UTC the daily usage refresh runs. */
-  usageRefreshDelayMs: number;
-  /** `live`: the usage accrued so far, the running day included, instead of the daily publication. */
-  usagePublication: UsagePublication;
-  logger: boolean;
-  /** Request bodies above this are refused with 413 before they are read in full. */
-  maxRequestBytes: number;
-}
-
-type Query = Record<string, string | string[] | undefined>;
-type Params = Record<string, string>;
+import { publishedUsage } from "./usage-publication.ts";
 
 interface HandlerInput {
   principal: Principal;
@@ -74,49 +57,7 @@ interface Reply {
   body: unknown;
 }
 
-export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
-
-/** Note that `method` is served at `url` (the other methods there answer 405 with `Allow`). */
-export function noteMethod(registered: Map<string, Set<Method>>, url: string, method: Method): void {
-  const methods = registered.get(url) ?? new Set<Method>();
-  methods.add(method);
-  registered.set(url, methods);
-}
-const ALL_METHODS: Method[] = ["GET", "POST", "PUT", "PATCH", "DELETE"];
-
-/** Parse a body with a wire schema; 400 names the first offending field. */
-export function validate<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
-  const parsed = schema.safeParse(body ?? {});
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
-  const field = issue === undefined || issue.path.length === 0 ? "body" : issue.path.map(String).join(".");
-  throw badRequest(`${field}: ${issue?.message ?? "invalid"}`);
-}
-
-/** Array query parameter: repeated keys and comma-separated values alike. */
-export function listParam(query: Query, name: string): string[] | undefined {
-  const raw = query[name];
-  if (raw === undefined) return undefined;
-  const values = (Array.isArray(raw) ? raw : [raw]).flatMap((v) => v.split(",")).map((v) => v.trim());
-  const nonEmpty = values.filter((v) => v !== "");
-  return nonEmpty.length === 0 ? undefined : nonEmpty;
-}
-
-function stringParam(query: Query, name: string): string | undefined {
-  const raw = query[name];
-  const value = Array.isArray(raw) ? raw[raw.length - 1] : raw;
-  return value === undefined || value === "" ? undefined : value;
-}
-
 const DATE_PATTERN = /^\d{4}-\d{2}-\d{2}$/;
-
-function sendError(reply: FastifyReply, error: SimError): void {
-  if (error.retryAfterSeconds !== undefined) reply.header("retry-after", String(error.retryAfterSeconds));
-  const body: Record<string, string> = { code: error.code, message: error.message };
-  if (error.status >= 500) body.error_id = randomUUID();
-  if (error.reason !== undefined) body.reason = error.reason;
-  void reply.code(error.status).send(body);
-}
 
 /** The operation an answer starts (`{ operation: { operation_id } }`), if any. */
 function operationIdOf(body: unknown): string | undefined {
@@ -126,11 +67,6 @@ function operationIdOf(body: unknown): string | undefined {
       ? operation.operation_id
       : undefined;
   return typeof id === "string" ? id : undefined;
-}
-
-/** The answer to a route this server does not have. */
-function answerUnknownRoute(request: FastifyRequest, reply: FastifyReply): void {
-  sendError(reply, new SimError(404, `no route ${request.method} ${request.url.split("?")[0]}`));
 }
 
 export function buildServer(deps: ServerDeps): FastifyInstance {
@@ -149,10 +85,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     }
   });
 
-  const count = (method: string, route: string) => {
-    const key = `${method} ${route}`;
-    requestCounts.set(key, (requestCounts.get(key) ?? 0) + 1);
-  };
+  const count = (method: string, route: string) => countRequest(requestCounts, method, route);
 
   app.setErrorHandler((error, request, reply) => {
     if (error instanceof SimError) return sendError(reply, error);
