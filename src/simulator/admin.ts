@@ -1,5 +1,6 @@
 // The admin API under `/_sim`: faults, state, reset, request counts, capacity, settings, tenants, drift (changing
-// cloud resources behind the operator's back). No authentication: it listens where the simulator listens.
+// cloud resources behind the operator's back) and the node-join emulation's clusters. No authentication: it
+// listens where the simulator listens.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { PatchFirewallRuleRequest, VM_STATES, VM_TYPES } from "../cloud/wire.ts";
