@@ -1,8 +1,7 @@
-// How the cloud client's requests leave: undici's `request` underneath ky, the answer
-// read as a Node stream into one buffer (cut off at the size limit while it streams in) and handed to ky as a
-// Response over that buffer. WHATWG fetch reads an answer through web streams chunk by chunk, and the size limit
-// wrapped it in one more: in a burst those streams cost a fifth of the operator's CPU for about one cloud call
-// per object. Redirects are never followed (undici's `request` does not), as with `redirect: "manual"`.
+// How the cloud client's requests leave: undici's `request` underneath ky, the answer read as a Node stream into
+// one buffer (cut off at the size limit while it streams in) and handed to ky as a Response over that buffer, so
+// that no answer goes through web streams chunk by chunk (their cost: ADR 0016, docs/scaling.md). Redirects are
+// never followed (undici's `request` does not), as with `redirect: "manual"`.
 import { type Dispatcher, getGlobalDispatcher, request } from "undici";
 import { isFenced } from "../util/fence.ts";
 

@@ -19,13 +19,8 @@ export {
   capabilityOf,
   operationsCapabilitiesOf,
 } from "./capabilities.ts";
-export {
-  type CallOptions,
-  type CloudClient,
-  type CloudClientOptions,
-  createCloudClient,
-  DEFAULT_RATE_LIMIT,
-} from "./client.ts";
+export { type CloudClient, type CloudClientOptions, createCloudClient, DEFAULT_RATE_LIMIT } from "./client.ts";
+export type { CallOptions } from "./endpoints/shared.ts";
 export {
   CloudError,
   type CloudErrorKind,

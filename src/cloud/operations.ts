@@ -15,7 +15,7 @@
 // (the client's capability registry answers those calls locally until its rare re-probe). Failing ticks back
 // off: the interval doubles per failure up to `maxBackoffMs`, and one success restores it.
 import pino, { type Logger } from "pino";
-import type { CallOptions } from "./client.ts";
+import type { CallOptions } from "./endpoints/shared.ts";
 import { isCloudError, isOperationGone, isUnsupported } from "./errors.ts";
 import { formatTimestamp, type ListOperationsQuery, type Operation, type OperationFamily } from "./wire.ts";
 

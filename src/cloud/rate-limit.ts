@@ -6,9 +6,8 @@
 // a request leaves and when the server counts it, so pacing at the server's own rate does not earn 429s.
 // Once callers queue, the bucket lets them go in batches (what the rate grants in `batchWindowMs`, half a second
 // by default) rather than one every 1/rate seconds: the rate is the same, but the work that follows each request
-// (its answer, the status writes, their watch events) then happens together, and a process woken 20 times a
-// second for one request each spends most of its CPU on waking up (a burst of 1,000 objects: 9.1 s of CPU paced
-// one by one, 7.1 s in batches of 10). Urgent callers are never held for a batch.
+// (its answer, the status writes, their watch events) then happens together, after one wake-up instead of one
+// per request (ADR 0016; the figures are in docs/scaling.md). Urgent callers are never held for a batch.
 import { createHash } from "node:crypto";
 
 export interface AdaptiveOptions {

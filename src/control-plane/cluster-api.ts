@@ -9,17 +9,11 @@ import { readFile, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { isRecord } from "../util/is-record.ts";
 import { CAPI_COMPONENTS, type CapiBinary, type CapiComponent, type KubeBinary } from "./binaries.ts";
-import {
-  type ChildSet,
-  ControlPlaneError,
-  freePort,
-  installCrds,
-  processFolder,
-  type RunningControlPlane,
-  waitUntil,
-} from "./control-plane.ts";
+import type { RunningControlPlane } from "./control-plane.ts";
+import { installCrds } from "./crds.ts";
 import { type KubeTarget, kubeRequest } from "./http.ts";
 import { applyManifests, type ManifestObject, parseManifests } from "./operator-identity.ts";
+import { type ChildSet, ControlPlaneError, freePort, processFolder, waitUntil } from "./processes.ts";
 
 export interface ClusterApiOptions {
   /** The management cluster: its admin applies the components; ServiceAccount tokens come from it. */

@@ -7,15 +7,11 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
 import { isRecord } from "../util/is-record.ts";
-import {
-  ControlPlaneError,
-  type ControlPlaneOptions,
-  installCrds,
-  type RunningControlPlane,
-  startControlPlane,
-} from "./control-plane.ts";
+import { type ControlPlaneOptions, type RunningControlPlane, startControlPlane } from "./control-plane.ts";
+import { installCrds } from "./crds.ts";
 import { type KubeTarget, kubeExpect } from "./http.ts";
 import { applyManifests, type ManifestObject } from "./operator-identity.ts";
+import { ControlPlaneError } from "./processes.ts";
 
 export interface RunningWorkloadCluster extends RunningControlPlane {
   /** Where nodes dial it: Cluster.spec.controlPlaneEndpoint. */

@@ -1,221 +1,17 @@
 // A small interpreter for the CEL forms CRD `x-kubernetes-validations` rules use here: literals, `self`,
-// `oldSelf`, member access, `has()`, comparisons, `&&`/`||`/`!`, `?:`, arithmetic, `in`, `size()`, string
-// methods, `format()`, Kubernetes' IP and CIDR libraries (cel-network.ts) and the `all`/`exists`/`map`/`filter`
-// macros. Anything else raises CelUnsupportedError and the caller skips the rule.
-import {
-  CelCidr,
-  CelIp,
-  containsCidr,
-  containsIp,
-  ipMember,
-  isCidr,
-  isIp,
-  masked,
-  NetworkParseError,
-  parseCidr,
-  parseIp,
-} from "./cel-network.ts";
+// `oldSelf`, member access, `has()`, comparisons, `&&`/`||`/`!`, `?:`, arithmetic, `in`, the functions of
+// cel-library.ts (`size()`, string methods, `format()`, Kubernetes' IP and CIDR libraries) and the
+// `all`/`exists`/`map`/`filter` macros. This file evaluates the AST of cel-parser.ts and says which rules are in
+// the subset; anything else raises CelUnsupportedError and the caller skips the rule.
+import { CelEvaluationError, callFunction, LIBRARY_FUNCTIONS } from "./cel-library.ts";
+import { type CelNode, CelUnsupportedError, parseCel } from "./cel-parser.ts";
 import { deepEqual, isRecord } from "./types.ts";
 
-export class CelUnsupportedError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "CelUnsupportedError";
-  }
-}
+/** The forms that take their arguments unevaluated. */
+const MACROS = ["all", "exists", "exists_one", "map", "filter"];
+const KNOWN_FUNCTIONS = new Set(["has", ...MACROS, ...LIBRARY_FUNCTIONS]);
 
-export class CelEvaluationError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "CelEvaluationError";
-  }
-}
-
-type Node =
-  | { t: "lit"; value: unknown }
-  | { t: "ident"; name: string }
-  | { t: "member"; target: Node; name: string }
-  | { t: "index"; target: Node; index: Node }
-  | { t: "call"; name: string; target: Node | undefined; args: Node[] }
-  | { t: "unary"; op: string; arg: Node }
-  | { t: "binary"; op: string; left: Node; right: Node }
-  | { t: "cond"; test: Node; then: Node; otherwise: Node }
-  | { t: "list"; items: Node[] };
-
-const TOKEN =
-  /\s*(?:(\d+\.\d+|\d+)|("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')|([A-Za-z_][A-Za-z0-9_]*)|(==|!=|<=|>=|&&|\|\||[-+*/%<>!?:.,()[\]]))/y;
-
-function tokenize(source: string): string[] {
-  const tokens: string[] = [];
-  TOKEN.lastIndex = 0;
-  while (TOKEN.lastIndex < source.length) {
-    if (/^\s*$/.test(source.slice(TOKEN.lastIndex))) break;
-    const match = TOKEN.exec(source);
-    if (!match) throw new CelUnsupportedError(`cannot tokenize CEL near "${source.slice(TOKEN.lastIndex)}"`);
-    tokens.push(match[1] ?? match[2] ?? match[3] ?? match[4] ?? "");
-  }
-  return tokens;
-}
-
-class Parser {
-  #tokens: string[];
-  #position = 0;
-
-  constructor(tokens: string[]) {
-    this.#tokens = tokens;
-  }
-
-  parse(): Node {
-    const node = this.#conditional();
-    if (this.#position !== this.#tokens.length) throw new CelUnsupportedError(`unexpected "${this.#peek()}"`);
-    return node;
-  }
-
-  #peek(): string | undefined {
-    return this.#tokens[this.#position];
-  }
-
-  #take(expected?: string): string {
-    const token = this.#tokens[this.#position++];
-    if (token === undefined || (expected !== undefined && token !== expected)) {
-      throw new CelUnsupportedError(`expected "${expected ?? "a token"}", found "${token ?? "end"}"`);
-    }
-    return token;
-  }
-
-  #conditional(): Node {
-    const test = this.#binary(0);
-    if (this.#peek() !== "?") return test;
-    this.#take("?");
-    const then = this.#conditional();
-    this.#take(":");
-    return { t: "cond", test, then, otherwise: this.#conditional() };
-  }
-
-  static readonly LEVELS = [["||"], ["&&"], ["==", "!=", "<", "<=", ">", ">=", "in"], ["+", "-"], ["*", "/", "%"]];
-
-  #binary(level: number): Node {
-    const operators = Parser.LEVELS[level];
-    if (operators === undefined) return this.#unary();
-    let left = this.#binary(level + 1);
-    for (let op = this.#peek(); op !== undefined && operators.includes(op); op = this.#peek()) {
-      this.#take();
-      left = { t: "binary", op, left, right: this.#binary(level + 1) };
-    }
-    return left;
-  }
-
-  #unary(): Node {
-    const op = this.#peek();
-    if (op === "!" || op === "-") {
-      this.#take();
-      return { t: "unary", op, arg: this.#unary() };
-    }
-    return this.#postfix();
-  }
-
-  #args(): Node[] {
-    this.#take("(");
-    const args: Node[] = [];
-    while (this.#peek() !== ")") {
-      args.push(this.#conditional());
-      if (this.#peek() === ",") this.#take(",");
-    }
-    this.#take(")");
-    return args;
-  }
-
-  #postfix(): Node {
-    let node = this.#primary();
-    for (;;) {
-      if (this.#peek() === ".") {
-        this.#take(".");
-        const name = this.#take();
-        node =
-          this.#peek() === "("
-            ? { t: "call", name, target: node, args: this.#args() }
-            : { t: "member", target: node, name };
-      } else if (this.#peek() === "[") {
-        this.#take("[");
-        const index = this.#conditional();
-        this.#take("]");
-        node = { t: "index", target: node, index };
-      } else {
-        return node;
-      }
-    }
-  }
-
-  #primary(): Node {
-    const token = this.#take();
-    if (token === "(") {
-      const inner = this.#conditional();
-      this.#take(")");
-      return inner;
-    }
-    if (token === "[") {
-      const items: Node[] = [];
-      while (this.#peek() !== "]") {
-        items.push(this.#conditional());
-        if (this.#peek() === ",") this.#take(",");
-      }
-      this.#take("]");
-      return { t: "list", items };
-    }
-    if (/^\d/.test(token)) return { t: "lit", value: Number(token) };
-    if (/^["']/.test(token)) return { t: "lit", value: JSON.parse(`"${token.slice(1, -1).replace(/"/g, '\\"')}"`) };
-    if (token === "true" || token === "false") return { t: "lit", value: token === "true" };
-    if (token === "null") return { t: "lit", value: null };
-    if (/^[A-Za-z_]/.test(token)) {
-      return this.#peek() === "("
-        ? { t: "call", name: token, target: undefined, args: this.#args() }
-        : { t: "ident", name: token };
-    }
-    throw new CelUnsupportedError(`unexpected "${token}"`);
-  }
-}
-
-export function parseCel(source: string): Node {
-  return new Parser(tokenize(source)).parse();
-}
-
-const KNOWN_FUNCTIONS = new Set([
-  "has",
-  "all",
-  "exists",
-  "exists_one",
-  "map",
-  "filter",
-  "size",
-  "matches",
-  "startsWith",
-  "endsWith",
-  "contains",
-  "lowerAscii",
-  "upperAscii",
-  "substring",
-  "indexOf",
-  "lastIndexOf",
-  "string",
-  "int",
-  "format",
-  "cidr",
-  "isCIDR",
-  "ip",
-  "isIP",
-  "masked",
-  "prefixLength",
-  "containsIP",
-  "containsCIDR",
-  "family",
-  "isUnspecified",
-  "isLoopback",
-  "isLinkLocalMulticast",
-  "isLinkLocalUnicast",
-  "isGlobalUnicast",
-]);
-
-function unknownFunctions(node: Node): string[] {
+function unknownFunctions(node: CelNode): string[] {
   switch (node.t) {
     case "call":
       return [
@@ -256,24 +52,18 @@ export function referencesOldSelf(source: string): boolean {
 
 type Scope = Map<string, unknown>;
 
-function sizeOf(value: unknown): number {
-  if (typeof value === "string" || Array.isArray(value)) return value.length;
-  if (isRecord(value)) return Object.keys(value).length;
-  throw new CelEvaluationError("size() needs a string, list or map");
-}
-
 function asBoolean(value: unknown): boolean {
   if (typeof value !== "boolean") throw new CelEvaluationError("expected a bool");
   return value;
 }
 
-function present(node: Node, scope: Scope): boolean {
+function present(node: CelNode, scope: Scope): boolean {
   if (node.t !== "member") throw new CelUnsupportedError("has() needs a field selection");
   const target = evaluate(node.target, scope);
   return isRecord(target) && target[node.name] !== undefined;
 }
 
-function macro(node: Extract<Node, { t: "call" }>, scope: Scope): unknown {
+function macro(node: Extract<CelNode, { t: "call" }>, scope: Scope): unknown {
   const [variable, body] = node.args;
   if (node.target === undefined || variable?.t !== "ident" || body === undefined) {
     throw new CelUnsupportedError(`unsupported ${node.name}() form`);
@@ -296,77 +86,19 @@ function macro(node: Extract<Node, { t: "call" }>, scope: Scope): unknown {
   }
 }
 
-function call(node: Extract<Node, { t: "call" }>, scope: Scope): unknown {
+function call(node: Extract<CelNode, { t: "call" }>, scope: Scope): unknown {
   if (node.name === "has" && node.target === undefined) {
     const [arg] = node.args;
     if (arg === undefined) throw new CelUnsupportedError("has() needs an argument");
     return present(arg, scope);
   }
-  if (["all", "exists", "exists_one", "map", "filter"].includes(node.name)) return macro(node, scope);
+  if (MACROS.includes(node.name)) return macro(node, scope);
   const target = node.target === undefined ? undefined : evaluate(node.target, scope);
-  const args = node.args.map((arg) => evaluate(arg, scope));
-  const text = (value: unknown): string => {
-    if (typeof value !== "string") throw new CelEvaluationError(`${node.name}() needs a string`);
-    return value;
-  };
-  switch (node.name) {
-    case "size":
-      return sizeOf(node.target === undefined ? args[0] : target);
-    case "matches":
-      return new RegExp(text(args[0])).test(text(target));
-    case "startsWith":
-      return text(target).startsWith(text(args[0]));
-    case "endsWith":
-      return text(target).endsWith(text(args[0]));
-    case "contains":
-      return text(target).includes(text(args[0]));
-    case "lowerAscii":
-      return text(target).toLowerCase();
-    case "upperAscii":
-      return text(target).toUpperCase();
-    case "substring": {
-      const value = text(target);
-      const start = args[0];
-      const end = args[1] ?? value.length;
-      if (typeof start !== "number" || typeof end !== "number" || start < 0 || end > value.length || start > end) {
-        throw new CelEvaluationError("substring() index out of range");
-      }
-      return value.slice(start, end);
-    }
-    case "indexOf":
-      return text(target).indexOf(text(args[0]));
-    case "lastIndexOf":
-      return text(target).lastIndexOf(text(args[0]));
-    case "string":
-      return String(args[0]);
-    case "int": {
-      const value = args[0];
-      if (typeof value === "number") return Math.trunc(value);
-      if (typeof value === "string" && /^[-+]?\d+$/.test(value)) return Number.parseInt(value, 10);
-      throw new CelEvaluationError(
-        `type conversion error from '${typeof value === "string" ? "string" : "dyn"}' to 'int'`,
-      );
-    }
-    case "format":
-      return format(text(target), args[0]);
-    case "cidr":
-    case "isCIDR":
-    case "ip":
-    case "isIP":
-    case "masked":
-    case "prefixLength":
-    case "containsIP":
-    case "containsCIDR":
-    case "family":
-    case "isUnspecified":
-    case "isLoopback":
-    case "isLinkLocalMulticast":
-    case "isLinkLocalUnicast":
-    case "isGlobalUnicast":
-      return network(node.name, target, args, text);
-    default:
-      throw new CelUnsupportedError(`unsupported CEL function ${node.name}()`);
-  }
+  return callFunction(
+    node.name,
+    target,
+    node.args.map((arg) => evaluate(arg, scope)),
+  );
 }
 
 function compare(op: string, left: unknown, right: unknown): boolean {
@@ -404,55 +136,7 @@ function arithmetic(op: string, left: unknown, right: unknown): unknown {
   }
 }
 
-/** The strings extension's `format()`: `%s` and `%d` (and `%%`); other verbs are outside the subset. */
-function format(template: string, args: unknown): string {
-  if (!Array.isArray(args)) throw new CelEvaluationError("format() needs a list of arguments");
-  let next = 0;
-  return template.replace(/%(.)/g, (_, verb: string) => {
-    if (verb === "%") return "%";
-    if (verb !== "s" && verb !== "d") throw new CelUnsupportedError(`format() verb %${verb}`);
-    if (next >= args.length) throw new CelEvaluationError("format: not enough arguments");
-    const value = args[next++];
-    if (verb === "d" && typeof value !== "number") throw new CelEvaluationError("format: %d needs an integer");
-    return Array.isArray(value) ? `[${value.map(String).join(", ")}]` : String(value);
-  });
-}
-
-/** `cidr()`, `ip()`, `isCIDR()`, `isIP()`: the library's global functions. */
-function networkFunction(name: string, arg: unknown, text: (value: unknown) => string): unknown {
-  if (name === "cidr") return parseCidr(text(arg));
-  if (name === "ip") return parseIp(text(arg));
-  if (name === "isCIDR") return isCidr(text(arg));
-  if (name === "isIP") return isIp(text(arg));
-  return undefined;
-}
-
-/** The members of a CIDR: `ip()`, `masked()`, `prefixLength()`, `containsIP()`, `containsCIDR()`. */
-function cidrMember(name: string, cidr: CelCidr, arg: unknown, text: (value: unknown) => string): unknown {
-  if (name === "ip") return cidr.ip;
-  if (name === "masked") return masked(cidr);
-  if (name === "prefixLength") return cidr.bits;
-  if (name === "containsIP") return containsIp(cidr, arg instanceof CelIp ? arg : parseIp(text(arg)));
-  if (name === "containsCIDR") return containsCidr(cidr, arg instanceof CelCidr ? arg : parseCidr(text(arg)));
-  return undefined;
-}
-
-function network(name: string, target: unknown, args: unknown[], text: (value: unknown) => string): unknown {
-  const [arg] = args;
-  let value: unknown;
-  try {
-    if (target === undefined) value = networkFunction(name, arg, text);
-    else if (target instanceof CelCidr) value = cidrMember(name, target, arg, text);
-    else if (target instanceof CelIp) value = ipMember(name, target);
-  } catch (error) {
-    if (error instanceof NetworkParseError) throw new CelEvaluationError(error.message);
-    throw error;
-  }
-  if (value === undefined) throw new CelEvaluationError(`no such overload: ${name}`);
-  return value;
-}
-
-function select(node: Extract<Node, { t: "member" | "index" }>, scope: Scope): unknown {
+function select(node: Extract<CelNode, { t: "member" | "index" }>, scope: Scope): unknown {
   const target = evaluate(node.target, scope);
   const key = node.t === "member" ? node.name : evaluate(node.index, scope);
   let value: unknown;
@@ -463,9 +147,9 @@ function select(node: Extract<Node, { t: "member" | "index" }>, scope: Scope): u
 }
 
 /** `&&` and `||` as CEL defines them: an error on one side is absorbed when the other side decides. */
-function logical(node: Extract<Node, { t: "binary" }>, scope: Scope): boolean {
+function logical(node: Extract<CelNode, { t: "binary" }>, scope: Scope): boolean {
   const deciding = node.op === "||";
-  const attempt = (side: Node): boolean | CelEvaluationError => {
+  const attempt = (side: CelNode): boolean | CelEvaluationError => {
     try {
       return asBoolean(evaluate(side, scope));
     } catch (error) {
@@ -482,7 +166,7 @@ function logical(node: Extract<Node, { t: "binary" }>, scope: Scope): boolean {
   return !deciding;
 }
 
-function binary(node: Extract<Node, { t: "binary" }>, scope: Scope): unknown {
+function binary(node: Extract<CelNode, { t: "binary" }>, scope: Scope): unknown {
   if (node.op === "&&" || node.op === "||") return logical(node, scope);
   const left = evaluate(node.left, scope);
   const right = evaluate(node.right, scope);
@@ -490,7 +174,7 @@ function binary(node: Extract<Node, { t: "binary" }>, scope: Scope): unknown {
   return arithmetic(node.op, left, right);
 }
 
-function evaluate(node: Node, scope: Scope): unknown {
+function evaluate(node: CelNode, scope: Scope): unknown {
   switch (node.t) {
     case "lit":
       return node.value;

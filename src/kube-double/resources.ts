@@ -1,7 +1,7 @@
 // The resources the double serves: a fixed set of built-in kinds plus one entry per served version of
 // every registered CustomResourceDefinition.
 import { EVENT_COLUMNS } from "./events.ts";
-import { scalePathsOf } from "./scale.ts";
+import { scalePathsOf } from "./scale-paths.ts";
 import { checkSchemaCompiles } from "./schema.ts";
 import type { StatusCause } from "./status.ts";
 import { isRecord, type JsonSchema, type KubeObject, type PrinterColumn, type ResourceType } from "./types.ts";

@@ -2,90 +2,12 @@
 // pkg/registry/customresource/etcd.go, ScaleREST): GET answers an autoscaling/v1 Scale built from the CRD's
 // specReplicasPath, statusReplicasPath and labelSelectorPath; PUT and PATCH change only the spec replicas field,
 // through the object's own update (schema, CEL, generation, resourceVersion precondition).
+// The paths themselves, as a CRD declares them, and the checks on every write: scale-paths.ts.
 import type { KubeApi, PatchOptions, WriteOptions } from "./api.ts";
 import { applyJsonBodyPatch } from "./patch.ts";
-import { ApiError, badRequest, type StatusCause } from "./status.ts";
-import { deepClone, isRecord, type JsonObject, type KubeObject, type ResourceType } from "./types.ts";
-
-/** A CRD version's `subresources.scale`. */
-export interface ScalePaths {
-  specReplicasPath: string;
-  statusReplicasPath: string;
-  labelSelectorPath: string | undefined;
-}
-
-/** `subresources.scale` of a CRD version, or undefined; `problems` names what is wrong with it. */
-export function scalePathsOf(subresources: JsonObject, problems: string[]): ScalePaths | undefined {
-  const scale = subresources.scale;
-  if (!isRecord(scale)) return undefined;
-  const path = (key: string, prefixes: string[]): string | undefined => {
-    const value = scale[key];
-    if (value === undefined) return undefined;
-    if (typeof value !== "string" || !prefixes.some((prefix) => value.startsWith(prefix)) || value.includes("[")) {
-      problems.push(`subresources.scale.${key}: must be a JSON path under ${prefixes.join(" or ")} without arrays`);
-      return undefined;
-    }
-    return value;
-  };
-  const specReplicasPath = path("specReplicasPath", [".spec."]);
-  const statusReplicasPath = path("statusReplicasPath", [".status."]);
-  if (specReplicasPath === undefined || statusReplicasPath === undefined) {
-    if (scale.specReplicasPath === undefined || scale.statusReplicasPath === undefined)
-      problems.push("subresources.scale: specReplicasPath and statusReplicasPath are required");
-    return undefined;
-  }
-  return { specReplicasPath, statusReplicasPath, labelSelectorPath: path("labelSelectorPath", [".spec.", ".status."]) };
-}
-
-function segments(path: string): string[] {
-  return path.replace(/^\./, "").split(".");
-}
-
-function read(object: unknown, path: string): unknown {
-  let value = object;
-  for (const key of segments(path)) value = isRecord(value) ? value[key] : undefined;
-  return value;
-}
-
-function write(object: JsonObject, path: string, value: unknown): void {
-  const keys = segments(path);
-  const last = keys.pop() ?? "";
-  let node = object;
-  for (const key of keys) {
-    const child = node[key];
-    const next: JsonObject = isRecord(child) ? child : {};
-    node[key] = next;
-    node = next;
-  }
-  node[last] = value;
-}
-
-/**
- * What kube-apiserver checks on every write of a resource with a scale subresource (ValidateScaleSpec and
- * ValidateScaleStatus): both replicas fields, when set, are non-negative int32s. The field is the CRD's path as
- * written (leading dot included), as the real server reports it.
- */
-export function scaleCauses(type: ResourceType, object: KubeObject): StatusCause[] {
-  if (type.scale === undefined) return [];
-  const causes: StatusCause[] = [];
-  for (const path of [type.scale.specReplicasPath, type.scale.statusReplicasPath]) {
-    const value = read(object, path);
-    if (typeof value !== "number" || !Number.isInteger(value)) continue;
-    if (value < 0)
-      causes.push({
-        reason: "FieldValueInvalid",
-        field: path,
-        message: `Invalid value: ${value}: should be a non-negative integer`,
-      });
-    else if (value > 2 ** 31 - 1)
-      causes.push({
-        reason: "FieldValueInvalid",
-        field: path,
-        message: `Invalid value: ${value}: should be less than or equal to ${2 ** 31 - 1}`,
-      });
-  }
-  return causes;
-}
+import { readPath, writePath } from "./scale-paths.ts";
+import { ApiError, badRequest } from "./status.ts";
+import { deepClone, isRecord, type KubeObject, type ResourceType, type ScalePaths } from "./types.ts";
 
 function scalePaths(type: ResourceType): ScalePaths {
   if (type.scale === undefined) throw new ApiError(404, "NotFound", "the server could not find the requested resource");
@@ -95,9 +17,9 @@ function scalePaths(type: ResourceType): ScalePaths {
 /** The Scale of an object; `found` is false when the spec replicas field is absent (the real server's 500 on GET). */
 function scaleOf(type: ResourceType, object: KubeObject): { scale: KubeObject; found: boolean } {
   const paths = scalePaths(type);
-  const specReplicas = read(object, paths.specReplicasPath);
-  const statusReplicas = read(object, paths.statusReplicasPath);
-  const selector = paths.labelSelectorPath === undefined ? undefined : read(object, paths.labelSelectorPath);
+  const specReplicas = readPath(object, paths.specReplicasPath);
+  const statusReplicas = readPath(object, paths.statusReplicasPath);
+  const selector = paths.labelSelectorPath === undefined ? undefined : readPath(object, paths.labelSelectorPath);
   const { name, namespace, uid, resourceVersion, creationTimestamp } = object.metadata;
   return {
     found: typeof specReplicas === "number",
@@ -162,7 +84,7 @@ export function updateScale(
   const current = api.get(type, namespace, name);
   const { replicas, resourceVersion } = readScaleBody(body);
   const next = deepClone(current);
-  write(next, paths.specReplicasPath, replicas);
+  writePath(next, paths.specReplicasPath, replicas);
   next.metadata.resourceVersion = resourceVersion ?? current.metadata.resourceVersion;
   const updated = api.update(type, namespace, name, next, { ...options, subresource: "scale" });
   return scaleOf(type, updated).scale;

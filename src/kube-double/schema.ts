@@ -4,7 +4,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import addFormats from "ajv-formats";
 import { evaluateExpression, evaluateRule, referencesOldSelf } from "./cel.ts";
-import { scaleCauses } from "./scale.ts";
+import { scaleCauses } from "./scale-paths.ts";
 import { badRequest, invalid, type StatusCause } from "./status.ts";
 import { deepClone, isRecord, type JsonSchema, type KubeObject, type ResourceType } from "./types.ts";
 

@@ -60,6 +60,13 @@ export interface FieldShape {
 /** A JSON (OpenAPI v3 structural) schema as found in a CRD's `openAPIV3Schema`. */
 export type JsonSchema = JsonObject;
 
+/** A CRD version's `subresources.scale`: where the replicas and the label selector are (scale-paths.ts). */
+export interface ScalePaths {
+  specReplicasPath: string;
+  statusReplicasPath: string;
+  labelSelectorPath: string | undefined;
+}
+
 /** One served resource: a built-in kind or one version of a custom resource. */
 export interface ResourceType {
   group: string;
@@ -72,8 +79,8 @@ export interface ResourceType {
   categories: string[];
   namespaced: boolean;
   statusSubresource: boolean;
-  /** The scale subresource's JSON paths, when the CRD enables it (see scale.ts). */
-  scale?: { specReplicasPath: string; statusReplicasPath: string; labelSelectorPath: string | undefined };
+  /** The scale subresource's JSON paths, when the CRD enables it. */
+  scale?: ScalePaths;
   /** Only custom resources carry a schema; built-ins are stored as sent. */
   schema: JsonSchema | undefined;
   printerColumns: PrinterColumn[];

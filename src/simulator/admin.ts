@@ -1,5 +1,6 @@
-// The admin API under `/_sim`: faults, state, reset, request counts, capacity, tenants and drift (changing
-// cloud resources behind the operator's back). No authentication: it listens where the simulator listens.
+// The admin API under `/_sim`: faults, state, reset, request counts, capacity, settings, tenants, drift (changing
+// cloud resources behind the operator's back) and the node-join emulation's clusters. No authentication: it
+// listens where the simulator listens.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { PatchFirewallRuleRequest, VM_STATES, VM_TYPES } from "../cloud/wire.ts";
@@ -8,9 +9,8 @@ import { LOCATIONS } from "./catalogue.ts";
 import { badRequest, SimError } from "./errors.ts";
 import { FaultConfigSchema } from "./faults.ts";
 import { NodeJoinConfigError } from "./node-join.ts";
+import { type Method, noteMethod, type ServerDeps, validate } from "./routing.ts";
 import { addTenant } from "./seed.ts";
-import type { Method, ServerDeps } from "./server.ts";
-import { noteMethod, validate } from "./server.ts";
 import { RESOURCE_KINDS, type ResourceKind } from "./store.ts";
 
 export const ADMIN_PREFIX = "/_sim";
@@ -62,10 +62,13 @@ const Settings = z.strictObject({
     .optional(),
 });
 
-export function registerAdminRoutes(app: FastifyInstance, deps: ServerDeps, registered: Map<string, Set<Method>>) {
-  const { store, faults, requestCounts, rateLimiter, auth, nodeJoins } = deps;
+/** Declares one admin route (`url` below `/_sim`): its handler's value is the JSON answer. */
+type AdminRoute = (method: Method, url: string, handler: (request: FastifyRequest) => unknown) => void;
 
-  function admin(method: Method, url: string, handler: (request: FastifyRequest) => unknown): void {
+const param = (request: FastifyRequest, name: string): string => (request.params as Record<string, string>)[name] ?? "";
+
+export function registerAdminRoutes(app: FastifyInstance, deps: ServerDeps, registered: Map<string, Set<Method>>) {
+  const admin: AdminRoute = (method, url, handler) => {
     const fullUrl = `${ADMIN_PREFIX}${url}`;
     noteMethod(registered, fullUrl, method);
     app.route({
@@ -73,24 +76,18 @@ export function registerAdminRoutes(app: FastifyInstance, deps: ServerDeps, regi
       url: fullUrl,
       handler: async (request: FastifyRequest, reply: FastifyReply) => reply.send(await handler(request)),
     });
-  }
-  const param = (request: FastifyRequest, name: string): string =>
-    (request.params as Record<string, string>)[name] ?? "";
+  };
+  faultAndRequestRoutes(admin, deps);
+  capacityRoutes(admin, deps);
+  settingsRoutes(admin, deps);
+  tenantRoutes(admin, deps);
+  driftRoutes(admin, deps);
+  nodeJoinRoutes(admin, deps);
+}
 
-  const settings = () => ({
-    profile: deps.profile,
-    latency_ms: store.settings.latencyMs,
-    duplicate_names: store.settings.duplicateNames,
-    token_ttl_seconds: auth.tokenTtlSeconds,
-    unknown_operation_status: store.settings.unknownOperationStatus,
-    operation_retention_ms: store.settings.operationRetentionMs ?? null,
-    availability_counts: store.settings.availabilityCounts,
-    rate_limit:
-      rateLimiter.options === false
-        ? false
-        : { rate_per_sec: rateLimiter.options.ratePerSec, burst: rateLimiter.options.burst },
-  });
-
+/** The faults, the state (read, reset) and the requests received (counts and the write log). */
+function faultAndRequestRoutes(admin: AdminRoute, deps: ServerDeps): void {
+  const { store, faults, requestCounts } = deps;
   admin("GET", "/faults", () => faults.config);
   admin("GET", "/faults/fired", () => faults.fired());
   admin("DELETE", "/faults/fired", () => {
@@ -120,7 +117,10 @@ export function registerAdminRoutes(app: FastifyInstance, deps: ServerDeps, regi
   });
   // Every write received, in order, with its sender (User-Agent) and answer: who acted when.
   admin("GET", "/requests/log", () => ({ writes: deps.writeLog.entries() }));
+}
 
+/** Capacity per location and type: read with what is used, written over the current one. */
+function capacityRoutes(admin: AdminRoute, { store }: ServerDeps): void {
   const capacityView = () => {
     const view: Record<string, Record<string, { capacity: number; used: number }>> = {};
     for (const location of LOCATIONS) {
@@ -145,6 +145,24 @@ export function registerAdminRoutes(app: FastifyInstance, deps: ServerDeps, regi
     store.capacity.setCapacity(capacity);
     return capacityView();
   });
+}
+
+/** The settings a test changes while the simulator runs (latency, duplicate names, token TTL, rate limit…). */
+function settingsRoutes(admin: AdminRoute, deps: ServerDeps): void {
+  const { store, auth, rateLimiter } = deps;
+  const settings = () => ({
+    profile: deps.profile,
+    latency_ms: store.settings.latencyMs,
+    duplicate_names: store.settings.duplicateNames,
+    token_ttl_seconds: auth.tokenTtlSeconds,
+    unknown_operation_status: store.settings.unknownOperationStatus,
+    operation_retention_ms: store.settings.operationRetentionMs ?? null,
+    availability_counts: store.settings.availabilityCounts,
+    rate_limit:
+      rateLimiter.options === false
+        ? false
+        : { rate_per_sec: rateLimiter.options.ratePerSec, burst: rateLimiter.options.burst },
+  });
 
   admin("GET", "/settings", settings);
   admin("PUT", "/settings", (request) => {
@@ -168,7 +186,10 @@ export function registerAdminRoutes(app: FastifyInstance, deps: ServerDeps, regi
     }
     return settings();
   });
+}
 
+/** More tenants (organization, project, API key, user) and their payment method. */
+function tenantRoutes(admin: AdminRoute, { store }: ServerDeps): void {
   admin("POST", "/projects", (request) => {
     const body = validate(TenantRequest, request.body);
     if (body.api_key !== undefined && store.state.apiKeys.some((k) => k.key === body.api_key)) {
@@ -192,7 +213,10 @@ export function registerAdminRoutes(app: FastifyInstance, deps: ServerDeps, regi
       : org.payment_customer_id;
     return { id: org.id, hasValidPaymentMethod: org.hasValidPaymentMethod };
   });
+}
 
+/** Changes behind the operator's back: VMs made or put in a state, rules changed, resources removed. */
+function driftRoutes(admin: AdminRoute, { store }: ServerDeps): void {
   admin("POST", "/projects/:projectId/vms", (request) => {
     const body = validate(BulkVms, request.body);
     const created = store.vms.insert(param(request, "projectId"), body.vms);
@@ -207,7 +231,19 @@ export function registerAdminRoutes(app: FastifyInstance, deps: ServerDeps, regi
     store.firewallRules.mutate(param(request, "ruleId"), validate(PatchFirewallRuleRequest, request.body));
     return { message: "firewall rule changed" };
   });
-  // The node-join emulation: workload clusters (their credentials are never shown) and the joins' outcomes.
+
+  admin("DELETE", "/resources/:kind/:id", (request) => {
+    const kind = param(request, "kind");
+    if (!(RESOURCE_KINDS as readonly string[]).includes(kind)) {
+      throw badRequest(`kind: must be one of ${RESOURCE_KINDS.join(", ")}`);
+    }
+    store.removeResource(kind as ResourceKind, param(request, "id"));
+    return { message: `${kind} ${param(request, "id")} removed` };
+  });
+}
+
+/** The node-join emulation: workload clusters (their credentials are never shown) and the joins' outcomes. */
+function nodeJoinRoutes(admin: AdminRoute, { nodeJoins }: ServerDeps): void {
   admin("GET", "/node-joins", () => ({ clusters: nodeJoins.clusters(), joins: nodeJoins.joins() }));
   admin("GET", "/node-joins/vms/:vmId", (request) => {
     const join = nodeJoins.joinOf(param(request, "vmId"));
@@ -228,14 +264,5 @@ export function registerAdminRoutes(app: FastifyInstance, deps: ServerDeps, regi
       throw new SimError(404, `no workload cluster ${param(request, "name")}`);
     }
     return { clusters: nodeJoins.clusters() };
-  });
-
-  admin("DELETE", "/resources/:kind/:id", (request) => {
-    const kind = param(request, "kind");
-    if (!(RESOURCE_KINDS as readonly string[]).includes(kind)) {
-      throw badRequest(`kind: must be one of ${RESOURCE_KINDS.join(", ")}`);
-    }
-    store.removeResource(kind as ResourceKind, param(request, "id"));
-    return { message: `${kind} ${param(request, "id")} removed` };
   });
 }

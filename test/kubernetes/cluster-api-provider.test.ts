@@ -27,7 +27,8 @@ import {
   REPO_ROOT,
 } from "../../src/control-plane/binaries.ts";
 import { type RunningClusterApi, startClusterApi } from "../../src/control-plane/cluster-api.ts";
-import { installCrds, type RunningControlPlane, startControlPlane } from "../../src/control-plane/control-plane.ts";
+import { type RunningControlPlane, startControlPlane } from "../../src/control-plane/control-plane.ts";
+import { installCrds } from "../../src/control-plane/crds.ts";
 import { type KubeTarget, kubeExpect, kubeRequest } from "../../src/control-plane/http.ts";
 import { caCertHash, parseKubeadmJoin } from "../../src/control-plane/kubeadm-join.ts";
 import { applyManifests, parseManifests, readManifests } from "../../src/control-plane/operator-identity.ts";
