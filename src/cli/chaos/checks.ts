@@ -204,7 +204,32 @@ export function replicaWritesOf(
  * or is older than the lease duration (another replica may have taken over since). Each as `replica: what at
  * <time>`. The Lease's own writes are the election's, never counted.
  */
-export function writesWithoutLease(writes: readonly ReplicaWrite[], leaseDurationMs: number): string[] {
+/** A frozen replica thawed (SIGCONT) at `at` (ms since the epoch, this machine's clock). */
+export interface Thaw {
+  replica: string;
+  at: number;
+}
+
+/**
+ * How long after a thaw a write of the thawed replica may be one that passed its fence before the freeze. The fence
+ * checks a write synchronously as its bytes are handed to the socket; a SIGSTOP that lands between the check and
+ * the system call (microseconds, but a freeze aimed at a burst of writes hits them) lets those bytes leave at the
+ * thaw. No check inside a process can close that gap; the Kubernetes writes carry the object's resourceVersion, so
+ * such a write lands only on an object nobody wrote since, and a cloud action's intent is held by the next leader
+ * for the Lease duration plus the API timeout (ADR 0023). A write checked after the thaw is refused: the fence knows
+ * the Lease is gone.
+ */
+export const THAW_GRACE_MS = 250;
+
+/**
+ * The writes of a replica while another held the Lease, or after its own ran out (one line each). A write that
+ * arrives within THAW_GRACE_MS of its replica's thaw is the one exception: it left the fence before the freeze.
+ */
+export function writesWithoutLease(
+  writes: readonly ReplicaWrite[],
+  leaseDurationMs: number,
+  thaws: readonly Thaw[] = [],
+): string[] {
   const ordered = [...writes].sort((a, b) => a.at - b.at);
   let holder: { replica: string; at: number } | undefined;
   const found: string[] = [];
@@ -214,7 +239,10 @@ export function writesWithoutLease(writes: readonly ReplicaWrite[], leaseDuratio
       continue;
     }
     const held = holder !== undefined && holder.replica === write.replica && write.at - holder.at < leaseDurationMs;
-    if (!held) {
+    const leftBeforeFreeze = thaws.some(
+      (thaw) => thaw.replica === write.replica && write.at >= thaw.at - 50 && write.at <= thaw.at + THAW_GRACE_MS,
+    );
+    if (!held && !leftBeforeFreeze) {
       const last = holder === undefined ? "no Lease write yet" : `last Lease write by ${holder.replica}`;
       found.push(`${write.replica}: ${write.what} at ${new Date(write.at).toISOString()} (${last})`);
     }
