@@ -84,8 +84,6 @@ export interface OperatorConfig {
   operationPollIntervalMs: number;
   /** How long `Manager.start()` waits for the informer caches before it fails; 0 → forever. */
   cacheSyncTimeoutMs: number;
-  /** After this long with only resyncs the heap optimizes for memory (idle-memory-saver.ts); 0: never. */
-  idleMemorySaverMs: number;
 }
 
 export type ConfigResult =
@@ -185,12 +183,6 @@ const FLAGS: readonly FlagSpec[] = [
     type: "duration",
     default: "2m",
     help: "How long startup waits for the informer caches (e.g. CRDs missing) before exiting non-zero; 0 waits forever",
-  },
-  {
-    name: "idle-memory-saver",
-    type: "duration",
-    default: "1m",
-    help: "After this long with nothing but periodic resyncs, V8 optimizes for memory until work arrives (a smaller heap at rest); 0 never",
   },
   { name: "api-url", type: "string", default: "", help: "GPU cloud API base URL, e.g. https://api.example.com/v0.1" },
   {
@@ -428,7 +420,6 @@ function buildConfig(value: (name: string) => string): OperatorConfig {
     logTimeFormat,
     operationPollIntervalMs: duration("operation-poll-interval", value),
     cacheSyncTimeoutMs: durationOrOff("cache-sync-timeout", value),
-    idleMemorySaverMs: durationOrOff("idle-memory-saver", value),
   };
 }
 

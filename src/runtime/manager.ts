@@ -12,7 +12,6 @@ import { type OperatorConfig, parseConfig } from "./config.ts";
 import { Controller, keyOf, ReconcilePacer, type ReconcileRequest, type Reconciler } from "./controller.ts";
 import { EventRecorder } from "./events.ts";
 import { fenceKubeConfig, LeadershipFence } from "./fencing.ts";
-import { IdleMemorySaver } from "./idle-memory-saver.ts";
 import {
   type InformerEvent,
   type InformerOptions,
@@ -144,7 +143,6 @@ export class Manager {
   readonly #stoppedPromise: Promise<void>;
   #signalHandler: ((signal: NodeJS.Signals) => void) | undefined;
   #serverUrls: { metrics?: string; probes?: string } = {};
-  readonly #idleMemorySaver: IdleMemorySaver;
 
   constructor(options: ManagerOptions) {
     this.#options = options;
@@ -166,11 +164,6 @@ export class Manager {
       reportingInstance: this.identity,
       logger: options.logger.child({ component: "events" }),
       fence: this.fence,
-    });
-    this.#idleMemorySaver = new IdleMemorySaver({
-      idleAfterMs: options.config.idleMemorySaverMs,
-      logger: options.logger,
-      onChange: (saving) => this.metrics.idleMemorySaver.set(saving ? 1 : 0),
     });
     this.#stoppedPromise = new Promise((resolve) => {
       this.#stopped = resolve;
@@ -256,7 +249,6 @@ export class Manager {
         this.#syncPeriodOf(informer, request, registration.syncPeriodMs ?? this.config.syncPeriodMs),
       ...(this.#pacer ? { pacer: this.#pacer } : {}),
       ...(this.config.shard.count > 1 ? { shard: this.config.shard } : {}),
-      onWork: () => this.#idleMemorySaver.work(),
     });
     informer.on((event) => {
       const name = event.object.metadata?.name;
@@ -340,7 +332,6 @@ export class Manager {
     }
     if (this.#stopping !== undefined) return;
     this.logger.info({ informers: this.#informers.size }, "caches synced");
-    this.#idleMemorySaver.start();
     if (!this.config.leaderElect) {
       this.#onStartedLeading();
       return;
@@ -414,7 +405,6 @@ export class Manager {
     await Promise.race([this.events.flush(), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
     await Promise.all([...this.#informers.values()].map((informer) => informer.stop()));
     await Promise.all(this.#servers.splice(0).map((server) => server.close()));
-    this.#idleMemorySaver.stop();
     this.#removeSignalHandlers();
     this.logger.info({ drained: drained.every(Boolean) }, "stopped");
     this.#stopped();

@@ -55,8 +55,6 @@ export class Metrics {
   readonly objectsWithoutOwner: Gauge<"controller">;
   /** 1 while /readyz passes (every informer cache synced), else 0; set by the manager. */
   readonly operatorReady: Gauge;
-  /** 1 while the heap optimizes for memory because nothing but resyncs ran for a while (idle-memory-saver.ts). */
-  readonly idleMemorySaver: Gauge;
 
   /** Every request to the Kubernetes API (client-go's name and labels); fed by instrumentKubeConfig. */
   readonly restClientRequestsTotal: Counter<RestClientLabels>;
@@ -197,11 +195,6 @@ export class Metrics {
       collect(this: Gauge) {
         this.set(readiness() ? 1 : 0);
       },
-    });
-    this.idleMemorySaver = new Gauge({
-      name: "gpucloud_operator_idle_memory_saver",
-      help: "1 while V8 optimizes for memory because nothing but periodic resyncs ran for --idle-memory-saver, else 0",
-      registers,
     });
 
     this.restClientRequestsTotal = new Counter({
