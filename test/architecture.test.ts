@@ -161,7 +161,6 @@ const NOT_YET_SPLIT = {
     "kube-double/server.ts createRequestHandler",
     "simulator/admin.ts registerAdminRoutes",
     "simulator/server.ts buildServer",
-    "runtime/metrics.ts constructor",
   ],
 };
 
