@@ -1,18 +1,15 @@
 // The runtime's public API (what src/controllers and src/cli use). See docs/runtime.md.
+export { type ConfigResult, type OperatorConfig, parseConfig } from "./config.ts";
+export { envNameOf, helpText } from "./config-flags.ts";
 export {
   type BindAddress,
   ConfigError,
-  type ConfigResult,
-  envNameOf,
-  helpText,
   type LogFormat,
   type LogLevel,
   type LogTimeFormat,
   type OperationPolling,
-  type OperatorConfig,
   parseBindAddress,
-  parseConfig,
-} from "./config.ts";
+} from "./config-values.ts";
 export {
   Controller,
   type ControllerOptions,

@@ -3,7 +3,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
-import type { BindAddress } from "./config.ts";
+import type { BindAddress } from "./config-values.ts";
 import type { Metrics } from "./metrics.ts";
 
 /** A named readiness or liveness check; returns an error message when failing, undefined when fine. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { type ConfigResult, helpText, type OperatorConfig, parseConfig } from "../../src/runtime/config.ts";
+import { type ConfigResult, type OperatorConfig, parseConfig } from "../../src/runtime/config.ts";
+import { helpText } from "../../src/runtime/config-flags.ts";
 import { formatMicroTime, jitter, parseDuration } from "../../src/runtime/time.ts";
 
 function configOf(result: ConfigResult): OperatorConfig {
