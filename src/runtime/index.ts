@@ -25,15 +25,13 @@ export {
 } from "./controller.ts";
 export { type EventInput, EventRecorder, type EventType, REPORTING_CONTROLLER } from "./events.ts";
 export {
-  type InformerEvent,
-  type InformerHandler,
   type InformerOptions,
   ListTimeoutError,
-  MultiNamespaceInformer,
   missingResourceMessage,
   type ObjectInformer,
   ResilientInformer,
 } from "./informer.ts";
+export type { InformerEvent, InformerHandler } from "./informer-cache.ts";
 export { KubeClient, type StatusObject } from "./kube.ts";
 export { countingInterceptor, instrumentKubeConfig, NO_RESPONSE_CODE } from "./kube-request-metrics.ts";
 export { LeaderElector, type LeaderElectorOptions } from "./leader-election.ts";
@@ -48,6 +46,7 @@ export {
   type WatchMapping,
 } from "./manager.ts";
 export { type CloudOperationsSample, Metrics, type ReconcileResult } from "./metrics.ts";
+export { MultiNamespaceInformer } from "./multi-namespace-informer.ts";
 export {
   apiVersionOf,
   CONFIG_MAPS,

@@ -12,17 +12,13 @@ import { type OperatorConfig, parseConfig } from "./config.ts";
 import { Controller, keyOf, ReconcilePacer, type ReconcileRequest, type Reconciler } from "./controller.ts";
 import { EventRecorder } from "./events.ts";
 import { fenceKubeConfig, LeadershipFence } from "./fencing.ts";
-import {
-  type InformerEvent,
-  type InformerOptions,
-  MultiNamespaceInformer,
-  type ObjectInformer,
-  ResilientInformer,
-} from "./informer.ts";
+import { type InformerOptions, type ObjectInformer, ResilientInformer } from "./informer.ts";
+import type { InformerEvent } from "./informer-cache.ts";
 import { KubeClient } from "./kube.ts";
 import { instrumentKubeConfig } from "./kube-request-metrics.ts";
 import { LeaderElector } from "./leader-election.ts";
 import { Metrics } from "./metrics.ts";
+import { MultiNamespaceInformer } from "./multi-namespace-informer.ts";
 import { type KubeResource, resourceId } from "./resource.ts";
 import { healthRoute, metricsRoute, type RunningServer, startHttpServer } from "./server.ts";
 import { ShardLeases } from "./shard-leases.ts";
