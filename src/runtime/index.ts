@@ -23,6 +23,7 @@ export {
   type ReconcileRequest,
   type Reconciler,
 } from "./controller.ts";
+export type { ControllerRegistration, WatchMapping } from "./controller-registration.ts";
 export { type EventInput, EventRecorder, type EventType, REPORTING_CONTROLLER } from "./events.ts";
 export {
   type InformerOptions,
@@ -36,15 +37,7 @@ export { KubeClient, type StatusObject } from "./kube.ts";
 export { countingInterceptor, instrumentKubeConfig, NO_RESPONSE_CODE } from "./kube-request-metrics.ts";
 export { LeaderElector, type LeaderElectorOptions } from "./leader-election.ts";
 export { createLogger, formatLogLine, type LoggerOptions, REDACTED_PATHS, textDestination } from "./logging.ts";
-export {
-  CacheSyncTimeoutError,
-  type ControllerRegistration,
-  defaultConfig,
-  type InformerTuning,
-  Manager,
-  type ManagerOptions,
-  type WatchMapping,
-} from "./manager.ts";
+export { CacheSyncTimeoutError, defaultConfig, Manager, type ManagerOptions } from "./manager.ts";
 export { type CloudOperationsSample, Metrics, type ReconcileResult } from "./metrics.ts";
 export { MultiNamespaceInformer } from "./multi-namespace-informer.ts";
 export {
@@ -58,6 +51,7 @@ export {
   SECRETS,
 } from "./resource.ts";
 export { hashKey, ownsKey, type Shard, shardLeaseName, shardOfKey } from "./sharding.ts";
+export type { InformerTuning } from "./shared-informers.ts";
 export {
   createMergePatch,
   type JsonValue,

@@ -4,7 +4,8 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import type { OperatorConfig } from "../../src/runtime/config.ts";
 import { outcome, type ReconcileRequest } from "../../src/runtime/controller.ts";
-import { defaultConfig, Manager, priorityOf } from "../../src/runtime/manager.ts";
+import { priorityOf } from "../../src/runtime/event-routing.ts";
+import { defaultConfig, Manager } from "../../src/runtime/manager.ts";
 import {
   type CountingProxy,
   eventually,
