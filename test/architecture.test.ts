@@ -145,7 +145,6 @@ const NOT_YET_SPLIT = {
     "kube-double/cel.ts",
     "kube-double/server.ts",
     "simulator/server.ts",
-    "api/common.ts",
     "cli/chaos/run.ts",
     "cli/commands/playground.ts",
   ],

@@ -3,7 +3,8 @@
 import { readFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import path from "node:path";
-import { API_VERSION, DEFAULT_CREDENTIALS_SECRET, OBJECT_NAME_PATTERN } from "../../../api/common.ts";
+import { API_VERSION, DEFAULT_CREDENTIALS_SECRET } from "../../../api/common.ts";
+import { OBJECT_NAME_PATTERN } from "../../../api/fields.ts";
 import {
   BLOCK_SIZES,
   DISK_MODES,
