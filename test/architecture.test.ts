@@ -132,7 +132,6 @@ const NOT_YET_SPLIT = {
     ],
     ["kube-double/api.ts", "kube-double/resources.ts", "kube-double/scale.ts", "kube-double/schema.ts"],
     ["simulator/admin.ts", "simulator/server.ts"],
-    ["cli/gpuvmctl/command.ts", "cli/gpuvmctl/context.ts"],
   ],
   longFiles: [
     "cloud/client.ts",

@@ -14,9 +14,10 @@ import {
   FIREWALL_PROTOCOLS,
   VM_TYPES,
 } from "../../../cloud/wire.ts";
-import type { Command, Flag, Input } from "../command.ts";
+import type { Command, Flag } from "../command.ts";
 import type { Context } from "../context.ts";
 import { UsageError } from "../errors.ts";
+import type { Input } from "../input.ts";
 import { toYaml } from "../output.ts";
 
 const COMMON_FLAGS: readonly Flag[] = [
