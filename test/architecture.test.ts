@@ -4,6 +4,7 @@
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { functionSpans, importCycles, lineCount } from "./source-measures.ts";
 
 const SRC = path.resolve(import.meta.dirname, "../src");
 
@@ -105,5 +106,149 @@ describe("import direction", () => {
     expect(violations(simulator, 'import { startControlPlane } from "../control-plane/control-plane.ts";\n')).toEqual([
       "simulator/example.ts imports src/control-plane/control-plane.ts",
     ]);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------
+// Repository-wide rules (issue #30): no import cycle, no file over 500 lines, no function over 120 lines, and no V8
+// flag changed while the operator runs. How each is counted: test/source-measures.ts.
+// ---------------------------------------------------------------------------------------------------------
+
+const MAX_FILE_LINES = 500;
+const MAX_FUNCTION_LINES = 120;
+
+/**
+ * What the other parts of issue #30 have not landed yet (part A: src/controllers; part B1: kube-double, simulator,
+ * cloud, control-plane). Each entry is removed as its part merges; an entry that no longer applies fails the test,
+ * so the list only shrinks.
+ */
+const NOT_YET_SPLIT = {
+  cycles: [
+    [
+      "controllers/action-intents.ts",
+      "controllers/operation-tracking.ts",
+      "controllers/reconcile-pass.ts",
+      "controllers/status-building.ts",
+    ],
+    ["kube-double/api.ts", "kube-double/resources.ts", "kube-double/scale.ts", "kube-double/schema.ts"],
+    ["simulator/admin.ts", "simulator/server.ts"],
+  ],
+  longFiles: [
+    "cloud/client.ts",
+    "cloud/wire.ts",
+    "control-plane/control-plane.ts",
+    "control-plane/kubeadm-join.ts",
+    "controllers/index.ts",
+    "controllers/pool-reconciler.ts",
+    "kube-double/api.ts",
+    "kube-double/cel.ts",
+    "kube-double/server.ts",
+    "simulator/server.ts",
+  ],
+  /** `file name`, as the failure message names a function. */
+  longFunctions: [
+    "cloud/client.ts createCloudClient",
+    "control-plane/control-plane.ts startControlPlane",
+    "controllers/gpu-vm.ts external",
+    "controllers/index.ts registerControllers",
+    "kube-double/server.ts createRequestHandler",
+    "simulator/admin.ts registerAdminRoutes",
+    "simulator/server.ts buildServer",
+  ],
+};
+
+/** src/ as a graph: each file → the files of src/ it imports (type-only imports too: a reader follows them). */
+async function importGraph(): Promise<Map<string, string[]>> {
+  const graph = new Map<string, string[]>();
+  for (const file of await sourceFiles(SRC)) {
+    const targets = importsOf(await readFile(file, "utf8"))
+      .filter((specifier) => specifier.startsWith("."))
+      .map((specifier) => srcPath(path.resolve(path.dirname(file), specifier)));
+    graph.set(srcPath(file), [...new Set(targets)]);
+  }
+  return graph;
+}
+
+function srcPath(file: string): string {
+  return path.relative(SRC, file).split(path.sep).join("/");
+}
+
+/** The findings beyond the allow-list, and the allow-list's entries that no longer apply (stale). */
+function beyond(found: readonly string[], allowed: readonly string[]): { found: string[]; stale: string[] } {
+  return {
+    found: found.filter((entry) => !allowed.includes(entry)),
+    stale: allowed.filter((entry) => !found.includes(entry)),
+  };
+}
+
+describe("repository-wide rules", () => {
+  it("no import cycle anywhere in src/", async () => {
+    const cycles = importCycles(await importGraph()).map((cycle) => cycle.join(" ↔ "));
+    const allowed = NOT_YET_SPLIT.cycles.map((cycle) => [...cycle].sort().join(" ↔ "));
+    expect(beyond(cycles, allowed)).toEqual({ found: [], stale: [] });
+  });
+
+  it(`no file in src/ over ${MAX_FILE_LINES} lines`, async () => {
+    const long: string[] = [];
+    for (const file of await sourceFiles(SRC)) {
+      const lines = lineCount(await readFile(file, "utf8"));
+      if (lines > MAX_FILE_LINES) long.push(srcPath(file));
+    }
+    expect(beyond(long, NOT_YET_SPLIT.longFiles)).toEqual({ found: [], stale: [] });
+  });
+
+  it(`no function in src/ over ${MAX_FUNCTION_LINES} lines`, async () => {
+    const long = new Map<string, string>();
+    for (const file of await sourceFiles(SRC)) {
+      for (const span of functionSpans(await readFile(file, "utf8"), file)) {
+        const where = `${srcPath(file)} ${span.name}`;
+        if (span.lines > MAX_FUNCTION_LINES)
+          long.set(where, `${srcPath(file)}:${span.line} ${span.name}, ${span.lines} lines`);
+      }
+    }
+    const { found, stale } = beyond([...long.keys()], NOT_YET_SPLIT.longFunctions);
+    expect({ found: found.map((where) => long.get(where)), stale }).toEqual({ found: [], stale: [] });
+  });
+
+  it("changes no V8 flag while the operator runs: setFlagsFromString only in cli/node-flags.ts, once at start-up", async () => {
+    const setting: string[] = [];
+    for (const file of await sourceFiles(SRC)) {
+      if ((await readFile(file, "utf8")).includes("setFlagsFromString")) setting.push(srcPath(file));
+    }
+    expect(setting).toEqual(["cli/node-flags.ts"]);
+  });
+
+  it("the measures catch what they are meant to", () => {
+    expect(lineCount("a\nb\n")).toBe(2);
+    expect(lineCount("a\nb")).toBe(2);
+    const source = [
+      "export function outer(a: number): { b: number } {", // 1
+      "  const inner = (x: string): void => {", // 2
+      `    const braces = "}}}" + \`$\{"{"}\` + /[{]/.source;`, // 3
+      "  };", // 4
+      "  return { b: a };", // 5
+      "}", // 6
+      "class Widget {", // 7
+      "  render(): string {", // 8
+      '    return "";', // 9
+      "  }", // 10
+      "  size = () => 1;", // 11
+      "}", // 12
+      "declare function typeOnly(): void;", // 13
+    ].join("\n");
+    expect(functionSpans(source, "example.ts")).toEqual([
+      { name: "outer", line: 1, lines: 6 },
+      { name: "inner", line: 2, lines: 3 },
+      { name: "render", line: 8, lines: 3 },
+      { name: "size", line: 11, lines: 1 },
+    ]);
+    const graph = new Map([
+      ["a.ts", ["b.ts"]],
+      ["b.ts", ["c.ts"]],
+      ["c.ts", ["a.ts"]],
+      ["d.ts", ["a.ts", "d.ts"]],
+      ["e.ts", []],
+    ]);
+    expect(importCycles(graph)).toEqual([["a.ts", "b.ts", "c.ts"], ["d.ts"]]);
   });
 });

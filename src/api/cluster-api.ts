@@ -3,15 +3,8 @@
 // annotations, and the contract's status pieces (initialization, machine addresses, conditions with Paused).
 // docs/cluster-api.md has the contract table: each field, who sets it, its test.
 import { z } from "zod";
-import {
-  AGE_COLUMN,
-  CATEGORY,
-  Condition,
-  type KindInfo,
-  type PrinterColumn,
-  READY_COLUMN,
-  REASON_COLUMN,
-} from "./common.ts";
+import { CATEGORY, Condition } from "./common.ts";
+import { AGE_COLUMN, type KindInfo, type PrinterColumn, READY_COLUMN, REASON_COLUMN } from "./kind-info.ts";
 
 /** The group infrastructure providers use (Cluster API's core manager is granted every verb on it). */
 export const INFRASTRUCTURE_GROUP = "infrastructure.cluster.x-k8s.io";

@@ -1,8 +1,29 @@
-// Shared pieces of the custom resources: group/version, annotations, condition vocabulary, the managed
-// spec and status bases, and the small zod helpers every kind file uses so that each field carries a
-// description (kubectl explain and docs/crd-reference.md read them) and a length bound (CEL cost estimation).
+// What every custom resource shares: its group and version, the annotations, labels, finalizer and Secret
+// conventions, the object's metadata, the default cloud name, and the managed spec and status bases every kind's
+// schema starts with. The condition vocabulary (reasons.ts) is re-exported here: every status carries it.
 import { createHash } from "node:crypto";
 import { z } from "zod";
+import {
+  type CelRule,
+  CLOUD_NAME_EXPECTED,
+  CLOUD_NAME_PATTERN,
+  immutableOnceSet,
+  localObjectReference,
+  matching,
+  text,
+  timestamp,
+} from "./fields.ts";
+import { CONDITION_STATUSES, CONDITION_TYPES, type ConditionType } from "./reasons.ts";
+
+export {
+  CONDITION_STATUSES,
+  CONDITION_TYPES,
+  type ConditionStatus,
+  type ConditionType,
+  REASON_DESCRIPTIONS,
+  REASONS,
+  type Reason,
+} from "./reasons.ts";
 
 export const GROUP = "gpucloud.dev";
 export const VERSION = "v1alpha1";
@@ -47,202 +68,6 @@ export const POOL_LABELS = {
 
 /** The Secret a resource uses when spec.credentialsRef is left out. */
 export const DEFAULT_CREDENTIALS_SECRET = "gpucloud-credentials";
-
-/**
- * Condition types. Ready, Reconciling and Stalled are kstatus' (kubectl wait, Argo CD and Flux read them);
- * Synced (is the cloud resource in step with the spec?) and UpToDate (were its create-only values applied?) are
- * informational: kstatus and the Argo CD health check ignore them (docs/adr/0012-what-kubectl-shows.md).
- */
-export const CONDITION_TYPES = ["Ready", "Reconciling", "Stalled", "Synced", "UpToDate"] as const;
-export type ConditionType = (typeof CONDITION_TYPES)[number];
-export const CONDITION_STATUSES = ["True", "False", "Unknown"] as const;
-export type ConditionStatus = (typeof CONDITION_STATUSES)[number];
-
-/** The fixed set of condition and event reasons. */
-export const REASONS = {
-  Creating: "Creating",
-  Updating: "Updating",
-  Deleting: "Deleting",
-  Scaling: "Scaling",
-  RollingUpdate: "RollingUpdate",
-  ReplicaFailure: "ReplicaFailure",
-  Adopted: "Adopted",
-  WaitingForOperation: "WaitingForOperation",
-  WaitingForDependency: "WaitingForDependency",
-  WaitingForOwner: "WaitingForOwner",
-  CapacityUnavailable: "CapacityUnavailable",
-  PaymentMethodRequired: "PaymentMethodRequired",
-  CredentialsMissing: "CredentialsMissing",
-  CredentialsInvalid: "CredentialsInvalid",
-  ApiUrlNotAllowed: "ApiUrlNotAllowed",
-  InvalidSpec: "InvalidSpec",
-  ImmutableFieldChanged: "ImmutableFieldChanged",
-  NameConflict: "NameConflict",
-  AccountChanged: "AccountChanged",
-  NotPermitted: "NotPermitted",
-  RateLimited: "RateLimited",
-  ApiUnavailable: "ApiUnavailable",
-  NotSupported: "NotSupported",
-  OperationFailed: "OperationFailed",
-  Paused: "Paused",
-  Observed: "Observed",
-  Available: "Available",
-  StatusRejected: "StatusRejected",
-  CreateOnlyFieldChanged: "CreateOnlyFieldChanged",
-  CreateOnlyFieldsApplied: "CreateOnlyFieldsApplied",
-  ReferenceNotFound: "ReferenceNotFound",
-  ReferenceDeleting: "ReferenceDeleting",
-  InUse: "InUse",
-  InternalError: "InternalError",
-  BudgetExceeded: "BudgetExceeded",
-  WithinLimit: "WithinLimit",
-  OverLimit: "OverLimit",
-} as const;
-export type Reason = (typeof REASONS)[keyof typeof REASONS];
-
-/** One line per reason: what it means for the user. Rendered into docs/crd-reference.md. */
-export const REASON_DESCRIPTIONS: Readonly<Record<Reason, string>> = {
-  Creating: "The cloud resource is being created (create requested or its operation in progress).",
-  Updating: "The cloud resource is being changed to match the spec (type, disks, power state, rules, size).",
-  Deleting: "The object is being deleted and the cloud resource is being removed (or orphaned).",
-  Scaling: "GpuVmPool: replicas are being created or removed to reach spec.replicas.",
-  RollingUpdate:
-    "GpuVmPool: replicas are being replaced (create-only template fields changed) or changed in place, within " +
-    "maxUnavailable and maxSurge.",
-  ReplicaFailure: "GpuVmPool: a replica is Stalled for a reason other than capacity; its GpuVm says why.",
-  Adopted: "GpuVmPool: a GpuVm (or GpuDisk) matching the pool's selector without an owner was taken over.",
-  WaitingForOperation: "A cloud operation is in progress; the operator polls it before doing anything else.",
-  WaitingForDependency:
-    "A referenced object (GpuDisk, GpuNetwork, GpuVm) is not Ready yet, or one being deleted still holds this " +
-    "object (a VM detaching a disk); resolves itself.",
-  WaitingForOwner:
-    "Synced=False: sharded operator, and no replica of this object's shard has held its Lease for a while, so a " +
-    "spec change (metadata.generation above status.observedGeneration) waits; written by another shard's leader " +
-    "(gpucloud_operator_objects_without_owner counts such objects).",
-  CapacityUnavailable:
-    "No location in the list has capacity for the VM type right now; retried with backoff. On a GpuVmPool: some " +
-    "replicas cannot be placed in any of spec.placement.locations; the others run.",
-  PaymentMethodRequired: "The organization has no valid payment method; resources cannot be created until it does.",
-  CredentialsMissing: "The credentials Secret, or a key in it, does not exist.",
-  CredentialsInvalid: "The cloud API rejected the credentials (401/403); fixed by updating the Secret.",
-  ApiUrlNotAllowed:
-    "The credentials Secret names an apiUrl the operator may not call (--allowed-api-urls); no request is sent. " +
-    "Fix the Secret, or have the operator's administrator allow the URL.",
-  InvalidSpec:
-    "The spec is invalid for the cloud (refused with 400, 413 too large, 422 or another 4xx it would answer " +
-    "again, or unknown type, image or location); the message says what to change.",
-  ImmutableFieldChanged: "A field that cannot change after creation was changed; revert it or recreate the object.",
-  NameConflict:
-    "A name is taken by something this object does not own: a cloud resource another object manages or this " +
-    "object did not create (set spec.id to adopt it), or a Secret/ConfigMap for connection details it did not write.",
-  AccountChanged:
-    "The credentials Secret now names another project (or API URL) than the one holding this object's cloud " +
-    "resource: nothing is created in the new one. Restore the Secret, or release the resource (deletionPolicy " +
-    "Orphan) and adopt it anew.",
-  NotPermitted:
-    "The operator's configuration does not allow what this object asks: observing a cloud resource that an " +
-    "object of another namespace manages (--allow-cross-namespace-observe).",
-  RateLimited: "The cloud API answered 429; the operator waits for Retry-After before trying again.",
-  ApiUnavailable: "The cloud API is unreachable or failing (network error, timeout, 5xx); retried with backoff.",
-  NotSupported:
-    "The cloud API does not offer an endpoint this change needs (404/405 on that route), or refuses the form of the operator's request (415 and the like): the message says what to do instead (deletionPolicy: Orphan to let a resource the server cannot delete go).",
-  OperationFailed: "A cloud operation ended FAILED; the message carries the cloud's code and text.",
-  Paused: "The gpucloud.dev/paused annotation is set; the operator makes no cloud calls for this object.",
-  Observed: "managementPolicy is Observe: the cloud resource is read into status but never changed.",
-  Available: "The cloud resource exists and matches the spec.",
-  StatusRejected:
-    "The status could not be written (a value does not fit the CRD, or the API server refused it): a bug to " +
-    "report. Nothing more is sent for the object until its spec changes or 10 minutes pass.",
-  CreateOnlyFieldChanged:
-    "UpToDate=False: a value the cloud takes only at creation (a GpuVm's SSH key or a script from a Secret or " +
-    "ConfigMap) changed after the resource was created; it is not applied. Restore it, or re-create the object.",
-  CreateOnlyFieldsApplied: "UpToDate=True: the resource was created with the current create-only values.",
-  ReferenceNotFound:
-    "Stalled: a referenced object (GpuDisk, GpuNetwork, GpuVm, Secret, ConfigMap) or a key in it does not exist. " +
-    "Create it or correct the reference; the object proceeds by itself once it exists.",
-  ReferenceDeleting:
-    "Stalled: a referenced object is being deleted while this object still refers to it. Remove the reference " +
-    "from this object's spec (or delete this object too).",
-  InUse:
-    "Stalled: the object is being deleted but something its owner still declares uses it (a GpuVm whose " +
-    "spec.disks lists the disk, a VM no GpuVm manages, a GpuFirewallRule on the network). Remove that use; the " +
-    "deletion proceeds by itself then.",
-  InternalError:
-    "The operator met an unexpected error of its own (a bug, logged at error level with its stack); retried " +
-    "with backoff.",
-  BudgetExceeded:
-    "The action (a create, a START, a larger type, a disk create or growth) waits for room in a GpuBudget: the " +
-    "message says how much is missing, in which budget, and what uses it. It proceeds by itself when room frees " +
-    "(higher priority first, then the one waiting longer), or when the budget's limit is raised.",
-  WithinLimit: "GpuBudget: what the objects it covers use and reserve is within its limits.",
-  OverLimit:
-    "GpuBudget (Stalled): what the covered objects use is above the limit (it was lowered, or resources were found " +
-    "billing); nothing is deleted, new spend waits until the use is below the limit. The message says by how much.",
-};
-
-// ---------------------------------------------------------------------------------------------------------
-// zod helpers: every field gets a description; strings get length bounds
-// ---------------------------------------------------------------------------------------------------------
-
-/** A Kubernetes object name (DNS subdomain) in the same namespace. */
-export const OBJECT_NAME_PATTERN = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
-export const OBJECT_NAME_EXPECTED =
-  "must be an object name such as my-disk: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit";
-/** A key in a Secret or ConfigMap. */
-export const DATA_KEY_PATTERN = /^[-._a-zA-Z0-9]+$/;
-export const DATA_KEY_EXPECTED =
-  "must be a Secret or ConfigMap key such as id_ed25519.pub: letters, digits, '-', '_' and '.'";
-/** A cloud location identifier such as `us-east1-a`. */
-export const LOCATION_PATTERN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-export const LOCATION_EXPECTED =
-  "must be a location such as us-east1-a: lowercase letters, digits and '-', starting and ending with a letter or digit";
-/** A name as the cloud accepts it: lowercase letters, digits, `-` and `.`, at most 63 characters. */
-export const CLOUD_NAME_PATTERN = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
-export const CLOUD_NAME_EXPECTED =
-  "must be a cloud name such as team-a-trainer: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit";
-
-/** A CEL string literal (single-quoted) holding `text`. */
-export function celString(text: string): string {
-  return `'${text.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'`;
-}
-
-/** The CEL rule that `self` matches `pattern`; `expected` is what the API server says instead of the expression. */
-export function matchesRule(pattern: RegExp, expected: string): CelRule {
-  return { rule: `self.matches(${celString(pattern.source)})`, message: expected };
-}
-
-/**
- * `schema` constrained to `pattern`, said in words: zod reports `expected`, and the CRD carries a CEL rule with
- * `expected` as its message instead of an OpenAPI `pattern` (the API server would print the raw expression). The
- * generator refuses a `pattern` without such a rule (src/api/crd.ts). `rules` are further rules on the same field,
- * which should hold only for a value that matches (guard them with the pattern, so that one mistake is one error).
- */
-export function matching(schema: z.ZodString, pattern: RegExp, expected: string, rules: readonly CelRule[] = []) {
-  return schema
-    .regex(pattern, expected)
-    .meta({ "x-kubernetes-validations": [matchesRule(pattern, expected), ...rules] });
-}
-
-/** `rule`, evaluated only when `expr` matches `pattern` (a malformed value has its own error already). */
-export function whenMatching(expr: string, pattern: RegExp, rule: string): string {
-  return `!${expr}.matches(${celString(pattern.source)}) || (${rule})`;
-}
-
-/** A bounded string with a description. */
-export function text(description: string, maxLength = 253) {
-  return z.string().max(maxLength).meta({ description });
-}
-
-/** A reference to another object of the same namespace by name. */
-export function localObjectReference(description: string, nameDescription: string) {
-  return z
-    .object({
-      name: matching(z.string().min(1).max(253), OBJECT_NAME_PATTERN, OBJECT_NAME_EXPECTED).meta({
-        description: nameDescription,
-      }),
-    })
-    .meta({ description });
-}
 
 /** The meaningful part of an object's metadata; unknown fields pass (the operator reads what it needs). */
 export const ObjectMeta = z.looseObject({
@@ -329,60 +154,12 @@ export const managedSpecShape = {
   }),
 };
 
-export interface CelRule {
-  rule: string;
-  message: string;
-  /** A CEL expression for the message (may name the value, e.g. the corrected CIDR); `message` is its fallback. */
-  messageExpression?: string;
-  /** Optional: the field the error is reported on (relative to the node carrying the rule). */
-  fieldPath?: string;
-  reason?: "FieldValueInvalid" | "FieldValueForbidden" | "FieldValueRequired" | "FieldValueDuplicate";
-}
-
-/** `field` cannot change once set, and cannot be removed (spec-level transition rule). */
-export function immutableOnceSet(field: string): CelRule {
-  return {
-    rule: `!has(oldSelf.${field}) || (has(self.${field}) && self.${field} == oldSelf.${field})`,
-    message: `${field} cannot change once set`,
-    fieldPath: `.${field}`,
-  };
-}
-
-/** `field` cannot change, be added or be removed after creation; `instead` says what to do instead. */
-export function immutable(field: string, instead?: string): CelRule {
-  return {
-    rule: `has(self.${field}) == has(oldSelf.${field}) && (!has(self.${field}) || self.${field} == oldSelf.${field})`,
-    message: instead === undefined ? `${field} is immutable` : `${field} is immutable: ${instead}`,
-    fieldPath: `.${field}`,
-  };
-}
-
-/** Exactly one of the fields is set. */
-export function exactlyOneOf(fields: readonly string[], message: string): CelRule {
-  return { rule: `[${fields.map((f) => `has(self.${f})`).join(", ")}].filter(x, x).size() == 1`, message };
-}
-
-/** At most one of the fields is set. */
-export function atMostOneOf(fields: readonly string[], message: string): CelRule {
-  return { rule: `[${fields.map((f) => `has(self.${f})`).join(", ")}].filter(x, x).size() <= 1`, message };
-}
-
 /** Spec-level rules every kind carries. */
 export const managedSpecRules: readonly CelRule[] = [immutableOnceSet("cloudName"), immutableOnceSet("id")];
-
-/** zod mirror of exactlyOneOf/atMostOneOf, for superRefine. */
-export function countSet(value: Record<string, unknown>, fields: readonly string[]): number {
-  return fields.filter((field) => value[field] !== undefined).length;
-}
 
 // ---------------------------------------------------------------------------------------------------------
 // Status base
 // ---------------------------------------------------------------------------------------------------------
-
-/** A Kubernetes timestamp (RFC 3339). Enforced by the API server; read tolerantly. */
-export function timestamp(description: string) {
-  return z.string().max(64).meta({ description, format: "date-time" });
-}
 
 export const Condition = z
   .object({
@@ -543,149 +320,4 @@ export function findCondition(
   type: ConditionType,
 ): Condition | undefined {
   return conditions?.find((condition) => condition.type === type);
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// Kind descriptors
-// ---------------------------------------------------------------------------------------------------------
-
-export interface PrinterColumn {
-  name: string;
-  type: "string" | "integer" | "number" | "boolean" | "date";
-  jsonPath: string;
-  description: string;
-  priority?: number;
-}
-
-export const READY_COLUMN: PrinterColumn = {
-  name: "Ready",
-  type: "string",
-  jsonPath: '.status.conditions[?(@.type=="Ready")].status',
-  description: "Status of the Ready condition.",
-};
-export const REASON_COLUMN: PrinterColumn = {
-  name: "Reason",
-  type: "string",
-  jsonPath: '.status.conditions[?(@.type=="Ready")].reason',
-  description: "Reason of the Ready condition.",
-};
-export const AGE_COLUMN: PrinterColumn = {
-  name: "Age",
-  type: "date",
-  jsonPath: ".metadata.creationTimestamp",
-  description: "Time since the object was created.",
-};
-export const ID_COLUMN: PrinterColumn = {
-  name: "ID",
-  type: "string",
-  jsonPath: ".status.id",
-  description: "Id of the cloud resource.",
-  priority: 1,
-};
-
-export const SYNCED_COLUMN: PrinterColumn = {
-  name: "Synced",
-  type: "string",
-  jsonPath: '.status.conditions[?(@.type=="Synced")].status',
-  description: "Status of the Synced condition: whether the cloud resource is in step with the spec.",
-};
-
-/** The columns every managed kind ends with (after its own): Ready, Synced, Reason, ID, Age. */
-export const MANAGED_COLUMNS: readonly PrinterColumn[] = [
-  READY_COLUMN,
-  SYNCED_COLUMN,
-  REASON_COLUMN,
-  ID_COLUMN,
-  AGE_COLUMN,
-];
-
-export interface KindInfo<
-  Schema extends z.ZodType = z.ZodType,
-  SpecSchema extends z.ZodType = z.ZodType,
-  StatusSchema extends z.ZodType = z.ZodType,
-> {
-  /** API group and version: gpucloud.dev/v1alpha1 unless the kind implements another project's contract. */
-  group: string;
-  version: string;
-  /** `<group>/<version>`, the objects' apiVersion. */
-  apiVersion: string;
-  /** Labels of the CRD beyond the project's own (Cluster API's contract label, for instance). */
-  crdLabels: Readonly<Record<string, string>>;
-  kind: string;
-  plural: string;
-  singular: string;
-  shortNames: readonly string[];
-  listKind: string;
-  categories: readonly string[];
-  /** One paragraph: the CRD's top-level description (kubectl explain <kind>). */
-  description: string;
-  schema: Schema;
-  specSchema: SpecSchema;
-  statusSchema: StatusSchema;
-  printerColumns: readonly PrinterColumn[];
-  /** The scale subresource (kubectl scale, HorizontalPodAutoscaler), for kinds that have replicas. */
-  scale?: ScaleSubresource;
-}
-
-/** JSON paths of the scale subresource: `.spec.replicas`, `.status.replicas` and a label-selector string. */
-export interface ScaleSubresource {
-  specReplicasPath: string;
-  statusReplicasPath: string;
-  labelSelectorPath?: string;
-}
-
-/** The apiVersion/kind/metadata envelope of a kind's object schema. */
-export function objectEnvelope<K extends string>(kind: K, apiVersion: string = API_VERSION) {
-  return {
-    apiVersion: z.literal(apiVersion).default(apiVersion),
-    kind: z.literal(kind).default(kind),
-    metadata: ObjectMeta,
-  };
-}
-
-/**
- * A kind's descriptor: its object schema (the envelope, `spec`, an optional `status`), its names (`GpuDisk` →
- * plural `gpudisks`, singular `gpudisk`, `GpuDiskList`) and the `gpucloud` category.
- */
-export function defineKind<K extends string, Spec extends z.ZodType, Status extends z.ZodType>(options: {
-  /** Default: gpucloud.dev. */
-  group?: string;
-  /** Default: v1alpha1. */
-  version?: string;
-  crdLabels?: Readonly<Record<string, string>>;
-  kind: K;
-  shortNames: readonly string[];
-  description: string;
-  spec: Spec;
-  status: Status;
-  printerColumns: readonly PrinterColumn[];
-  scale?: ScaleSubresource;
-  /** Default: the `gpucloud` category (`kubectl get gpucloud`). */
-  categories?: readonly string[];
-}) {
-  const { kind, shortNames, description, spec, status, printerColumns, scale } = options;
-  const group = options.group ?? GROUP;
-  const version = options.version ?? VERSION;
-  const apiVersion = `${group}/${version}`;
-  const schema = z.object({ ...objectEnvelope(kind, apiVersion), spec, status: status.optional() });
-  const singular = kind.toLowerCase();
-  const info: KindInfo<typeof schema, Spec, Status> = {
-    group,
-    version,
-    apiVersion,
-    crdLabels: options.crdLabels ?? {},
-    kind,
-    plural: `${singular}s`,
-    singular,
-    shortNames,
-    listKind: `${kind}List`,
-    categories: options.categories ?? [CATEGORY],
-    description,
-    schema,
-    specSchema: spec,
-    statusSchema: status,
-    printerColumns,
-    ...(scale !== undefined ? { scale } : {}),
-  };
-  return info;
 }

@@ -4,7 +4,8 @@
 import { stringify } from "yaml";
 import { z } from "zod";
 import { isRecord } from "../util/is-record.ts";
-import { celString, type KindInfo, type ScaleSubresource } from "./common.ts";
+import { celString } from "./fields.ts";
+import type { KindInfo, ScaleSubresource } from "./kind-info.ts";
 import { KINDS } from "./kinds.ts";
 
 /** A JSON/OpenAPI schema node as the CRD carries it. */
@@ -60,14 +61,14 @@ function normalizeKeywords(node: Record<string, unknown>, path: string): void {
 
 /**
  * The API server reports an OpenAPI `pattern` with the raw expression ("should match '^([1-9][0-9]*)…$'"). Every
- * pattern is said by a CEL rule with a message instead (`matching()` in common.ts adds it); the pattern goes.
+ * pattern is said by a CEL rule with a message instead (`matching()` in fields.ts adds it); the pattern goes.
  */
 function replacePattern(node: Record<string, unknown>, pattern: string, path: string): void {
   const rules = Array.isArray(node["x-kubernetes-validations"]) ? node["x-kubernetes-validations"] : [];
   const said = rules.some((rule) => isRecord(rule) && rule.rule === `self.matches(${celString(pattern)})`);
   if (!said) {
     throw new SchemaConversionError(
-      `${path || "<root>"}: pattern ${pattern} has no rule that says what is expected; build the field with matching() from src/api/common.ts`,
+      `${path || "<root>"}: pattern ${pattern} has no rule that says what is expected; build the field with matching() from src/api/fields.ts`,
     );
   }
   delete node.pattern;

@@ -5,19 +5,10 @@
 // more than the limit (docs/budgets.md, docs/adr/0026-budgets-and-capacity-queue.md).
 import { z } from "zod";
 import { VM_TYPES, vmFamily } from "../cloud/wire.ts";
-import {
-  AGE_COLUMN,
-  type CelRule,
-  celString,
-  defineKind,
-  managedStatusShape,
-  matching,
-  READY_COLUMN,
-  REASON_COLUMN,
-  text,
-  timestamp,
-} from "./common.ts";
+import { managedStatusShape } from "./common.ts";
+import { type CelRule, celString, matching, text, timestamp } from "./fields.ts";
 import { MAX_PRIORITY, MIN_PRIORITY } from "./gpu-vm.ts";
+import { AGE_COLUMN, defineKind, READY_COLUMN, REASON_COLUMN } from "./kind-info.ts";
 
 /** The GPU models a budget can limit: the families of the VM types (`a100-80gb.8x` → `a100-80gb`). */
 export const GPU_MODELS: readonly string[] = [...new Set(VM_TYPES.map(vmFamily))];

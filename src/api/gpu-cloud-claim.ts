@@ -5,7 +5,9 @@
 // edit a GpuVm's spec or status cannot make it manage another's resource (docs/adr/0021-ownership-claims.md).
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { AGE_COLUMN, defineKind, GROUP, MAX_CLOUD_NAME_LENGTH, type PrinterColumn, text } from "./common.ts";
+import { GROUP, MAX_CLOUD_NAME_LENGTH } from "./common.ts";
+import { text } from "./fields.ts";
+import { AGE_COLUMN, defineKind, type PrinterColumn } from "./kind-info.ts";
 
 /** The kinds whose cloud resources are claimed (the managed kinds; a GpuVmPool owns objects, not resources). */
 export const CLAIMED_KINDS = ["GpuVm", "GpuDisk", "GpuNetwork", "GpuFirewallRule"] as const;

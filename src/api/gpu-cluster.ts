@@ -8,21 +8,12 @@ import {
   infrastructureKindOptions,
   infrastructureStatusShape,
 } from "./cluster-api.ts";
-import {
-  type CelRule,
-  CredentialsRef,
-  countSet,
-  DEFAULT_CREDENTIALS_SECRET,
-  defineKind,
-  exactlyOneOf,
-  immutable,
-  immutableOnceSet,
-  matching,
-  text,
-} from "./common.ts";
+import { CredentialsRef, DEFAULT_CREDENTIALS_SECRET } from "./common.ts";
+import { type CelRule, countSet, exactlyOneOf, immutable, immutableOnceSet, matching, text } from "./fields.ts";
 import { GpuFirewallRuleSpec } from "./gpu-firewall-rule.ts";
 import { cidr } from "./gpu-network.ts";
 import { GpuVmSpec } from "./gpu-vm.ts";
+import { defineKind } from "./kind-info.ts";
 
 export const MAX_CLUSTER_FIREWALL_RULES = 16;
 export const MAX_FAILURE_DOMAINS = 100;

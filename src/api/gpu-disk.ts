@@ -1,20 +1,17 @@
 // GpuDisk: an attachable data disk (persistent SSD or shared volume).
 import { z } from "zod";
 import { BLOCK_SIZES, DISK_TYPES, SIZE_PATTERN } from "../cloud/wire.ts";
+import { managedSpecRules, managedSpecShape, managedStatusShape } from "./common.ts";
 import {
   type CelRule,
-  defineKind,
   immutable,
   LOCATION_EXPECTED,
   LOCATION_PATTERN,
-  MANAGED_COLUMNS,
-  managedSpecRules,
-  managedSpecShape,
-  managedStatusShape,
   matching,
   text,
   whenMatching,
-} from "./common.ts";
+} from "./fields.ts";
+import { defineKind, MANAGED_COLUMNS } from "./kind-info.ts";
 
 const GIB_PER_TIB = 1024;
 /** Limits from the cloud's contract: persistent-ssd 1 GiB–10 TiB; shared-volume 1–1000 TiB in whole TiB. */

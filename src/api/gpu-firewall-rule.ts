@@ -1,22 +1,19 @@
 // GpuFirewallRule: an allow/deny rule on a GpuNetwork.
 import { z } from "zod";
 import { FIREWALL_ACTIONS, FIREWALL_DIRECTIONS, FIREWALL_PROTOCOLS } from "../cloud/wire.ts";
+import { managedSpecRules, managedSpecShape, managedStatusShape } from "./common.ts";
 import {
   type CelRule,
   countSet,
-  defineKind,
   exactlyOneOf,
   immutable,
   localObjectReference,
-  MANAGED_COLUMNS,
-  managedSpecRules,
-  managedSpecShape,
-  managedStatusShape,
   matching,
   text,
   whenMatching,
-} from "./common.ts";
+} from "./fields.ts";
 import { cidr } from "./gpu-network.ts";
+import { defineKind, MANAGED_COLUMNS } from "./kind-info.ts";
 
 const PORT_NUMBER = "(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3})";
 /** A port (`22`) or an inclusive range (`8000-9000`), 1–65535. */

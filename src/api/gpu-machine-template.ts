@@ -3,10 +3,11 @@
 // API provider reads to scale a MachineDeployment up from zero.
 import { z } from "zod";
 import { CLUSTER_COLUMN, infrastructureKindOptions } from "./cluster-api.ts";
-import { AGE_COLUMN, defineKind, matching } from "./common.ts";
+import { matching } from "./fields.ts";
 import { machineVmRules, machineVmShape } from "./gpu-machine.ts";
 import { refineVmInputs } from "./gpu-vm.ts";
 import { labelMap } from "./gpu-vm-pool.ts";
+import { AGE_COLUMN, defineKind } from "./kind-info.ts";
 
 /** A Kubernetes quantity (resource.Quantity's serialised form): 8, 500m, 64Gi, 1.5e3. */
 export const QUANTITY_PATTERN =

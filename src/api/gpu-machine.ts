@@ -14,15 +14,15 @@ import {
 import {
   atMostOneOf,
   type CelRule,
-  defineKind,
   immutable,
   immutableOnceSet,
   LOCATION_EXPECTED,
   LOCATION_PATTERN,
   matching,
   text,
-} from "./common.ts";
+} from "./fields.ts";
 import { GpuVmSpec, refineVmInputs } from "./gpu-vm.ts";
+import { defineKind } from "./kind-info.ts";
 
 /** `<family>.<GPUs>x`, as the cloud names its VM types (a100-80gb.8x). */
 export const VM_TYPE_PATTERN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?\.[1-9][0-9]*x$/;

@@ -1,18 +1,9 @@
 // GpuNetwork: a VPC network that firewall rules attach to.
 import { z } from "zod";
 import { CIDR_PATTERN } from "../cloud/wire.ts";
-import {
-  type CelRule,
-  defineKind,
-  immutable,
-  MANAGED_COLUMNS,
-  managedSpecRules,
-  managedSpecShape,
-  managedStatusShape,
-  matching,
-  text,
-  whenMatching,
-} from "./common.ts";
+import { managedSpecRules, managedSpecShape, managedStatusShape } from "./common.ts";
+import { type CelRule, immutable, matching, text, whenMatching } from "./fields.ts";
+import { defineKind, MANAGED_COLUMNS } from "./kind-info.ts";
 
 export const DEFAULT_NETWORK_CIDR = "10.0.0.0/16";
 

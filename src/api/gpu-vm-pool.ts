@@ -3,21 +3,8 @@
 // changes. The pool owns Kubernetes objects only: its GpuVms and GpuDisks do the cloud work.
 import { z } from "zod";
 import { BLOCK_SIZES, DISK_MODES, DISK_TYPES, SIZE_PATTERN } from "../cloud/wire.ts";
-import {
-  AGE_COLUMN,
-  atMostOneOf,
-  type CelRule,
-  DELETION_POLICIES,
-  defineKind,
-  LOCATION_EXPECTED,
-  LOCATION_PATTERN,
-  managedStatusShape,
-  matching,
-  POOL_LABELS,
-  REASON_COLUMN,
-  text,
-  timestamp,
-} from "./common.ts";
+import { DELETION_POLICIES, managedStatusShape, POOL_LABELS } from "./common.ts";
+import { atMostOneOf, type CelRule, LOCATION_EXPECTED, LOCATION_PATTERN, matching, text, timestamp } from "./fields.ts";
 import {
   PERSISTENT_SSD_MAX_GIB,
   SHARED_VOLUME_MAX_GIB,
@@ -26,6 +13,7 @@ import {
   sizeInGiB,
 } from "./gpu-disk.ts";
 import { CREATE_ONLY_FIELDS, GpuVmSpec, MAX_LOCATIONS, refineVmInputs } from "./gpu-vm.ts";
+import { AGE_COLUMN, defineKind, REASON_COLUMN } from "./kind-info.ts";
 
 export const PLACEMENT_STRATEGIES = ["Spread", "Pack"] as const;
 export type PlacementStrategy = (typeof PLACEMENT_STRATEGIES)[number];

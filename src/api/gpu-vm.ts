@@ -2,32 +2,29 @@
 import { z } from "zod";
 import { DISK_MODES, VM_TYPES } from "../cloud/wire.ts";
 import {
-  AGE_COLUMN,
+  DEFAULT_CREDENTIALS_SECRET,
+  managedSpecRules,
+  managedSpecShape,
+  managedStatusShape,
+  SECRET_WATCH_SELECTOR,
+} from "./common.ts";
+import {
   atMostOneOf,
   type CelRule,
   countSet,
   DATA_KEY_EXPECTED,
   DATA_KEY_PATTERN,
-  DEFAULT_CREDENTIALS_SECRET,
-  defineKind,
   exactlyOneOf,
-  ID_COLUMN,
   immutable,
   LOCATION_EXPECTED,
   LOCATION_PATTERN,
   localObjectReference,
-  managedSpecRules,
-  managedSpecShape,
-  managedStatusShape,
   matching,
   OBJECT_NAME_EXPECTED,
   OBJECT_NAME_PATTERN,
-  READY_COLUMN,
-  REASON_COLUMN,
-  SECRET_WATCH_SELECTOR,
-  SYNCED_COLUMN,
   text,
-} from "./common.ts";
+} from "./fields.ts";
+import { AGE_COLUMN, defineKind, ID_COLUMN, READY_COLUMN, REASON_COLUMN, SYNCED_COLUMN } from "./kind-info.ts";
 
 /** OpenSSH public key line: algorithm, base64 blob, optional comment. */
 export const SSH_PUBLIC_KEY_PATTERN =

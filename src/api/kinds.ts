@@ -1,5 +1,5 @@
 // Every custom resource kind, in the order the CRDs and the reference doc list them.
-import type { KindInfo } from "./common.ts";
+
 import { gpuBudgetKind } from "./gpu-budget.ts";
 import { gpuCloudClaimKind } from "./gpu-cloud-claim.ts";
 import { gpuClusterKind } from "./gpu-cluster.ts";
@@ -10,6 +10,7 @@ import { gpuMachineTemplateKind } from "./gpu-machine-template.ts";
 import { gpuNetworkKind } from "./gpu-network.ts";
 import { gpuVmKind } from "./gpu-vm.ts";
 import { gpuVmPoolKind } from "./gpu-vm-pool.ts";
+import type { KindInfo } from "./kind-info.ts";
 
 export const KINDS: readonly KindInfo[] = [
   gpuVmKind,

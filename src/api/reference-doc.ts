@@ -2,18 +2,11 @@
 // one field table per kind for spec and status, the CEL rules, the printer columns, annotations and reasons.
 
 import { CLUSTER_API_CATEGORY, INFRASTRUCTURE_API_VERSION, isInfrastructureKind } from "./cluster-api.ts";
-import {
-  ANNOTATIONS,
-  API_VERSION,
-  CATEGORY,
-  CONDITION_TYPES,
-  FINALIZER,
-  type KindInfo,
-  REASON_DESCRIPTIONS,
-  REASONS,
-} from "./common.ts";
+import { ANNOTATIONS, API_VERSION, CATEGORY, FINALIZER } from "./common.ts";
 import { crdFileName, openApiSchemaOf, type SchemaNode } from "./crd.ts";
+import type { KindInfo } from "./kind-info.ts";
 import { KINDS } from "./kinds.ts";
+import { CONDITION_TYPES, REASON_DESCRIPTIONS, REASONS } from "./reasons.ts";
 
 const ANNOTATION_DESCRIPTIONS: Record<keyof typeof ANNOTATIONS, string> = {
   paused: '`"true"` stops every cloud call for the object; status shows reason `Paused`. Remove it to resume.',

@@ -5,8 +5,8 @@ import { Ajv, type ValidateFunction } from "ajv";
 import addFormats from "ajv-formats";
 import { parseAllDocuments } from "yaml";
 import { isRecord } from "../util/is-record.ts";
-import type { KindInfo } from "./common.ts";
 import { openApiSchemaOf, type SchemaNode } from "./crd.ts";
+import type { KindInfo } from "./kind-info.ts";
 import { KINDS } from "./kinds.ts";
 import { KUBERNETES_EXTENSIONS } from "./structural.ts";
 

@@ -1,35 +1,30 @@
-// The V8 flags the operator runs with.
+// The V8 flags and the environment the operator runs with, and why (the figures: ADR 0017, docs/scaling.md).
 //
 // OPERATOR_NODE_FLAGS go on node's command line (Dockerfile: NODE_OPTIONS; the playground and the bench pass
 // them too). --max-semi-space-size=4: V8 otherwise grows the young generation to 64 MiB per semi-space on a large
-// machine, and the operator's resident memory with it (idle 196 MiB, 440-540 MiB at 1,000 objects); capped at
-// 8 MiB the same burst peaked near 270 MiB for the same CPU, at 4 MiB 10 MiB lower again (bursts of 1,000 and
-// 10,000: no more CPU, the event loop's lag unchanged). --v8-pool-size=2: V8's helper threads (concurrent
-// marking and sweeping, background compiles) are two instead of Node's four; each thread that allocates holds a
-// malloc arena of its own, and on a pod of one or two cores more helpers only take turns (bursts of 1,000: 14 MiB
-// less at the peak, 0.2 s less CPU).
+// machine, and the operator's resident memory with it, for no CPU saved. --v8-pool-size=2: V8's helper threads
+// (concurrent marking and sweeping, background compiles) are two instead of Node's four; each thread that allocates
+// holds a malloc arena of its own, and on a pod of one or two cores more helpers only take turns.
 //
-// OPERATOR_RUNTIME_V8_FLAGS are flags Node refuses in NODE_OPTIONS: the run command sets them itself
-// (applyRuntimeV8Flags), so the image, the chart, the playground and a plain `node main.ts run` all get them.
-// --heap-growing-percent=50: after a full collection V8 lets the old generation grow to 1.5 times what survived
-// before collecting again; its own factor goes up to 4 on a machine with much memory, and a heap that grew stays
-// committed (at 10,000 objects: 312 MiB of heap for about 100 MiB alive, 440-490 MiB RSS at rest; with 50:
-// 135-146 MiB of heap, 259-267 MiB RSS). It costs more full collections: about 0.3 ms of CPU per object (4-7 %);
-// a larger value on node's command line trades memory back for CPU. See docs/scaling.md.
+// OPERATOR_RUNTIME_V8_FLAGS are flags Node refuses in NODE_OPTIONS: the run command sets them itself, once, before
+// anything else (applyRuntimeV8Flags; nothing changes them later, ADR 0027), so the image, the chart, the
+// playground and a plain `node main.ts run` all get them. --heap-growing-percent=50: after a full collection V8
+// lets the old generation grow to 1.5 times what survived before collecting again; its own factor goes up to 4 on
+// a machine with much memory, and a heap that grew stays committed. It costs more full collections; a larger value
+// on node's command line trades memory back for CPU.
 //
 // OPERATOR_ENVIRONMENT is read by the C library when the process starts, so it is set by whoever starts the
 // operator: the image (Dockerfile ENV), the playground and the bench (operatorEnvironment); a `node main.ts run`
 // typed in a shell goes without it. MALLOC_MMAP_THRESHOLD_=131072: glibc gives every allocation of 128 KiB or more
 // a mapping of its own and returns it to the system when freed. By default it raises that threshold to the size of
-// each such block freed (up to 32 MiB), after which large buffers (HTTP answers, pages of a list, V8's compiler
-// zones) come from its heaps, where small long-lived allocations between them keep the memory from being returned:
-// bursts of 1,000 objects peaked 26 MiB higher (153 against 180 MiB, medians of two; CPU within noise).
+// each such block freed, after which large buffers (HTTP answers, pages of a list, V8's compiler zones) come from
+// its heaps, where small long-lived allocations between them keep the memory from being returned.
 //
 // The compile cache (NODE_COMPILE_CACHE): Node strips the types of every .ts module with a WebAssembly parser
-// (amaro) that, once loaded, holds about 20 MiB of the process's memory for good. With the cache warm, Node takes
-// each module's stripped and compiled code from disk and never loads the parser: an operator idles 14–24 MiB
-// smaller and starts in half the time. The image warms its cache when it is built (Dockerfile); the processes the
-// playground and the bench start share one under the temporary directory (operatorEnvironment).
+// (amaro) that, once loaded, holds its memory for good. With the cache warm, Node takes each module's stripped and
+// compiled code from disk and never loads the parser: the operator idles smaller and starts faster. The image
+// warms its cache when it is built (Dockerfile); the processes the playground and the bench start share one under
+// the temporary directory (operatorEnvironment).
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { setFlagsFromString } from "node:v8";

@@ -108,8 +108,6 @@ export interface ControllerOptions {
   pacer?: ReconcilePacer;
   /** This replica's shard: keys of other shards are never queued (default: every key). */
   shard?: Shard;
-  /** Called as a pass of work begins: any pass but a periodic resync (the `low` lane). */
-  onWork?: () => void;
 }
 
 /**
@@ -220,7 +218,7 @@ export class Controller {
   /**
    * Queues a key now, dropping its pending delayed requeue: for a key that waited for a resource (a slot of its
    * cloud account) rather than for a time, and gets it now. `position` queues it ahead of its lane; its pass is
-   * still told `priority` (a resync stays a resync, and no work for the idle memory saver).
+   * still told `priority` (a resync stays a resync: it may end quietly, ADR 0018).
    */
   wake(key: string, priority: Priority = "normal", position: Priority = priority): void {
     if (!this.owns(key)) return;
@@ -377,7 +375,6 @@ export class Controller {
     let result: Outcome;
     try {
       const priority = queue.takenFrom(key) ?? "normal";
-      if (priority !== "low") this.#options.onWork?.();
       const ctx: ReconcileContext = { signal: abort.signal, logger, reconcileId, priority };
       // Inside the pass's scope: every write it makes is refused once its signal aborts (runtime/fencing.ts).
       result = await runInPass(abort.signal, () => this.#options.reconciler.reconcile(request, ctx));

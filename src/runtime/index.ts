@@ -1,18 +1,15 @@
 // The runtime's public API (what src/controllers and src/cli use). See docs/runtime.md.
+export { type ConfigResult, type OperatorConfig, parseConfig } from "./config.ts";
+export { envNameOf, helpText } from "./config-flags.ts";
 export {
   type BindAddress,
   ConfigError,
-  type ConfigResult,
-  envNameOf,
-  helpText,
   type LogFormat,
   type LogLevel,
   type LogTimeFormat,
   type OperationPolling,
-  type OperatorConfig,
   parseBindAddress,
-  parseConfig,
-} from "./config.ts";
+} from "./config-values.ts";
 export {
   Controller,
   type ControllerOptions,
@@ -26,31 +23,23 @@ export {
   type ReconcileRequest,
   type Reconciler,
 } from "./controller.ts";
+export type { ControllerRegistration, WatchMapping } from "./controller-registration.ts";
 export { type EventInput, EventRecorder, type EventType, REPORTING_CONTROLLER } from "./events.ts";
 export {
-  type InformerEvent,
-  type InformerHandler,
   type InformerOptions,
   ListTimeoutError,
-  MultiNamespaceInformer,
   missingResourceMessage,
   type ObjectInformer,
   ResilientInformer,
 } from "./informer.ts";
+export type { InformerEvent, InformerHandler } from "./informer-cache.ts";
 export { KubeClient, type StatusObject } from "./kube.ts";
 export { countingInterceptor, instrumentKubeConfig, NO_RESPONSE_CODE } from "./kube-request-metrics.ts";
 export { LeaderElector, type LeaderElectorOptions } from "./leader-election.ts";
 export { createLogger, formatLogLine, type LoggerOptions, REDACTED_PATHS, textDestination } from "./logging.ts";
-export {
-  CacheSyncTimeoutError,
-  type ControllerRegistration,
-  defaultConfig,
-  type InformerTuning,
-  Manager,
-  type ManagerOptions,
-  type WatchMapping,
-} from "./manager.ts";
+export { CacheSyncTimeoutError, defaultConfig, Manager, type ManagerOptions } from "./manager.ts";
 export { type CloudOperationsSample, Metrics, type ReconcileResult } from "./metrics.ts";
+export { MultiNamespaceInformer } from "./multi-namespace-informer.ts";
 export {
   apiVersionOf,
   CONFIG_MAPS,
@@ -62,6 +51,7 @@ export {
   SECRETS,
 } from "./resource.ts";
 export { hashKey, ownsKey, type Shard, shardLeaseName, shardOfKey } from "./sharding.ts";
+export type { InformerTuning } from "./shared-informers.ts";
 export {
   createMergePatch,
   type JsonValue,

@@ -3,22 +3,21 @@
 // - after a list error (or any non-410 watch error) ListWatch stops for good → restart with jittered backoff,
 //   but never after our own stop (ListWatch.stop() itself emits `error`): every ListWatch instance belongs to a
 //   generation and events/errors of retired generations are ignored;
-// - handlers run inside an un-awaited async function → ours are wrapped so a throw is logged, never an
-//   unhandled rejection (and by contract they only enqueue keys);
-// - ListWatch asks for neither bookmarks nor a timeout → a Watch subclass adds allowWatchBookmarks=true and a
-//   jittered timeoutSeconds (and reads the watch as a Node stream, not through WHATWG fetch: watch-stream.ts);
+// - ListWatch asks for neither bookmarks nor a timeout, and runs its handlers in an async function nobody awaits
+//   → bookmarking-watch.ts;
 // - half-open connections hang silently → a watchdog relists when nothing (not even a bookmark) arrived for
 //   `staleAfterMs`; a list that hangs is aborted after `listTimeoutMs` and counts as an error;
 // - a list answered 404 (CRD not installed) → one actionable error log, then quiet retries; `syncError()`
 //   tells /readyz and the manager's cache-sync timeout why the informer has not synced.
-// The cache itself is ours, fed from every list (so a fresh ListWatch after a restart still reports deletes
-// that happened while we were disconnected) and from watch events.
+// The cache itself is ours (informer-cache.ts), fed from every list (so a fresh ListWatch after a restart still
+// reports deletes that happened while we were disconnected) and from watch events.
 import type { KubeConfig, KubernetesListObject, KubernetesObject } from "@kubernetes/client-node";
 // By path, not the package root (which loads every generated API and model): see kube-client-loading.ts.
 import { ListWatch } from "@kubernetes/client-node/dist/cache.js";
 import type { Logger } from "pino";
-import { type StringInterner, sharedInterner } from "../util/intern.ts";
-import { sameJson } from "../util/json-values.ts";
+import type { StringInterner } from "../util/intern.ts";
+import { BookmarkingWatch } from "./bookmarking-watch.ts";
+import { InformerCache, type InformerHandler } from "./informer-cache.ts";
 import {
   collectionPath,
   type KubeResource,
@@ -29,19 +28,6 @@ import {
 } from "./resource.ts";
 import { statusOf } from "./status.ts";
 import { type Clock, jitter, systemClock, type TimerHandle } from "./time.ts";
-import { StreamingWatch } from "./watch-stream.ts";
-
-export type InformerEventType = "add" | "update" | "delete";
-
-export interface InformerEvent<T> {
-  type: InformerEventType;
-  object: T;
-  /** The cached object an update replaced. */
-  previous?: T;
-}
-
-/** Handlers must be quick and must not throw; by contract they only enqueue keys. */
-export type InformerHandler<T> = (event: InformerEvent<T>) => void;
 
 /** The read side shared by a single-namespace informer and a set of per-namespace informers. */
 export interface ObjectInformer<T extends KubernetesObject = KubernetesObject> {
@@ -99,79 +85,6 @@ export interface InformerOptions {
   onLifecycle?: (event: { type: "restart" | "relist" | "error"; reason: string }) => void;
 }
 
-type WatchCallback = (phase: string, apiObject: unknown, watchObject?: unknown) => void;
-type WatchDone = (error: unknown) => void;
-
-/** A Watch that asks for bookmarks and a server-side timeout, reports activity, and goes silent when retired. */
-class BookmarkingWatch extends StreamingWatch {
-  retired = false;
-  readonly #timeoutSeconds: () => number;
-  readonly #onActivity: () => void;
-
-  readonly #onMalformed: (phase: string, error?: unknown) => void;
-  readonly #selectors: { fieldSelector?: string; labelSelector?: string };
-
-  constructor(
-    kubeConfig: KubeConfig,
-    timeoutSeconds: () => number,
-    onActivity: () => void,
-    onMalformed: (phase: string, error?: unknown) => void,
-    selectors: { fieldSelector?: string; labelSelector?: string },
-  ) {
-    super(kubeConfig);
-    this.#timeoutSeconds = timeoutSeconds;
-    this.#onActivity = onActivity;
-    this.#onMalformed = onMalformed;
-    this.#selectors = selectors;
-  }
-
-  override async watch(
-    path: string,
-    queryParams: Record<string, string | number | boolean | undefined>,
-    callback: WatchCallback,
-    done: WatchDone,
-  ): Promise<AbortController> {
-    // A retired ListWatch may still finish a slow list and try to watch: do not let it.
-    if (this.retired) return new AbortController();
-    const params = {
-      ...queryParams,
-      allowWatchBookmarks: true,
-      timeoutSeconds: this.#timeoutSeconds(),
-      ...this.#selectors,
-    };
-    return super.watch(
-      path,
-      params,
-      (phase, apiObject, watchObject) => {
-        if (this.retired) return;
-        this.#onActivity();
-        // ListWatch's handler is async and never awaited, and it dereferences `object.metadata` blindly: drop
-        // malformed events here and catch its promise, so neither becomes an unhandled rejection.
-        if (!isWellFormedEvent(phase, apiObject)) {
-          this.#onMalformed(phase);
-          return;
-        }
-        try {
-          const pending: unknown = callback(phase, apiObject, watchObject);
-          if (pending instanceof Promise) pending.catch((error: unknown) => this.#onMalformed(phase, error));
-        } catch (error) {
-          this.#onMalformed(phase, error);
-        }
-      },
-      done,
-    );
-  }
-}
-
-/** Object events need an object with metadata; ERROR events carry a Status object. */
-function isWellFormedEvent(phase: string, apiObject: unknown): boolean {
-  if (typeof apiObject !== "object" || apiObject === null) return false;
-  if (phase === "ERROR") return true;
-  if (!["ADDED", "MODIFIED", "DELETED", "BOOKMARK"].includes(phase)) return false;
-  const metadata = "metadata" in apiObject ? apiObject.metadata : undefined;
-  return typeof metadata === "object" && metadata !== null;
-}
-
 /** Thrown when a list did not answer within `listTimeoutMs`. */
 export class ListTimeoutError extends Error {
   override name = "ListTimeoutError";
@@ -212,12 +125,6 @@ function withTimeout<T>(
 /** Objects of a list applied between two yields to the event loop. */
 const APPLY_CHUNK = 250;
 
-function objectKey(object: KubernetesObject): string | undefined {
-  const name = object.metadata?.name;
-  if (!name) return undefined;
-  return `${object.metadata?.namespace ?? ""}/${name}`;
-}
-
 export class ResilientInformer<T extends KubernetesObject = KubernetesObject> implements ObjectInformer<T> {
   readonly resource: KubeResource;
   readonly namespace: string | undefined;
@@ -226,9 +133,7 @@ export class ResilientInformer<T extends KubernetesObject = KubernetesObject> im
   readonly #clock: Clock;
   readonly #random: () => number;
   readonly #listFunction: ListFunction;
-  readonly #handlers = new Set<InformerHandler<T>>();
-  /** namespace → name → object. */
-  readonly #cache = new Map<string, Map<string, T>>();
+  readonly #cache: InformerCache<T>;
 
   #generation = 0;
   #listWatch: ListWatch<T> | undefined;
@@ -253,25 +158,27 @@ export class ResilientInformer<T extends KubernetesObject = KubernetesObject> im
       informer: resourceId(options.resource),
       ...(this.namespace ? { watchNamespace: this.namespace } : {}),
     });
+    this.#cache = new InformerCache<T>({
+      namespaced: options.resource.namespaced,
+      logger: this.#logger,
+      ...(options.transform ? { transform: options.transform } : {}),
+      ...(options.interner ? { interner: options.interner } : {}),
+    });
     this.#listFunction =
       options.listFunction ??
       makeListFunction(options.kubeConfig, options.resource, this.namespace, selectorsOf(options));
   }
 
   on(handler: InformerHandler<T>): () => void {
-    this.#handlers.add(handler);
-    return () => this.#handlers.delete(handler);
+    return this.#cache.on(handler);
   }
 
   get(namespace: string, name: string): T | undefined {
-    return this.#cache.get(this.resource.namespaced ? namespace : "")?.get(name);
+    return this.#cache.get(namespace, name);
   }
 
   list(namespace?: string): T[] {
-    if (namespace !== undefined && this.resource.namespaced) return [...(this.#cache.get(namespace)?.values() ?? [])];
-    const all: T[] = [];
-    for (const objects of this.#cache.values()) all.push(...objects.values());
-    return all;
+    return this.#cache.list(namespace);
   }
 
   hasSynced(): boolean {
@@ -340,9 +247,9 @@ export class ResilientInformer<T extends KubernetesObject = KubernetesObject> im
       () => this.#list(isCurrent),
       false,
     );
-    listWatch.on("add", (object) => isCurrent() && this.#upsert(object));
-    listWatch.on("update", (object) => isCurrent() && this.#upsert(object));
-    listWatch.on("delete", (object) => isCurrent() && this.#remove(object));
+    listWatch.on("add", (object) => isCurrent() && this.#cache.upsert(object));
+    listWatch.on("update", (object) => isCurrent() && this.#cache.upsert(object));
+    listWatch.on("delete", (object) => isCurrent() && this.#cache.remove(object));
     listWatch.on("connect", () => isCurrent() && this.#touch());
     listWatch.on("error", (error: unknown) => {
       // Errors of a retired generation include the abort caused by our own stop(): never restart on those.
@@ -382,26 +289,15 @@ export class ResilientInformer<T extends KubernetesObject = KubernetesObject> im
     )) as KubernetesListObject<T>;
     if (!isCurrent()) return list;
     this.#options.onLifecycle?.({ type: "relist", reason: "list" });
-    const seen = new Set<string>();
-    for (const item of list.items) {
-      const key = objectKey(item);
-      if (key !== undefined) seen.add(key);
-    }
-    const gone: T[] = [];
-    for (const objects of this.#cache.values()) {
-      for (const object of objects.values()) {
-        const key = objectKey(object);
-        if (key !== undefined && !seen.has(key)) gone.push(object);
-      }
-    }
+    const gone = this.#cache.missingFrom(list.items);
     // Applied in chunks: handlers run per object, and 10,000 objects in one go would stall the event loop.
     for (let index = 0; index < gone.length; index++) {
-      this.#remove(gone[index] as T);
+      this.#cache.remove(gone[index] as T);
       if ((index + 1) % APPLY_CHUNK === 0) await yieldToEventLoop();
     }
     for (let index = 0; index < list.items.length; index++) {
       if (!isCurrent()) return list;
-      this.#upsert(list.items[index] as T);
+      this.#cache.upsert(list.items[index] as T);
       if ((index + 1) % APPLY_CHUNK === 0) await yieldToEventLoop();
     }
     this.#touch();
@@ -468,140 +364,11 @@ export class ResilientInformer<T extends KubernetesObject = KubernetesObject> im
   #touch(): void {
     this.#lastActivityAt = this.#clock.now();
   }
-
-  #upsert(object: T): void {
-    const name = object.metadata?.name;
-    if (!name) return;
-    (this.#options.transform ?? stripUnread)(object);
-    const namespace = this.resource.namespaced ? (object.metadata?.namespace ?? "") : "";
-    let objects = this.#cache.get(namespace);
-    if (objects === undefined) {
-      objects = new Map();
-      this.#cache.set(namespace, objects);
-    }
-    const previous = objects.get(name);
-    const version = object.metadata?.resourceVersion;
-    if (previous !== undefined && version !== undefined && previous.metadata?.resourceVersion === version) return;
-    // Cached until the next change: one copy of each repeated string (namespace, finalizers, condition reasons,
-    // references), not one per object (see util/intern.ts); what did not change is the previous version's.
-    const interner = this.#options.interner ?? sharedInterner;
-    if (previous === undefined) interner.internDeep(object);
-    else shareUnchanged(object, previous, interner);
-    objects.set(name, object);
-    this.#emit(previous === undefined ? { type: "add", object } : { type: "update", object, previous });
-  }
-
-  #remove(object: T): void {
-    const name = object.metadata?.name;
-    if (!name) return;
-    const namespace = this.resource.namespaced ? (object.metadata?.namespace ?? "") : "";
-    const objects = this.#cache.get(namespace);
-    const cached = objects?.get(name);
-    if (objects === undefined || cached === undefined) return;
-    objects.delete(name);
-    if (objects.size === 0) this.#cache.delete(namespace);
-    this.#emit({ type: "delete", object: cached });
-  }
-
-  #emit(event: InformerEvent<T>): void {
-    for (const handler of this.#handlers) {
-      try {
-        handler(event);
-      } catch (error) {
-        this.#logger.error({ err: error, event: event.type }, "informer handler threw; handlers must only enqueue");
-      }
-    }
-  }
-}
-
-const LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration";
-
-/**
- * Gives a new version of an object the previous version's parts (spec, status, data: every top-level part but
- * metadata) where they are equal, and interns the rest. A status write then leaves the spec the very object it
- * was, so whatever was derived from it by identity (the controllers' parses) still holds, and the new copy dies
- * young. Parts are never changed in place once cached, so sharing them is safe. Both versions come from JSON:
- * sameJson compares them without util.isDeepStrictEqual's cycle detection and copies.
- */
-export function shareUnchanged(object: object, previous: object, interner: StringInterner): void {
-  const record = object as Record<string, unknown>;
-  const before = previous as Record<string, unknown>;
-  for (const key of Object.keys(record)) {
-    const value = record[key];
-    if (typeof value === "string") record[key] = interner.intern(value);
-    else if (typeof value !== "object" || value === null) continue;
-    else if (key !== "metadata" && sameJson(value, before[key])) record[key] = before[key];
-    else interner.internDeep(value);
-  }
-}
-
-/** The default transform: drop what the operator never reads and costs memory per object. */
-export function stripUnread(object: KubernetesObject): void {
-  const metadata = object.metadata;
-  if (metadata === undefined) return;
-  delete metadata.managedFields;
-  if (metadata.annotations !== undefined && LAST_APPLIED in metadata.annotations) {
-    delete metadata.annotations[LAST_APPLIED];
-  }
 }
 
 /** The actionable message of a list answered 404: the API server does not serve the custom resource. */
 export function missingResourceMessage(resource: KubeResource): string {
   return `the Kubernetes API has no ${resourceId(resource)}: install the CRDs (kubectl apply -f crds/)`;
-}
-
-/** One informer per watched namespace, read as one cache. */
-export class MultiNamespaceInformer<T extends KubernetesObject = KubernetesObject> implements ObjectInformer<T> {
-  readonly resource: KubeResource;
-  readonly #informers: Map<string, ResilientInformer<T>>;
-
-  constructor(options: Omit<InformerOptions, "namespace">, namespaces: readonly string[]) {
-    if (namespaces.length === 0) throw new RangeError("MultiNamespaceInformer needs at least one namespace");
-    this.resource = options.resource;
-    this.#informers = new Map(
-      namespaces.map((namespace) => [namespace, new ResilientInformer<T>({ ...options, namespace })]),
-    );
-  }
-
-  on(handler: InformerHandler<T>): () => void {
-    const offs = [...this.#informers.values()].map((informer) => informer.on(handler));
-    return () => {
-      for (const off of offs) off();
-    };
-  }
-
-  get(namespace: string, name: string): T | undefined {
-    return this.#informers.get(namespace)?.get(namespace, name);
-  }
-
-  list(namespace?: string): T[] {
-    if (namespace !== undefined) return this.#informers.get(namespace)?.list(namespace) ?? [];
-    return [...this.#informers.values()].flatMap((informer) => informer.list());
-  }
-
-  hasSynced(): boolean {
-    return [...this.#informers.values()].every((informer) => informer.hasSynced());
-  }
-
-  async waitForSync(signal?: AbortSignal): Promise<void> {
-    await Promise.all([...this.#informers.values()].map((informer) => informer.waitForSync(signal)));
-  }
-
-  syncError(): string | undefined {
-    for (const [namespace, informer] of this.#informers) {
-      const error = informer.syncError();
-      if (error !== undefined) return `namespace ${namespace}: ${error}`;
-    }
-    return undefined;
-  }
-
-  start(): void {
-    for (const informer of this.#informers.values()) informer.start();
-  }
-
-  async stop(): Promise<void> {
-    await Promise.all([...this.#informers.values()].map((informer) => informer.stop()));
-  }
 }
 
 /** The selectors an informer was given, without undefined keys (they would be sent as "undefined"). */

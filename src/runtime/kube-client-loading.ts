@@ -1,7 +1,7 @@
 // What the operator loads of @kubernetes/client-node. Its KubeConfig (config.js) imports the package's generated
-// index, and with it every API class and model of Kubernetes: ~1,000 modules whose source text and bytecode
-// held about 40 MiB of the operator's idle memory (196 MiB before any object existed), for classes it never
-// calls (its requests go through kube-http.ts and its own Lease client). The runtime imports client-node's
+// index, and with it every API class and model of Kubernetes: about a thousand modules whose source text and
+// bytecode stay in memory for classes the operator never calls (its requests go through kube-http.ts and its own
+// Lease client; what they cost: docs/scaling.md, ADR 0014). The runtime imports client-node's
 // modules by path (config.js, watch.js, cache.js, gen/http, gen/apis/exception), never the package root, and
 // `gpuvm-operator run` registers this resolve hook before it loads them: config.js gets the generated index
 // without the APIs and models (createConfiguration and the request plumbing stay real), and cache.js (ListWatch)

@@ -1,9 +1,9 @@
 // One JSON request to the Kubernetes API with the KubeConfig's credentials and connection (its auth headers and
 // its dispatcher, so rest_client_requests_total counts it and connections stay alive), without client-node's
-// generated client: that path (model serializer, middleware chain, WHATWG fetch) costs ~1.5 ms of CPU per request,
-// this one ~0.3 ms, and the operator writes four to six times per object. The KubeConfig's authentication (headers,
-// dispatcher) is reused for AUTHENTICATION_TTL_MS rather than rebuilt for each request. Failures are client-node's
-// ApiException (code, body), so statusOf and toKubeApiError read them as before.
+// generated client, whose model serializer, middleware chain and WHATWG fetch cost several times the CPU of one
+// undici request, while the operator writes four to six times per object (docs/scaling.md). The KubeConfig's
+// authentication (headers, dispatcher) is reused for AUTHENTICATION_TTL_MS rather than rebuilt for each request.
+// Failures are client-node's ApiException (code, body), which statusOf and toKubeApiError read.
 import type { KubeConfig } from "@kubernetes/client-node";
 import { ApiException } from "@kubernetes/client-node/dist/gen/apis/exception.js";
 import { HttpMethod, RequestContext } from "@kubernetes/client-node/dist/gen/http/http.js";

@@ -1,7 +1,7 @@
 // The operator's logger: pino, JSON lines by default or a text line per record for people
 // (--log-format text), timestamps as epoch milliseconds or ISO 8601 (--log-time-format), secrets redacted.
 import { type DestinationStream, type Logger, pino } from "pino";
-import type { LogFormat, LogLevel, LogTimeFormat } from "./config.ts";
+import type { LogFormat, LogLevel, LogTimeFormat } from "./config-values.ts";
 
 export interface LoggerOptions {
   level: LogLevel;

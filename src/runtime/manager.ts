@@ -7,86 +7,31 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import { MIN_SYNC_PERIOD_MS, SYNC_PERIOD_ANNOTATION } from "../api/common.ts";
 import { type OperatorConfig, parseConfig } from "./config.ts";
-import { Controller, keyOf, ReconcilePacer, type ReconcileRequest, type Reconciler } from "./controller.ts";
+import { Controller, keyOf, ReconcilePacer } from "./controller.ts";
+import type { ControllerRegistration } from "./controller-registration.ts";
+import { enqueueOwnEvents, enqueueWatchedEvents } from "./event-routing.ts";
 import { EventRecorder } from "./events.ts";
 import { fenceKubeConfig, LeadershipFence } from "./fencing.ts";
-import { IdleMemorySaver } from "./idle-memory-saver.ts";
-import {
-  type InformerEvent,
-  type InformerOptions,
-  MultiNamespaceInformer,
-  type ObjectInformer,
-  ResilientInformer,
-} from "./informer.ts";
+import type { ObjectInformer } from "./informer.ts";
 import { KubeClient } from "./kube.ts";
 import { instrumentKubeConfig } from "./kube-request-metrics.ts";
 import { LeaderElector } from "./leader-election.ts";
 import { Metrics } from "./metrics.ts";
-import { type KubeResource, resourceId } from "./resource.ts";
-import { healthRoute, metricsRoute, type RunningServer, startHttpServer } from "./server.ts";
+import { countWithoutOwner, type OwnedObjects, reportWithoutOwner } from "./objects-without-owner.ts";
+import type { KubeResource } from "./resource.ts";
+import { type RunningServer, startOperatorServers } from "./server.ts";
 import { ShardLeases } from "./shard-leases.ts";
-import { shardLeaseName, shardOfKey } from "./sharding.ts";
-import { formatDuration, syncPeriodOf } from "./time.ts";
-import type { Priority } from "./workqueue.ts";
+import { shardLeaseName } from "./sharding.ts";
+import { type InformerTuning, type Selection, SharedInformers } from "./shared-informers.ts";
+import { SignalShutdown } from "./signal-shutdown.ts";
+import { SyncPeriods } from "./sync-periods.ts";
+import { formatDuration } from "./time.ts";
 
 /** `Manager.start()` rejects with this when the caches did not sync within --cache-sync-timeout. */
 export class CacheSyncTimeoutError extends Error {
   override name = "CacheSyncTimeoutError";
 }
-
-/** A secondary watch: when an object of `resource` changes, enqueue the keys `mapToKeys` returns. */
-export interface WatchMapping<T extends KubernetesObject = KubernetesObject> {
-  resource: KubeResource;
-  /** Keys (`namespace/name`) of the controller's objects affected by `object`. Must not throw; must be quick. */
-  mapToKeys: (object: T) => string[];
-  /** Namespaces to watch for this resource (default: the manager's watch namespaces). */
-  namespaces?: readonly string[];
-  /** Only objects with these labels (the informer is shared with every user of the same selector). */
-  labelSelector?: string;
-  /** Only objects these fields select (`metadata.name=…`). */
-  fieldSelector?: string;
-}
-
-export interface ControllerRegistration {
-  /** Lower-case name, used in logs and metric labels (e.g. "gpuvm"). */
-  name: string;
-  resource: KubeResource;
-  /** Only objects of `resource` with these labels are reconciled (and cached). */
-  labelSelector?: string;
-  /** The namespaces whose objects are reconciled; default: the watched namespaces (--watch-namespace). */
-  namespaces?: readonly string[];
-  reconciler: Reconciler;
-  /** Default: --max-concurrent-reconciles. */
-  workers?: number;
-  /** Default: --sync-period; per object: annotation gpucloud.dev/sync-period. */
-  syncPeriodMs?: number;
-  watches?: WatchMapping[];
-  /**
-   * Whether an update of the controller's own object at `resourceVersion` only echoes a write its reconciler made
-   * (the pass that wrote decided what comes next): such an event enqueues nothing. May answer later (a promise)
-   * when the write is still awaiting its answer. Without it, every event enqueues (controller-runtime's default).
-   */
-  isEcho?(key: string, resourceVersion: string): boolean | Promise<boolean>;
-  /**
-   * With sharding and --leader-elect: called on one replica (the leader of the lowest shard led) with the keys
-   * of objects whose shard has had no leader for twice the lease duration, every retry period. It may say so in
-   * their status (a condition); it must not reconcile them. Must not throw.
-   */
-  onWithoutOwner?(keys: string[]): void;
-}
-
-/** Informer tuning, mostly for tests (short stale windows, fast restarts). */
-export type InformerTuning = Pick<
-  InformerOptions,
-  | "watchTimeoutSeconds"
-  | "staleAfterMs"
-  | "staleCheckIntervalMs"
-  | "restartBaseDelayMs"
-  | "restartMaxDelayMs"
-  | "listTimeoutMs"
->;
 
 export interface ManagerOptions {
   kubeConfig: KubeConfig;
@@ -124,14 +69,11 @@ export class Manager {
   readonly #options: ManagerOptions;
   /** options.kubeConfig with every request counted in rest_client_requests_total. */
   readonly #kubeConfig: KubeConfig;
-  readonly #informers = new Map<string, ObjectInformer>();
-  readonly #controllers: Array<{
-    controller: Controller;
-    informer: ObjectInformer;
-    onWithoutOwner?: (keys: string[]) => void;
-  }> = [];
+  readonly #informers: SharedInformers;
+  readonly #controllers: OwnedObjects[] = [];
   /** --max-reconcile-rate: one pacer for every controller. */
   readonly #pacer: ReconcilePacer | undefined;
+  readonly #syncPeriods: SyncPeriods;
   readonly #servers: RunningServer[] = [];
   #elector: LeaderElector | undefined;
   /** With --leader-elect: the Leases of every shard set (rival sets, objects without an owner). */
@@ -142,9 +84,8 @@ export class Manager {
   #stopping: Promise<void> | undefined;
   #stopped: () => void = () => {};
   readonly #stoppedPromise: Promise<void>;
-  #signalHandler: ((signal: NodeJS.Signals) => void) | undefined;
+  #signals: SignalShutdown | undefined;
   #serverUrls: { metrics?: string; probes?: string } = {};
-  readonly #idleMemorySaver: IdleMemorySaver;
 
   constructor(options: ManagerOptions) {
     this.#options = options;
@@ -154,9 +95,19 @@ export class Manager {
     this.userAgent = `gpuvm-operator (${this.identity})`;
     this.metrics = new Metrics();
     this.#pacer = options.config.maxReconcileRate > 0 ? new ReconcilePacer(options.config.maxReconcileRate) : undefined;
+    this.#syncPeriods = new SyncPeriods({
+      logger: options.logger,
+      ...(options.syncPeriodFloorMs === undefined ? {} : { floorMs: options.syncPeriodFloorMs }),
+    });
     this.metrics.observeReadiness(() => this.hasSynced());
-    this.metrics.observeOwnership(() => this.#objectsWithoutOwner());
+    this.metrics.observeOwnership(() => countWithoutOwner(this.#controllers, this.#shardLeases));
     this.#kubeConfig = instrumentKubeConfig(options.kubeConfig, this.metrics.restClientRequestsTotal, this.userAgent);
+    this.#informers = new SharedInformers({
+      kubeConfig: this.#kubeConfig,
+      logger: options.logger,
+      namespaces: options.config.watchNamespaces,
+      ...(options.informer === undefined ? {} : { tuning: options.informer }),
+    });
     this.fence = new LeadershipFence(() => this.#mayAct());
     // Reads (informers) and the Lease's own requests use #kubeConfig; every other write goes through the fence.
     const writes = fenceKubeConfig(this.#kubeConfig, this.fence);
@@ -166,11 +117,6 @@ export class Manager {
       reportingInstance: this.identity,
       logger: options.logger.child({ component: "events" }),
       fence: this.fence,
-    });
-    this.#idleMemorySaver = new IdleMemorySaver({
-      idleAfterMs: options.config.idleMemorySaverMs,
-      logger: options.logger,
-      onChange: (saving) => this.metrics.idleMemorySaver.set(saving ? 1 : 0),
     });
     this.#stoppedPromise = new Promise((resolve) => {
       this.#stopped = resolve;
@@ -183,30 +129,10 @@ export class Manager {
    */
   informerFor<T extends KubernetesObject = KubernetesObject>(
     resource: KubeResource,
-    namespaces: readonly string[] = this.config.watchNamespaces,
-    selection: { labelSelector?: string; fieldSelector?: string } = {},
+    namespaces?: readonly string[],
+    selection: Selection = {},
   ): ObjectInformer<T> {
-    const scoped = resource.namespaced ? [...new Set(namespaces)].sort() : [];
-    const { labelSelector: labels, fieldSelector: fields } = selection;
-    const query = [labels === undefined ? "" : `?${labels}`, fields === undefined ? "" : `&${fields}`].join("");
-    const key = `${resourceId(resource)}@${scoped.join(",")}${query}`;
-    let informer = this.#informers.get(key);
-    if (informer === undefined) {
-      const options: InformerOptions = {
-        ...this.#options.informer,
-        kubeConfig: this.#kubeConfig,
-        resource,
-        logger: this.logger,
-        ...(labels === undefined ? {} : { labelSelector: labels }),
-        ...(fields === undefined ? {} : { fieldSelector: fields }),
-      };
-      if (scoped.length > 1) informer = new MultiNamespaceInformer(options, scoped);
-      else informer = new ResilientInformer({ ...options, ...(scoped[0] ? { namespace: scoped[0] } : {}) });
-      this.#informers.set(key, informer);
-      if (this.#started) informer.start();
-    }
-    // Callers name T; the cache holds what the API returned and reconcilers parse it before trusting it.
-    return informer as unknown as ObjectInformer<T>;
+    return this.#informers.informerFor<T>(resource, namespaces, selection);
   }
 
   /**
@@ -218,21 +144,7 @@ export class Manager {
     namespace: string,
     name: string,
   ): ObjectInformer<T> {
-    const key = `${resourceId(resource)}@${namespace}/${name}`;
-    let informer = this.#informers.get(key);
-    if (informer === undefined) {
-      informer = new ResilientInformer({
-        ...this.#options.informer,
-        kubeConfig: this.#kubeConfig,
-        resource,
-        logger: this.logger,
-        namespace,
-        fieldSelector: `metadata.name=${name}`,
-      });
-      this.#informers.set(key, informer);
-      if (this.#started) informer.start();
-    }
-    return informer as unknown as ObjectInformer<T>;
+    return this.#informers.informerForObject<T>(resource, namespace, name);
   }
 
   /** Adds a controller for `resource`; events of its informer and of every `watches` entry enqueue keys. */
@@ -245,52 +157,33 @@ export class Manager {
       registration.namespaces,
       registration.labelSelector === undefined ? {} : { labelSelector: registration.labelSelector },
     );
-    const logger = this.logger;
     const controller = new Controller({
       name: registration.name,
       reconciler: registration.reconciler,
-      logger,
+      logger: this.logger,
       workers: registration.workers ?? this.config.maxConcurrentReconciles,
       metrics: this.metrics,
       resyncPeriodFor: (request) =>
-        this.#syncPeriodOf(informer, request, registration.syncPeriodMs ?? this.config.syncPeriodMs),
+        this.#syncPeriods.periodOf(
+          informer.get(request.namespace, request.name),
+          request,
+          registration.syncPeriodMs ?? this.config.syncPeriodMs,
+        ),
       ...(this.#pacer ? { pacer: this.#pacer } : {}),
       ...(this.config.shard.count > 1 ? { shard: this.config.shard } : {}),
-      onWork: () => this.#idleMemorySaver.work(),
     });
-    informer.on((event) => {
-      const name = event.object.metadata?.name;
-      if (!name) return;
-      const key = keyOf(event.object.metadata?.namespace, name);
-      const version = event.object.metadata?.resourceVersion;
-      const echo = event.type === "update" && version !== undefined ? registration.isEcho?.(key, version) : false;
-      if (echo === true) return;
-      if (echo === false || echo === undefined) {
-        controller.enqueue(key, priorityOf(event));
-        return;
-      }
-      echo.then(
-        (isEcho) => {
-          if (!isEcho) controller.enqueue(key, priorityOf(event));
-        },
-        () => controller.enqueue(key, priorityOf(event)),
-      );
-    });
+    enqueueOwnEvents(informer, controller, registration.isEcho?.bind(registration));
     for (const watch of registration.watches ?? []) {
       const selection = {
         ...(watch.labelSelector === undefined ? {} : { labelSelector: watch.labelSelector }),
         ...(watch.fieldSelector === undefined ? {} : { fieldSelector: watch.fieldSelector }),
       };
-      this.informerFor(watch.resource, watch.namespaces, selection).on(({ object }) => {
-        let keys: string[];
-        try {
-          keys = watch.mapToKeys(object);
-        } catch (error) {
-          logger.error({ err: error, controller: registration.name }, "mapToKeys threw; no keys enqueued");
-          return;
-        }
-        for (const key of keys) controller.enqueue(key);
-      });
+      enqueueWatchedEvents(
+        this.informerFor(watch.resource, watch.namespaces, selection),
+        controller,
+        watch,
+        this.logger,
+      );
     }
     this.#controllers.push({
       controller,
@@ -308,7 +201,7 @@ export class Manager {
 
   /** True when every informer has synced (the /readyz check). */
   hasSynced(): boolean {
-    return [...this.#informers.values()].every((informer) => informer.hasSynced());
+    return this.#informers.hasSynced();
   }
 
   /**
@@ -318,12 +211,27 @@ export class Manager {
   async start(): Promise<void> {
     if (this.#started) throw new Error("manager already started");
     this.#started = true;
-    if (this.#options.handleSignals) this.#installSignalHandlers();
-    await this.#startServers();
-    for (const informer of this.#informers.values()) informer.start();
+    if (this.#options.handleSignals) {
+      this.#signals = new SignalShutdown({
+        stop: () => this.stop(),
+        exit: this.#options.exit ?? ((code: number) => process.exit(code)),
+        logger: this.logger,
+      });
+      this.#signals.install();
+    }
+    const servers = await startOperatorServers({
+      metrics: this.config.metricsBindAddress,
+      probes: this.config.healthProbeBindAddress,
+      registry: this.metrics,
+      ready: () => (this.hasSynced() ? undefined : `not synced: ${this.#informers.unsyncedSummary()}`),
+      logger: this.logger.child({ component: "server" }),
+    });
+    this.#servers.push(...servers.servers);
+    this.#serverUrls = servers.urls;
+    this.#informers.start();
     const aborted = new AbortController();
     void this.#stoppedPromise.then(() => aborted.abort());
-    const synced = Promise.all([...this.#informers.values()].map((informer) => informer.waitForSync(aborted.signal)));
+    const synced = this.#informers.waitForSync(aborted.signal);
     const timeoutMs = this.config.cacheSyncTimeoutMs;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timedOut = new Promise<"timeout">((resolve) => {
@@ -335,12 +243,11 @@ export class Manager {
       aborted.abort();
       // The caller (the run command) logs this and stops the manager; informers keep retrying until then.
       throw new CacheSyncTimeoutError(
-        `caches did not sync within ${formatDuration(timeoutMs)} (--cache-sync-timeout): ${this.#unsyncedSummary()}`,
+        `caches did not sync within ${formatDuration(timeoutMs)} (--cache-sync-timeout): ${this.#informers.unsyncedSummary()}`,
       );
     }
     if (this.#stopping !== undefined) return;
     this.logger.info({ informers: this.#informers.size }, "caches synced");
-    this.#idleMemorySaver.start();
     if (!this.config.leaderElect) {
       this.#onStartedLeading();
       return;
@@ -355,7 +262,13 @@ export class Manager {
     // Fresh for the metric of objects without an owner while leading (a standby looks at each campaign too).
     this.#shardLeaseTimer = setInterval(() => {
       shardLeases.refresh().then(
-        () => this.#reportWithoutOwner(shardLeases),
+        () =>
+          reportWithoutOwner(this.#controllers, shardLeases, {
+            shard: this.config.shard,
+            leaseDurationMs: this.config.leaseDurationMs,
+            leading: this.#leading,
+            logger: this.logger,
+          }),
         (error: unknown) => this.logger.debug({ err: error }, "could not list the Leases"),
       );
     }, this.config.retryPeriodMs);
@@ -376,18 +289,6 @@ export class Manager {
       onNewLeader: (identity) => this.logger.info({ leader: identity }, "observed leader"),
     });
     this.#elector.start();
-  }
-
-  /** The unsynced informers and why: "gpuvms.gpucloud.dev: the Kubernetes API has no …; secrets (namespaces a,b): …". */
-  #unsyncedSummary(): string {
-    return [...this.#informers.entries()]
-      .filter(([, informer]) => !informer.hasSynced())
-      .map(([key, informer]) => {
-        const [resource, namespaces] = key.split("@");
-        const label = namespaces ? `${resource} (namespaces ${namespaces})` : resource;
-        return `${label}: ${informer.syncError() ?? "no list answered yet"}`;
-      })
-      .join("; ");
   }
 
   /** Resolves when the manager has stopped. */
@@ -412,10 +313,10 @@ export class Manager {
     clearInterval(this.#shardLeaseTimer);
     await this.#elector?.stop();
     await Promise.race([this.events.flush(), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
-    await Promise.all([...this.#informers.values()].map((informer) => informer.stop()));
+    await this.#informers.stop();
     await Promise.all(this.#servers.splice(0).map((server) => server.close()));
-    this.#idleMemorySaver.stop();
-    this.#removeSignalHandlers();
+    // Stopped: a later signal should get Node's default behaviour again.
+    this.#signals?.remove();
     this.logger.info({ drained: drained.every(Boolean) }, "stopped");
     this.#stopped();
   }
@@ -423,32 +324,6 @@ export class Manager {
   /** The addresses the servers listen on (after start), e.g. to find port 0's real port in tests. */
   get serverUrls(): { metrics?: string; probes?: string } {
     return { ...this.#serverUrls };
-  }
-
-  async #startServers(): Promise<void> {
-    const { metricsBindAddress: metrics, healthProbeBindAddress: probes } = this.config;
-    const healthChecks = { ping: () => undefined };
-    const readyChecks = {
-      informers: () => (this.hasSynced() ? undefined : `not synced: ${this.#unsyncedSummary()}`),
-    };
-    const probeRoutes = { "/healthz": healthRoute(healthChecks), "/readyz": healthRoute(readyChecks) };
-    const logger = this.logger.child({ component: "server" });
-    const same =
-      metrics && probes && metrics.host === probes.host && metrics.port === probes.port && metrics.port !== 0;
-    if (metrics) {
-      const routes = same
-        ? { "/metrics": metricsRoute(this.metrics), ...probeRoutes }
-        : { "/metrics": metricsRoute(this.metrics) };
-      const server = await startHttpServer(metrics, routes, logger, "--metrics-bind-address");
-      this.#servers.push(server);
-      this.#serverUrls.metrics = server.url;
-      if (same) this.#serverUrls.probes = server.url;
-    }
-    if (probes && !same) {
-      const server = await startHttpServer(probes, probeRoutes, logger, "--health-probe-bind-address");
-      this.#servers.push(server);
-      this.#serverUrls.probes = server.url;
-    }
   }
 
   /**
@@ -461,50 +336,6 @@ export class Manager {
     if (elector?.holdsLease()) return undefined;
     const lease = `${this.config.leaderElectionNamespace}/${shardLeaseName(this.config.leaderElectionId, this.config.shard)}`;
     return `this replica does not hold the Lease ${lease} now (lost, past its renew deadline, or not acquired)`;
-  }
-
-  /**
-   * Per controller, the objects no held Lease of any shard set covers. 0 without --leader-elect (nothing tells
-   * whether other shards run) and until the Leases were first listed.
-   */
-  #objectsWithoutOwner(): { controller: string; objects: number }[] {
-    const leases = this.#shardLeases;
-    return this.#controllers.map(({ controller, informer }) => {
-      let objects = 0;
-      if (leases?.held === undefined) return { controller: controller.name, objects };
-      for (const object of informer.list()) {
-        const name = object.metadata?.name;
-        if (name && leases.isOwned(keyOf(object.metadata?.namespace, name)) === false) objects++;
-      }
-      return { controller: controller.name, objects };
-    });
-  }
-
-  /**
-   * The leader of the lowest shard led hands the keys of objects whose shard has had no leader for twice the
-   * lease duration (and no other set covers) to their controller's onWithoutOwner.
-   */
-  #reportWithoutOwner(leases: ShardLeases): void {
-    const { shard, leaseDurationMs } = this.config;
-    if (shard.count <= 1 || !this.#leading || leases.lowestLedShard() !== shard.index) return;
-    const leaderless = new Set(leases.leaderlessFor(2 * leaseDurationMs));
-    if (leaderless.size === 0) return;
-    for (const { controller, informer, onWithoutOwner } of this.#controllers) {
-      if (onWithoutOwner === undefined) continue;
-      const keys: string[] = [];
-      for (const object of informer.list()) {
-        const name = object.metadata?.name;
-        if (!name) continue;
-        const key = keyOf(object.metadata?.namespace, name);
-        if (leaderless.has(shardOfKey(key, shard.count)) && leases.isOwned(key) === false) keys.push(key);
-      }
-      if (keys.length === 0) continue;
-      try {
-        onWithoutOwner(keys);
-      } catch (error) {
-        this.logger.error({ err: error, controller: controller.name }, "onWithoutOwner threw");
-      }
-    }
   }
 
   #onStartedLeading(): void {
@@ -531,78 +362,4 @@ export class Manager {
     }
     controller.start();
   }
-
-  readonly #badSyncPeriods = new Set<string>();
-
-  #syncPeriodOf(informer: ObjectInformer, request: ReconcileRequest, fallbackMs: number): number | undefined {
-    const object = informer.get(request.namespace, request.name);
-    if (object === undefined) return undefined; // deleted: no more polling
-    const annotation = object.metadata?.annotations?.[SYNC_PERIOD_ANNOTATION];
-    if (annotation === undefined) return fallbackMs;
-    const floorMs = this.#options.syncPeriodFloorMs ?? MIN_SYNC_PERIOD_MS;
-    const period = syncPeriodOf(annotation, floorMs);
-    if ("ms" in period && period.raisedFrom === undefined) return period.ms;
-    // Reported once per object and value (the reconciler also records an Event when it raises one).
-    const key = `${keyOf(request.namespace, request.name)}=${annotation}`;
-    if (!this.#badSyncPeriods.has(key)) {
-      this.#badSyncPeriods.add(key);
-      const where = { namespace: request.namespace, name: request.name, annotation };
-      if ("error" in period)
-        this.logger.warn({ ...where, err: period.error }, `ignoring invalid ${SYNC_PERIOD_ANNOTATION}`);
-      else
-        this.logger.warn(
-          { ...where, usedMs: period.ms },
-          `${SYNC_PERIOD_ANNOTATION} below the floor of ${formatDuration(floorMs)}: raised to it`,
-        );
-    }
-    return "ms" in period ? period.ms : fallbackMs;
-  }
-
-  #installSignalHandlers(): void {
-    const exit = this.#options.exit ?? ((code: number) => process.exit(code));
-    let signals = 0;
-    this.#signalHandler = (signal) => {
-      signals++;
-      if (signals > 1) {
-        this.logger.warn({ signal }, "second signal: exiting without waiting");
-        exit(1);
-        return;
-      }
-      this.logger.info({ signal }, "signal received, shutting down gracefully");
-      void this.stop().then(() => exit(0));
-    };
-    process.on("SIGTERM", this.#signalHandler);
-    process.on("SIGINT", this.#signalHandler);
-  }
-
-  #removeSignalHandlers(): void {
-    if (this.#signalHandler === undefined) return;
-    // Stopped: a later signal should get Node's default behaviour again.
-    process.off("SIGTERM", this.#signalHandler);
-    process.off("SIGINT", this.#signalHandler);
-    this.#signalHandler = undefined;
-  }
-}
-
-/**
- * The lane an event of a controller's own object goes to: a change somebody asked for (spec, deletion,
- * annotations, labels) is `high`, so it never waits behind a backlog of new objects or resyncs; anything else
- * (a new object, our own status writes coming back) is `normal`.
- */
-export function priorityOf(event: InformerEvent<KubernetesObject>): Priority {
-  const { object, previous } = event;
-  if (event.type !== "update" || previous === undefined) return "normal";
-  const now = object.metadata;
-  const before = previous.metadata;
-  if (now?.generation !== before?.generation) return "high";
-  if (now?.deletionTimestamp !== before?.deletionTimestamp) return "high";
-  if (!sameStrings(now?.annotations, before?.annotations) || !sameStrings(now?.labels, before?.labels)) return "high";
-  return "normal";
-}
-
-function sameStrings(a: Record<string, string> | undefined, b: Record<string, string> | undefined): boolean {
-  const left = a ?? {};
-  const right = b ?? {};
-  const keys = Object.keys(left);
-  return keys.length === Object.keys(right).length && keys.every((key) => left[key] === right[key]);
 }

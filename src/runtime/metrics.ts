@@ -31,232 +31,209 @@ export interface MetricsOptions {
   defaultMetrics?: boolean;
 }
 
+/** A gauge set from `sample` at each scrape. */
+function sampledGauge<Label extends string>(
+  registry: Registry,
+  options: { name: string; help: string; labelNames?: readonly Label[] },
+  sample: (gauge: Gauge<Label>) => void,
+): Gauge<Label> {
+  return new Gauge<Label>({
+    ...options,
+    registers: [registry],
+    collect(this: Gauge<Label>) {
+      sample(this);
+    },
+  });
+}
+
+const QUEUE_BUCKETS = [1e-4, 1e-3, 0.01, 0.1, 1, 10, 60, 300, 1000];
+
 export class Metrics {
   readonly registry = new Registry();
-
-  readonly reconcileTotal: Counter<"controller" | "result">;
-  readonly reconcileErrorsTotal: Counter<"controller">;
-  readonly reconcilePanicsTotal: Counter<"controller">;
-  readonly terminalReconcileErrorsTotal: Counter<"controller">;
-  readonly reconcileTimeSeconds: Histogram<"controller">;
-  readonly maxConcurrentReconciles: Gauge<"controller">;
-  readonly activeWorkers: Gauge<"controller">;
-
-  readonly workqueueDepth: Gauge<"name">;
-  readonly workqueueAddsTotal: Counter<"name">;
-  readonly workqueueRetriesTotal: Counter<"name">;
-  readonly workqueueQueueDurationSeconds: Histogram<"name">;
-  readonly workqueueWorkDurationSeconds: Histogram<"name">;
-  readonly workqueueUnfinishedWorkSeconds: Gauge<"name">;
-  readonly workqueueLongestRunningProcessorSeconds: Gauge<"name">;
-
-  readonly leaderElectionMasterStatus: Gauge<"name">;
-  /** Objects whose shard no held Lease covers: nobody reconciles them (sampled at scrape time; --leader-elect). */
-  readonly objectsWithoutOwner: Gauge<"controller">;
-  /** 1 while /readyz passes (every informer cache synced), else 0; set by the manager. */
-  readonly operatorReady: Gauge;
-  /** 1 while the heap optimizes for memory because nothing but resyncs ran for a while (idle-memory-saver.ts). */
-  readonly idleMemorySaver: Gauge;
-
-  /** Every request to the Kubernetes API (client-go's name and labels); fed by instrumentKubeConfig. */
-  readonly restClientRequestsTotal: Counter<RestClientLabels>;
-
-  /** Fed by the cloud client's observer (controllers wire it). */
-  readonly cloudApiRequestsTotal: Counter<"method" | "route" | "code">;
-  readonly cloudApiRequestDurationSeconds: Histogram<"method" | "route">;
-  readonly cloudOperationsInFlight: Gauge<"family">;
-  readonly cloudOperationsOldestAgeSeconds: Gauge<"family">;
-  readonly cloudOperationDurationSeconds: Histogram<"family" | "operation" | "result">;
-
   readonly #queues = new Map<string, WorkQueue>();
   #isReady: () => boolean = () => false;
   #ownership: () => readonly { controller: string; objects: number }[] = () => [];
   #cloudOperations: () => readonly CloudOperationsSample[] = () => [];
 
-  constructor(options: MetricsOptions = {}) {
-    const registers = [this.registry];
-    const queues = this.#queues;
-    const queueGauge = (name: string, help: string, read: (queue: WorkQueue) => number): Gauge<"name"> =>
-      new Gauge({
-        name,
-        help,
-        labelNames: ["name"],
-        registers,
-        collect(this: Gauge<"name">) {
-          for (const [queueName, queue] of queues) this.set({ name: queueName }, read(queue));
-        },
-      });
+  // controller-runtime's reconcile metrics.
+  readonly reconcileTotal = new Counter({
+    name: "controller_runtime_reconcile_total",
+    help: "Total number of reconciliations per controller",
+    labelNames: ["controller", "result"],
+    registers: [this.registry],
+  });
+  readonly reconcileErrorsTotal = new Counter({
+    name: "controller_runtime_reconcile_errors_total",
+    help: "Total number of reconciliation errors per controller",
+    labelNames: ["controller"],
+    registers: [this.registry],
+  });
+  readonly reconcilePanicsTotal = new Counter({
+    name: "controller_runtime_reconcile_panics_total",
+    help: "Total number of reconciliation panics per controller (the reconciler threw instead of returning an outcome)",
+    labelNames: ["controller"],
+    registers: [this.registry],
+  });
+  readonly terminalReconcileErrorsTotal = new Counter({
+    name: "controller_runtime_terminal_reconcile_errors_total",
+    help: "Total number of terminal reconciliation errors per controller",
+    labelNames: ["controller"],
+    registers: [this.registry],
+  });
+  readonly reconcileTimeSeconds = new Histogram({
+    name: "controller_runtime_reconcile_time_seconds",
+    help: "Length of time per reconciliation per controller",
+    labelNames: ["controller"],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [this.registry],
+  });
+  readonly maxConcurrentReconciles = new Gauge({
+    name: "controller_runtime_max_concurrent_reconciles",
+    help: "Maximum number of concurrent reconciles per controller",
+    labelNames: ["controller"],
+    registers: [this.registry],
+  });
+  readonly activeWorkers = new Gauge({
+    name: "controller_runtime_active_workers",
+    help: "Number of currently used workers per controller",
+    labelNames: ["controller"],
+    registers: [this.registry],
+  });
 
-    this.reconcileTotal = new Counter({
-      name: "controller_runtime_reconcile_total",
-      help: "Total number of reconciliations per controller",
-      labelNames: ["controller", "result"],
-      registers,
-    });
-    this.reconcileErrorsTotal = new Counter({
-      name: "controller_runtime_reconcile_errors_total",
-      help: "Total number of reconciliation errors per controller",
-      labelNames: ["controller"],
-      registers,
-    });
-    this.reconcilePanicsTotal = new Counter({
-      name: "controller_runtime_reconcile_panics_total",
-      help: "Total number of reconciliation panics per controller (the reconciler threw instead of returning an outcome)",
-      labelNames: ["controller"],
-      registers,
-    });
-    this.terminalReconcileErrorsTotal = new Counter({
-      name: "controller_runtime_terminal_reconcile_errors_total",
-      help: "Total number of terminal reconciliation errors per controller",
-      labelNames: ["controller"],
-      registers,
-    });
-    this.reconcileTimeSeconds = new Histogram({
-      name: "controller_runtime_reconcile_time_seconds",
-      help: "Length of time per reconciliation per controller",
-      labelNames: ["controller"],
-      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
-      registers,
-    });
-    this.maxConcurrentReconciles = new Gauge({
-      name: "controller_runtime_max_concurrent_reconciles",
-      help: "Maximum number of concurrent reconciles per controller",
-      labelNames: ["controller"],
-      registers,
-    });
-    this.activeWorkers = new Gauge({
-      name: "controller_runtime_active_workers",
-      help: "Number of currently used workers per controller",
-      labelNames: ["controller"],
-      registers,
-    });
+  // client-go's work queue metrics: the gauges are read from the queues (trackQueue) at each scrape.
+  readonly workqueueDepth = this.#queueGauge("workqueue_depth", "Current depth of workqueue", (q) => q.len());
+  readonly workqueueAddsTotal = new Counter({
+    name: "workqueue_adds_total",
+    help: "Total number of adds handled by workqueue",
+    labelNames: ["name"],
+    registers: [this.registry],
+  });
+  readonly workqueueRetriesTotal = new Counter({
+    name: "workqueue_retries_total",
+    help: "Total number of retries handled by workqueue",
+    labelNames: ["name"],
+    registers: [this.registry],
+  });
+  readonly workqueueQueueDurationSeconds = new Histogram({
+    name: "workqueue_queue_duration_seconds",
+    help: "How long in seconds an item stays in workqueue before being requested",
+    labelNames: ["name"],
+    buckets: QUEUE_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly workqueueWorkDurationSeconds = new Histogram({
+    name: "workqueue_work_duration_seconds",
+    help: "How long in seconds processing an item from workqueue takes",
+    labelNames: ["name"],
+    buckets: QUEUE_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly workqueueUnfinishedWorkSeconds = this.#queueGauge(
+    "workqueue_unfinished_work_seconds",
+    "How many seconds of work has been done that is in progress and hasn't been observed by work_duration",
+    (q) => q.unfinishedWorkSeconds(),
+  );
+  readonly workqueueLongestRunningProcessorSeconds = this.#queueGauge(
+    "workqueue_longest_running_processor_seconds",
+    "How many seconds has the longest running processor for workqueue been running",
+    (q) => q.longestRunningProcessorSeconds(),
+  );
 
-    this.workqueueDepth = queueGauge("workqueue_depth", "Current depth of workqueue", (q) => q.len());
-    this.workqueueAddsTotal = new Counter({
-      name: "workqueue_adds_total",
-      help: "Total number of adds handled by workqueue",
-      labelNames: ["name"],
-      registers,
-    });
-    this.workqueueRetriesTotal = new Counter({
-      name: "workqueue_retries_total",
-      help: "Total number of retries handled by workqueue",
-      labelNames: ["name"],
-      registers,
-    });
-    const queueBuckets = [1e-4, 1e-3, 0.01, 0.1, 1, 10, 60, 300, 1000];
-    this.workqueueQueueDurationSeconds = new Histogram({
-      name: "workqueue_queue_duration_seconds",
-      help: "How long in seconds an item stays in workqueue before being requested",
-      labelNames: ["name"],
-      buckets: queueBuckets,
-      registers,
-    });
-    this.workqueueWorkDurationSeconds = new Histogram({
-      name: "workqueue_work_duration_seconds",
-      help: "How long in seconds processing an item from workqueue takes",
-      labelNames: ["name"],
-      buckets: queueBuckets,
-      registers,
-    });
-    this.workqueueUnfinishedWorkSeconds = queueGauge(
-      "workqueue_unfinished_work_seconds",
-      "How many seconds of work has been done that is in progress and hasn't been observed by work_duration",
-      (q) => q.unfinishedWorkSeconds(),
-    );
-    this.workqueueLongestRunningProcessorSeconds = queueGauge(
-      "workqueue_longest_running_processor_seconds",
-      "How many seconds has the longest running processor for workqueue been running",
-      (q) => q.longestRunningProcessorSeconds(),
-    );
-
-    this.leaderElectionMasterStatus = new Gauge({
-      name: "leader_election_master_status",
-      help: "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master",
-      labelNames: ["name"],
-      registers,
-    });
-
-    const ownership = (): readonly { controller: string; objects: number }[] => this.#ownership();
-    this.objectsWithoutOwner = new Gauge({
+  readonly leaderElectionMasterStatus = new Gauge({
+    name: "leader_election_master_status",
+    help: "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master",
+    labelNames: ["name"],
+    registers: [this.registry],
+  });
+  /** Objects whose shard no held Lease covers: nobody reconciles them (sampled at scrape time; --leader-elect). */
+  readonly objectsWithoutOwner = sampledGauge(
+    this.registry,
+    {
       name: "gpucloud_operator_objects_without_owner",
       help: "Objects no replica reconciles: no held Lease of any shard set covers their shard (with --leader-elect; the same on every replica)",
       labelNames: ["controller"],
-      registers,
-      collect(this: Gauge<"controller">) {
-        this.reset();
-        for (const { controller, objects } of ownership()) this.set({ controller }, objects);
-      },
-    });
-
-    const readiness = (): boolean => this.#isReady();
-    this.operatorReady = new Gauge({
+    },
+    (gauge) => {
+      gauge.reset();
+      for (const { controller, objects } of this.#ownership()) gauge.set({ controller }, objects);
+    },
+  );
+  /** 1 while /readyz passes (every informer cache synced), else 0; set by the manager. */
+  readonly operatorReady = sampledGauge(
+    this.registry,
+    {
       name: "gpucloud_operator_ready",
       help: "1 while this replica is ready (every informer cache has synced, /readyz answers 200), else 0",
-      registers,
-      collect(this: Gauge) {
-        this.set(readiness() ? 1 : 0);
-      },
-    });
-    this.idleMemorySaver = new Gauge({
-      name: "gpucloud_operator_idle_memory_saver",
-      help: "1 while V8 optimizes for memory because nothing but periodic resyncs ran for --idle-memory-saver, else 0",
-      registers,
-    });
+    },
+    (gauge) => gauge.set(this.#isReady() ? 1 : 0),
+  );
 
-    this.restClientRequestsTotal = new Counter({
-      name: "rest_client_requests_total",
-      help: "Number of HTTP requests to the Kubernetes API, partitioned by status code, method, and host",
-      labelNames: ["code", "method", "host"],
-      registers,
-    });
+  /** Every request to the Kubernetes API (client-go's name and labels); fed by instrumentKubeConfig. */
+  readonly restClientRequestsTotal: Counter<RestClientLabels> = new Counter({
+    name: "rest_client_requests_total",
+    help: "Number of HTTP requests to the Kubernetes API, partitioned by status code, method, and host",
+    labelNames: ["code", "method", "host"],
+    registers: [this.registry],
+  });
 
-    this.cloudApiRequestsTotal = new Counter({
-      name: "gpucloud_api_requests_total",
-      help: "Requests sent to the GPU cloud API, by method, route template and HTTP status (or 'error')",
-      labelNames: ["method", "route", "code"],
-      registers,
-    });
-    this.cloudApiRequestDurationSeconds = new Histogram({
-      name: "gpucloud_api_request_duration_seconds",
-      help: "Latency of GPU cloud API requests",
-      labelNames: ["method", "route"],
-      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-      registers,
-    });
-    const cloudOperations = (): readonly CloudOperationsSample[] => this.#cloudOperations();
-    this.cloudOperationsInFlight = new Gauge({
+  // The cloud side: fed by the cloud client's observer and the operation trackers (controllers wire them).
+  readonly cloudApiRequestsTotal = new Counter({
+    name: "gpucloud_api_requests_total",
+    help: "Requests sent to the GPU cloud API, by method, route template and HTTP status (or 'error')",
+    labelNames: ["method", "route", "code"],
+    registers: [this.registry],
+  });
+  readonly cloudApiRequestDurationSeconds = new Histogram({
+    name: "gpucloud_api_request_duration_seconds",
+    help: "Latency of GPU cloud API requests",
+    labelNames: ["method", "route"],
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+  readonly cloudOperationsInFlight = sampledGauge(
+    this.registry,
+    {
       name: "gpucloud_operations_in_flight",
       help: "Cloud operations being tracked, by family (vm, disk, network, firewall-rule)",
       labelNames: ["family"],
-      registers,
-      collect(this: Gauge<"family">) {
-        for (const sample of cloudOperations()) this.set({ family: sample.family }, sample.inFlight);
-      },
-    });
-    this.cloudOperationsOldestAgeSeconds = new Gauge({
+    },
+    (gauge) => {
+      for (const sample of this.#cloudOperations()) gauge.set({ family: sample.family }, sample.inFlight);
+    },
+  );
+  readonly cloudOperationsOldestAgeSeconds = sampledGauge(
+    this.registry,
+    {
       name: "gpucloud_operations_oldest_age_seconds",
       help: "Age of the oldest cloud operation still in flight, by family (0 when none); counted from when this replica began tracking it",
       labelNames: ["family"],
-      registers,
-      collect(this: Gauge<"family">) {
-        for (const sample of cloudOperations()) this.set({ family: sample.family }, sample.oldestAgeSeconds);
-      },
-    });
-    this.cloudOperationDurationSeconds = new Histogram({
-      name: "gpucloud_operation_duration_seconds",
-      help: "Time from submitting a cloud operation to its final state",
-      labelNames: ["family", "operation", "result"],
-      buckets: [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800],
-      registers,
-    });
+    },
+    (gauge) => {
+      for (const sample of this.#cloudOperations()) gauge.set({ family: sample.family }, sample.oldestAgeSeconds);
+    },
+  );
+  readonly cloudOperationDurationSeconds = new Histogram({
+    name: "gpucloud_operation_duration_seconds",
+    help: "Time from submitting a cloud operation to its final state",
+    labelNames: ["family", "operation", "result"],
+    buckets: [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800],
+    registers: [this.registry],
+  });
 
+  constructor(options: MetricsOptions = {}) {
     if (options.defaultMetrics !== false) {
       collectDefaultMetrics({ register: this.registry });
       // prom-client also exports these gauges with a `_total` suffix, which only counters may carry (promtool
       // check metrics refuses them); the same values are in nodejs_active_{handles,requests,resources} by type.
       for (const name of MISNAMED_DEFAULT_METRICS) this.registry.removeSingleMetric(name);
     }
+  }
+
+  /** A work queue gauge, per queue name, read from every tracked queue at each scrape. */
+  #queueGauge(name: string, help: string, read: (queue: WorkQueue) => number): Gauge<"name"> {
+    return sampledGauge(this.registry, { name, help, labelNames: ["name"] }, (gauge) => {
+      for (const [queueName, queue] of this.#queues) gauge.set({ name: queueName }, read(queue));
+    });
   }
 
   /** Counter/histogram hooks for a queue name (usable before the queue exists). */

@@ -3,7 +3,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
-import type { BindAddress } from "./config.ts";
+import type { BindAddress } from "./config-values.ts";
 import type { Metrics } from "./metrics.ts";
 
 /** A named readiness or liveness check; returns an error message when failing, undefined when fine. */
@@ -119,4 +119,52 @@ export async function startHttpServer(
         server.closeAllConnections();
       }),
   };
+}
+
+export interface OperatorServers {
+  servers: RunningServer[];
+  /** The addresses they listen on, e.g. to find port 0's real port in tests. */
+  urls: { metrics?: string; probes?: string };
+}
+
+/**
+ * /metrics on the metrics address and /healthz and /readyz on the probe address (undefined: not served), on one
+ * server when both addresses are the same (port 0 excepted). A server that cannot listen closes the one started
+ * before it and throws its BindError.
+ */
+export async function startOperatorServers(options: {
+  metrics: BindAddress | undefined;
+  probes: BindAddress | undefined;
+  registry: Metrics;
+  /** The readiness check (/readyz): the informers' sync. */
+  ready: HealthCheck;
+  logger: Logger;
+}): Promise<OperatorServers> {
+  const { metrics, probes, registry, logger } = options;
+  const probeRoutes = {
+    "/healthz": healthRoute({ ping: () => undefined }),
+    "/readyz": healthRoute({ informers: options.ready }),
+  };
+  const same = metrics && probes && metrics.host === probes.host && metrics.port === probes.port && metrics.port !== 0;
+  const started: OperatorServers = { servers: [], urls: {} };
+  try {
+    if (metrics) {
+      const routes = same
+        ? { "/metrics": metricsRoute(registry), ...probeRoutes }
+        : { "/metrics": metricsRoute(registry) };
+      const server = await startHttpServer(metrics, routes, logger, "--metrics-bind-address");
+      started.servers.push(server);
+      started.urls.metrics = server.url;
+      if (same) started.urls.probes = server.url;
+    }
+    if (probes && !same) {
+      const server = await startHttpServer(probes, probeRoutes, logger, "--health-probe-bind-address");
+      started.servers.push(server);
+      started.urls.probes = server.url;
+    }
+  } catch (error) {
+    await Promise.all(started.servers.map((server) => server.close()));
+    throw error;
+  }
+  return started;
 }

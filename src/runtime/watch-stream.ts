@@ -1,6 +1,6 @@
 // A watch request read as a Node stream. client-node's Watch sends it with WHATWG fetch, turns the web stream
-// into a Node stream, splits it with readline and re-arms a timer (clearTimeout + setTimeout) on every chunk; in a
-// burst, that was several percent of the operator's CPU for five events per object. This one keeps Watch's
+// into a Node stream, splits it with readline and re-arms a timer (clearTimeout + setTimeout) on every chunk, work
+// repeated for each of the several events every object brings. This one keeps Watch's
 // contract, which client-node's ListWatch relies on: `done` once (null when the server ended the watch, a
 // TimeoutError after `requestTimeoutMs` without data, the error otherwise, with `statusCode` for an HTTP
 // status), an AbortController that ends it, events as (type, object, whole event), lines that are not JSON skipped.

@@ -5,7 +5,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import type { ChaosReport } from "../../src/cli/chaos/run.ts";
+import type { ChaosReport } from "../../src/cli/chaos/report.ts";
 import { RunningProcess } from "./harness.ts";
 
 let dir: string | undefined;

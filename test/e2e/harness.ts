@@ -7,7 +7,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
-import { operatorArgs, READY_LINE } from "../../src/cli/commands/playground.ts";
+import { READY_LINE } from "../../src/cli/playground/next-steps.ts";
+import { operatorArgs } from "../../src/cli/playground/operator-process.ts";
 import { eventually } from "../../src/util/eventually.ts";
 
 const run = promisify(execFile);

@@ -1,11 +1,7 @@
 // The playground's command line: help, flag errors, the operator command it prints, and its log formatting.
 import { describe, expect, it } from "vitest";
-import {
-  formatOperatorLogLine,
-  operatorArgs,
-  PLAYGROUND_DEFAULTS,
-  parsePlaygroundArgs,
-} from "../../src/cli/commands/playground.ts";
+import { PLAYGROUND_DEFAULTS, parsePlaygroundArgs } from "../../src/cli/playground/flags.ts";
+import { formatOperatorLogLine, operatorArgs } from "../../src/cli/playground/operator-process.ts";
 import { UsageError } from "../../src/cli/usage.ts";
 import { RunningProcess } from "./harness.ts";
 

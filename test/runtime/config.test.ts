@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { type ConfigResult, helpText, type OperatorConfig, parseConfig } from "../../src/runtime/config.ts";
+import { type ConfigResult, type OperatorConfig, parseConfig } from "../../src/runtime/config.ts";
+import { helpText } from "../../src/runtime/config-flags.ts";
 import { formatMicroTime, jitter, parseDuration } from "../../src/runtime/time.ts";
 
 function configOf(result: ConfigResult): OperatorConfig {
@@ -113,12 +114,9 @@ describe("parseConfig", () => {
     expect(helpText()).toContain("GPUVM_CACHE_SYNC_TIMEOUT");
   });
 
-  it("reads --idle-memory-saver (default a minute), where 0 turns it off", () => {
-    expect(configOf(parseConfig([], {})).idleMemorySaverMs).toBe(60_000);
-    expect(configOf(parseConfig(["--idle-memory-saver", "0"], {})).idleMemorySaverMs).toBe(0);
-    expect(configOf(parseConfig([], { GPUVM_IDLE_MEMORY_SAVER: "5m" })).idleMemorySaverMs).toBe(300_000);
-    expect(errorOf(parseConfig(["--idle-memory-saver=later"], {}))).toContain("--idle-memory-saver");
-    expect(helpText()).toContain("--idle-memory-saver <duration>");
+  it("has no --idle-memory-saver: V8's flags are not changed while the operator runs (ADR 0027)", () => {
+    expect(errorOf(parseConfig(["--idle-memory-saver", "1m"], {}))).toBe("unknown flag --idle-memory-saver");
+    expect(helpText()).not.toContain("idle-memory-saver");
   });
 
   it("reads flags in both spellings, repeated and comma-separated namespaces", () => {

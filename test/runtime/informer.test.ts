@@ -1,6 +1,7 @@
 import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type InformerEvent, ResilientInformer, shareUnchanged } from "../../src/runtime/informer.ts";
+import { ResilientInformer } from "../../src/runtime/informer.ts";
+import { type InformerEvent, shareUnchanged } from "../../src/runtime/informer-cache.ts";
 import { makeListFunction } from "../../src/runtime/resource.ts";
 import { StringInterner } from "../../src/util/intern.ts";
 import { eventually, silentLogger, startTestCluster, type TestCluster, WIDGETS } from "./helpers.ts";

@@ -4,7 +4,8 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import type { OperatorConfig } from "../../src/runtime/config.ts";
 import { outcome, type ReconcileRequest } from "../../src/runtime/controller.ts";
-import { defaultConfig, Manager, priorityOf } from "../../src/runtime/manager.ts";
+import { priorityOf } from "../../src/runtime/event-routing.ts";
+import { defaultConfig, Manager } from "../../src/runtime/manager.ts";
 import {
   type CountingProxy,
   eventually,
@@ -195,23 +196,6 @@ describe("Manager against the Kubernetes API test double", () => {
       expect(text).toContain("process_cpu_seconds_total");
     });
     expect((await fetch(`${probes}/nothing`)).status).toBe(404);
-  });
-
-  it("has the heap optimize for memory once only resyncs ran for --idle-memory-saver, and not after new work", async () => {
-    const manager = newManager({ idleMemorySaverMs: 1000 });
-    mirrorController(manager, []);
-    await cluster.createWidget("default", "idle-1", { size: 1 });
-    await manager.start();
-    const saver = async () => {
-      const text = await (await fetch(`${manager.serverUrls.metrics}/metrics`)).text();
-      return /^gpucloud_operator_idle_memory_saver (\d)/m.exec(text)?.[1];
-    };
-    expect(await saver()).toBe("0");
-    await eventually(async () => expect(await saver()).toBe("1"), 8000, 200);
-    await cluster.createWidget("default", "idle-2", { size: 2 }); // an event: a pass of work
-    await eventually(async () => expect(await saver()).toBe("0"), 8000, 50);
-    await manager.stop();
-    expect(await saver().catch(() => "stopped")).toBe("stopped");
   });
 
   it("serves only the families named in /metrics?name=… (the event-loop gauges collected each time)", async () => {

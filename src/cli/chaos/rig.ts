@@ -39,6 +39,19 @@ export const LEASE = { namespace: "gpuvm-system", name: "gpuvm-operator.gpucloud
 /** The replicas' Lease duration (short, so that a takeover is quick). */
 export const LEASE_DURATION_MS = 6000;
 export const REPLICA_NAMES = ["replica-a", "replica-b"] as const;
+/** How often a chaos run looks again while it waits for the cluster to reach a state. */
+export const POLL_MS = 250;
+
+/** What the seeded parts of a run (its disruptions, its resets) share with it. */
+export interface PlannedRun {
+  rig: Rig;
+  profile: ChaosProfile;
+  /** The run's one seeded sequence: drawn in the order the phases ask, so the same seed makes the same run. */
+  random: Random;
+  /** The healthy objects the run applies. */
+  healthy: readonly ObjectSpec[];
+  say(line: string): void;
+}
 
 export class Rig {
   readonly sim: RunningSimulator;

@@ -4,15 +4,18 @@
 // steady, delete everything, and check what is left, the processes and the logs.
 import { loadavg } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
-import { ANNOTATIONS } from "../../api/common.ts";
-import type { FaultConfigInput } from "../../simulator/faults.ts";
 import { eventually } from "../../util/eventually.ts";
-import { checkOwnership, cloudInventory, type Flatness, flatness, scanLogs, writesWithoutLease } from "./checks.ts";
+import { checkOwnership, cloudInventory, flatness, scanLogs, writesWithoutLease } from "./checks.ts";
+import { LeaderDisruptions } from "./disruptions.ts";
+import { CLOUD_FAULTS, KubeFaults } from "./faults.ts";
 import type { ChaosProfile } from "./profiles.ts";
 import { type Random, seededRandom } from "./random.ts";
-import { LEASE_DURATION_MS, REPLICA_NAMES, Rig } from "./rig.ts";
+import { type ChaosReport, detailOf, Invariants } from "./report.ts";
+import { ResetRequests } from "./resets.ts";
+import { LEASE_DURATION_MS, POLL_MS, REPLICA_NAMES, Rig } from "./rig.ts";
 import { TRESPASS_NAMESPACES, Trespasser } from "./trespasser.ts";
 import {
+  describeObject,
   GROUP_VERSION,
   HEALTHY_NAMESPACES,
   HOSTILE_NAMESPACES,
@@ -26,11 +29,9 @@ import {
   type ObjectSpec,
   PLURALS,
   poolMembers,
+  readyNow,
   vmSpecOf,
 } from "./workload.ts";
-
-/** How often the run looks again while it waits for the cluster to reach a state. */
-const POLL_MS = 250;
 
 export interface ChaosOptions {
   profile: ChaosProfile;
@@ -40,82 +41,8 @@ export interface ChaosOptions {
   say(line: string): void;
 }
 
-export interface Invariant {
-  name: string;
-  ok: boolean;
-  detail: string;
-}
-
-export interface ChaosReport {
-  profile: ChaosProfile["name"];
-  seed: number;
-  durationMs: number;
-  loadAverage: { start: number[]; end: number[] };
-  /** Applied healthy objects (with the probes), the GpuVms and GpuDisks the pools made, hostile objects. */
-  objects: { healthy: number; poolReplicas: number; hostile: number; byKind: Record<string, number> };
-  faults: { simulator: Record<string, number>; kubernetes: Record<string, number> };
-  kills: { total: number; inFlight: { change: string; operationInFlight: boolean }[] };
-  /** SIGSTOPs of the leader past its Lease. */
-  freezes: number;
-  /** RESETs asked for (annotations), carried out by the cloud, and FAILED (sent again). */
-  resets: { asked: number; carriedOut: number; failed: number };
-  duplicates: number;
-  leaks: number;
-  stuckFinalizers: number;
-  ownedSecretsLeft: number;
-  cloudLeftAfterDelete: number;
-  convergeAfterFaultsMs: number | undefined;
-  peakRssBytes: number;
-  /** Peak RSS of any replica in each phase, in its order. */
-  peakRssByPhase: Record<string, number>;
-  /** Under faults: from applying every object until all of them were Ready (undefined: not before faults stopped). */
-  allReadyUnderFaultsMs: number | undefined;
-  steady: Flatness[];
-  hostile: { aloneMs: number; besideMs: number; ratio: number; hits: Record<string, number> };
-  logs: { lines: number; errorLines: number; crashes: number; secretLeaks: number };
-  invariants: Invariant[];
-  stateDir: string;
-}
-
-/** The cloud faults while chaos is on: 10 % 5xx, 5 % 429, 2 % lost answers, 5 % FAILED operations, spikes. */
-export const CLOUD_FAULTS: FaultConfigInput = {
-  // Tried in order, each on what the ones before left: 5 % 500, 5 % 503, 5 % 429 of all requests.
-  errors: [
-    { status: 500, code: "internal_error", rate: 0.05 },
-    { status: 503, code: "unavailable", rate: 0.0527 },
-    { status: 429, code: "too_many_requests", retry_after_seconds: 1, rate: 0.0556 },
-  ],
-  lost_responses: [{ rate: 0.02 }],
-  operation_failures: [
-    { code: "internal_error", rate: 0.02 },
-    { code: "unavailable", rate: 0.015 },
-    { code: "aborted", rate: 0.01 },
-    { code: "timeout", rate: 0.0052 },
-  ],
-  latency: [{ ms: 3000, rate: 0.01 }],
-};
-
 const round2 = (n: number): number => Math.round(n * 100) / 100;
 const mib = (bytes: number): string => `${Math.round(bytes / 1024 / 1024)} MiB`;
-
-function detailOf(items: readonly string[]): string {
-  return items.length === 0 ? "" : `: ${items.slice(0, 5).join("; ")}${items.length > 5 ? "; …" : ""}`;
-}
-
-function describeObject(object: LiveObject): string {
-  const ready = object.status?.conditions?.find((c) => c.type === "Ready");
-  const why = ready ? `${ready.reason ?? ""} ${ready.message ?? ""}`.trim().slice(0, 160) : "no status";
-  return `${object.kind} ${object.metadata.namespace}/${object.metadata.name}: ${why}`;
-}
-
-/** Ready for the current generation. */
-function readyNow(object: LiveObject): boolean {
-  const ready = object.status?.conditions?.find((c) => c.type === "Ready") as
-    | { observedGeneration?: number }
-    | undefined;
-  const generation = (object.metadata as { generation?: number }).generation;
-  return isReady(object) && (ready?.observedGeneration === undefined || ready.observedGeneration === generation);
-}
 
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const rig = await Rig.start(options.profile, seededRandom(options.seed ^ 0x5eed), options.stateDir);
@@ -126,7 +53,6 @@ class ChaosRun {
   readonly #options: ChaosOptions;
   readonly #profile: ChaosProfile;
   readonly #rig: Rig;
-  readonly #random: Random;
   readonly #started = Date.now();
   readonly #loadStart = loadavg().map(round2);
   readonly #healthy: ObjectSpec[];
@@ -137,20 +63,16 @@ class ChaosRun {
     name,
     spec: vmSpecOf("a40.1x"),
   }));
-  readonly #invariants: Invariant[] = [];
+  readonly #invariants: Invariants;
   /** A tenant with rights in its own namespaces only, trying to take the probes' VMs while the chaos goes on. */
   readonly #trespasser: Trespasser;
   readonly #timers: NodeJS.Timeout[] = [];
   #before = new Set<string>();
-  #kills = 0;
-  #freezes = 0;
-  /** `namespace/name` of a VM → the reset it was asked for (its annotation's value). */
-  readonly #resets = new Map<string, string>();
-  #resetFigures = { asked: 0, carriedOut: 0, failed: 0 };
-  /** Lease identities of the processes killed so far. */
-  readonly #killed = new Set<string>();
-  readonly #inFlight: { change: string; operationInFlight: boolean }[] = [];
-  #kubeCounts = { watch_drops: 0, compactions: 0 };
+  readonly #disruptions: LeaderDisruptions;
+  readonly #resets: ResetRequests;
+  readonly #kubeFaults = new KubeFaults();
+  /** Seeded: the moments of the disruptions and resets, the trespasser's pace. */
+  readonly #random: Random;
   #simulatorFaults: Record<string, number> = {};
   #hostileTimes = { aloneMs: 0, besideMs: 0 };
   #convergeMs: number | undefined;
@@ -168,12 +90,15 @@ class ChaosRun {
     this.#random = seededRandom(options.seed);
     this.#healthy = healthyObjects(options.profile);
     this.#hostile = hostileObjects(options.profile);
+    this.#invariants = new Invariants(options.say);
+    const planned = { rig, profile: options.profile, random: this.#random, healthy: this.#healthy, say: options.say };
+    this.#disruptions = new LeaderDisruptions(planned);
+    this.#resets = new ResetRequests(planned);
     this.#trespasser = new Trespasser(rig, seededRandom(options.seed ^ 0x7e5), options.say);
   }
 
   #check(name: string, ok: boolean, detail: string): void {
-    this.#invariants.push({ name, ok, detail });
-    this.#options.say(`${ok ? "ok  " : "FAIL"} ${name}: ${detail}`);
+    this.#invariants.check(name, ok, detail);
   }
 
   async run(): Promise<ChaosReport> {
@@ -252,22 +177,8 @@ class ChaosRun {
 
   /** Faults on, every object at once, the kills; faults off at the end of the chaos time. */
   async #chaos(): Promise<void> {
-    const { double } = this.#rig;
     await this.#rig.admin("PUT", "/faults", CLOUD_FAULTS);
-    const kube = [
-      setInterval(() => {
-        double.faults.dropWatches();
-        this.#kubeCounts.watch_drops++;
-      }, 10_000),
-      setInterval(() => {
-        // Forget the history, then end the watches cleanly: every re-watch from its last resourceVersion gets
-        // 410 Gone.
-        double.faults.compact();
-        double.faults.endWatches();
-        this.#kubeCounts.compactions++;
-      }, 15_000),
-      setInterval(() => double.faults.failNext(2, 409, { path: "/status" }), 3000),
-    ];
+    this.#kubeFaults.start(this.#rig.double);
     const chaosStart = Date.now();
     let watching = true;
     const allReady = (async () => {
@@ -283,15 +194,15 @@ class ChaosRun {
     })();
     await Promise.all([
       inParallel(this.#healthy, 32, (object) => this.#rig.apply(object)),
-      this.#disruptAsPlanned(chaosStart),
-      this.#askForResets(chaosStart),
+      this.#disruptions.runAsPlanned(chaosStart),
+      this.#resets.askAsPlanned(chaosStart),
       this.#trespass(chaosStart),
     ]);
     const left = chaosStart + this.#profile.chaosMs - Date.now();
     if (left > 0) await sleep(left);
     watching = false;
     await allReady;
-    for (const timer of kube) clearInterval(timer);
+    this.#kubeFaults.stop();
     await this.#rig.admin("DELETE", "/faults");
     this.#simulatorFaults = (await this.#rig.admin("GET", "/faults/fired")) as Record<string, number>;
   }
@@ -303,104 +214,6 @@ class ChaosRun {
       await sleep(2000 + Math.floor(this.#random.next() * 2000));
     }
     this.#options.say(`trespasser: ${this.#trespasser.moves.length} moves`);
-  }
-
-  /** SIGKILLs and freezes of the leader at seeded moments, one after the other. */
-  async #disruptAsPlanned(chaosStart: number): Promise<void> {
-    const { chaosMs, kills, freezes } = this.#profile;
-    const targeted = Math.min(2, kills);
-    const at = (): number => Math.round(chaosMs * (0.1 + 0.8 * this.#random.next()));
-    const schedule: { atMs: number; run: () => Promise<void> }[] = Array.from({ length: kills - targeted }, () => ({
-      atMs: at(),
-      run: () => this.#killLeader("at random"),
-    }));
-    for (let i = 0; i < freezes; i++) schedule.push({ atMs: at(), run: () => this.#freezeLeader() });
-    if (targeted >= 1) schedule.push({ atMs: chaosMs * 0.3, run: () => this.#killInFlight("disk resize") });
-    if (targeted >= 2) schedule.push({ atMs: chaosMs * 0.55, run: () => this.#killInFlight("VM type change") });
-    schedule.sort((a, b) => a.atMs - b.atMs);
-    for (const step of schedule) {
-      const wait = chaosStart + step.atMs - Date.now();
-      if (wait > 0) await sleep(wait);
-      await step.run();
-    }
-  }
-
-  /** The replica leading now: a Lease still naming a process killed before does not count. */
-  async #liveLeader(): Promise<{ name: string; identity: string }> {
-    return eventually(
-      "a live leader",
-      async () => {
-        const current = await this.#rig.leader();
-        return current !== undefined && !this.#killed.has(current.identity) ? current : undefined;
-      },
-      60_000,
-      POLL_MS,
-    );
-  }
-
-  /** SIGSTOP the leader past its Lease (the standby takes over), then SIGCONT: it must act on nothing it had decided. */
-  async #freezeLeader(): Promise<void> {
-    const leader = await this.#liveLeader();
-    this.#freezes++;
-    const ms = LEASE_DURATION_MS + 3000;
-    this.#options.say(`SIGSTOP ${leader.name} for ${ms} ms, freeze ${this.#freezes} of ${this.#profile.freezes}`);
-    await this.#rig.replicas.freeze(leader.name, ms);
-  }
-
-  /** Every `resetEvery`-th VM is asked for a RESET (its annotation) at a seeded moment while faults are on. */
-  async #askForResets(chaosStart: number): Promise<void> {
-    const vms = this.#healthy.filter((object) => object.kind === "GpuVm");
-    const asked = vms
-      .filter((_, index) => index % this.#profile.resetEvery === 0)
-      .map((object) => ({ object, atMs: Math.round(this.#profile.chaosMs * (0.2 + 0.6 * this.#random.next())) }))
-      .sort((a, b) => a.atMs - b.atMs);
-    for (const { object, atMs } of asked) {
-      const wait = chaosStart + atMs - Date.now();
-      if (wait > 0) await sleep(wait);
-      const value = new Date().toISOString();
-      try {
-        await this.#rig.annotate(object, { [ANNOTATIONS.resetRequestedAt]: value });
-        this.#resets.set(`${object.namespace}/${object.name}`, value);
-      } catch (error) {
-        this.#options.say(`could not ask ${object.namespace}/${object.name} for a reset: ${String(error)}`);
-      }
-    }
-  }
-
-  /** SIGKILL the replica leading now. */
-  async #killLeader(why: string): Promise<void> {
-    const leader = await this.#liveLeader();
-    this.#killed.add(leader.identity);
-    this.#kills++;
-    this.#options.say(`SIGKILL ${leader.name} (${why}), kill ${this.#kills} of ${this.#profile.kills}`);
-    await this.#rig.replicas.kill(leader.name, 2000);
-  }
-
-  /** Change a Ready disk's size or VM's type, wait until its operation is in flight, then kill the leader. */
-  async #killInFlight(change: "disk resize" | "VM type change"): Promise<void> {
-    const kind = change === "disk resize" ? "GpuDisk" : "GpuVm";
-    const candidates = this.#healthy.filter((object) => object.kind === kind);
-    const target = await eventually(
-      `a Ready ${kind} to change`,
-      async () => {
-        const object = this.#random.pick(candidates);
-        return isReady(await this.#rig.read(object)) ? object : undefined;
-      },
-      this.#profile.chaosMs,
-      POLL_MS,
-    );
-    const spec = change === "disk resize" ? { size: "200GiB" } : { type: "a40.2x" };
-    await this.#rig.patchSpec(target, spec);
-    target.spec = { ...target.spec, ...spec };
-    let operationInFlight = false;
-    const deadline = Date.now() + 20_000;
-    while (!operationInFlight && Date.now() < deadline) {
-      const operation = (await this.#rig.read(target).catch(() => undefined))?.status?.operation;
-      operationInFlight = operation?.state === "IN_PROGRESS" && operation.name !== "CREATE";
-      if (!operationInFlight) await sleep(20);
-    }
-    this.#inFlight.push({ change: `${change} of ${target.namespace}/${target.name}`, operationInFlight });
-    await this.#killLeader(`${change} ${operationInFlight ? "in flight" : "requested"}`);
   }
 
   /** Faults off: every healthy object Ready, one cloud resource each, the changes in the cloud. */
@@ -450,7 +263,9 @@ class ChaosRun {
     );
     for (const check of await this.#trespasser.check()) this.#check(check.name, check.ok, check.detail);
     const changed = live.filter((object) =>
-      this.#inFlight.some((kill) => kill.change.endsWith(`${object.metadata.namespace}/${object.metadata.name}`)),
+      this.#disruptions.inFlight.some((kill) =>
+        kill.change.endsWith(`${object.metadata.namespace}/${object.metadata.name}`),
+      ),
     );
     const applied = await Promise.all(
       changed.map(async (object) => {
@@ -461,51 +276,10 @@ class ChaosRun {
     );
     this.#check(
       "changes made across a SIGKILL reached the cloud",
-      applied.length === this.#inFlight.length && applied.every(Boolean),
-      `${applied.filter(Boolean).length} of ${this.#inFlight.length}`,
+      applied.length === this.#disruptions.inFlight.length && applied.every(Boolean),
+      `${applied.filter(Boolean).length} of ${this.#disruptions.inFlight.length}`,
     );
-    await this.#checkResets();
-  }
-
-  /**
-   * Every reset asked for was carried out, and none twice: per VM, the RESETs the cloud received and carried out
-   * (their operation not FAILED; a failed one is sent again, rightly) are exactly one per annotation.
-   */
-  async #checkResets(): Promise<void> {
-    const { custom, cloud, sim } = this.#rig;
-    const served = async () => {
-      const vms = (await listObjects(custom, HEALTHY_NAMESPACES)).filter((object) => object.kind === "GpuVm");
-      const byKey = new Map(vms.map((vm) => [`${vm.metadata.namespace}/${vm.metadata.name}`, vm]));
-      const done = [...this.#resets].every(([key, value]) => byKey.get(key)?.status?.lastResetRequestedAt === value);
-      return done ? byKey : undefined;
-    };
-    const byKey = await eventually("every reset served", served, this.#profile.convergeTimeoutMs, POLL_MS).catch(
-      async () => (await served()) ?? new Map(),
-    );
-    const writes = (await this.#rig.cloudWrites()).filter((write) => write.action === "RESET" && write.operationId);
-    const problems: string[] = [];
-    let carriedOut = 0;
-    let failed = 0;
-    for (const [key, value] of this.#resets) {
-      const vm = byKey.get(key);
-      if (vm?.status?.lastResetRequestedAt !== value) problems.push(`${key}: reset ${value} not served`);
-      const id = vm?.status?.id;
-      const sent = writes.filter((write) => id !== undefined && write.path.endsWith(`/vms/${id}`));
-      let succeeded = 0;
-      for (const write of sent) {
-        const operation = await cloud.operations.get(sim.projectId, "vm", write.operationId ?? "");
-        if (operation.state === "FAILED") failed++;
-        else succeeded++;
-      }
-      carriedOut += succeeded;
-      if (succeeded > 1) problems.push(`${key}: ${succeeded} RESETs carried out for one annotation`);
-    }
-    this.#resetFigures = { asked: this.#resets.size, carriedOut, failed };
-    this.#check(
-      "no cloud action sent twice for one intent",
-      problems.length === 0,
-      `${this.#resets.size} resets asked for, ${carriedOut} carried out, ${failed} FAILED (sent again)${detailOf(problems)}`,
-    );
+    await this.#resets.check(this.#invariants);
   }
 
   /** From both servers' write logs: nothing written by a replica while another held the Lease, or after it ran out. */
@@ -573,12 +347,9 @@ class ChaosRun {
       logs.secretLeaks.length === 0,
       `${logs.lines} lines scanned${detailOf(logs.secretLeaks)}`,
     );
-    this.#check("SIGKILLs as planned", this.#kills === this.#profile.kills, `${this.#kills} of ${this.#profile.kills}`);
-    this.#check(
-      "freezes as planned",
-      this.#freezes === this.#profile.freezes,
-      `${this.#freezes} of ${this.#profile.freezes}`,
-    );
+    const { kills, freezes, inFlight } = this.#disruptions;
+    this.#check("SIGKILLs as planned", kills === this.#profile.kills, `${kills} of ${this.#profile.kills}`);
+    this.#check("freezes as planned", freezes === this.#profile.freezes, `${freezes} of ${this.#profile.freezes}`);
     const { from, to } = this.#steadyWindow;
     const steady = flatness(replicas.samples.filter((sample) => sample.atMs >= from && sample.atMs <= to));
     const steadyText = steady.map(
@@ -607,11 +378,11 @@ class ChaosRun {
       },
       faults: {
         simulator: this.#simulatorFaults,
-        kubernetes: { ...this.#kubeCounts, ...Object.fromEntries(injected) },
+        kubernetes: { ...this.#kubeFaults.counts, ...Object.fromEntries(injected) },
       },
-      kills: { total: this.#kills, inFlight: this.#inFlight },
-      freezes: this.#freezes,
-      resets: this.#resetFigures,
+      kills: { total: kills, inFlight },
+      freezes,
+      resets: this.#resets.figures,
       duplicates: this.#ownership.duplicates,
       leaks: this.#ownership.leaks,
       stuckFinalizers: this.#left.stuck,
@@ -634,7 +405,7 @@ class ChaosRun {
         crashes: logs.crashes.length,
         secretLeaks: logs.secretLeaks.length,
       },
-      invariants: this.#invariants,
+      invariants: this.#invariants.checked,
       stateDir: this.#options.stateDir,
     };
   }

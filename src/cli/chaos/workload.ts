@@ -163,3 +163,19 @@ export async function listObjects(custom: CustomObjectsApi, namespaces: readonly
   }
   return all;
 }
+
+/** `Kind namespace/name: <Ready reason and message>`, for the lines that name an object not where it should be. */
+export function describeObject(object: LiveObject): string {
+  const ready = object.status?.conditions?.find((c) => c.type === "Ready");
+  const why = ready ? `${ready.reason ?? ""} ${ready.message ?? ""}`.trim().slice(0, 160) : "no status";
+  return `${object.kind} ${object.metadata.namespace}/${object.metadata.name}: ${why}`;
+}
+
+/** Ready for the current generation. */
+export function readyNow(object: LiveObject): boolean {
+  const ready = object.status?.conditions?.find((c) => c.type === "Ready") as
+    | { observedGeneration?: number }
+    | undefined;
+  const generation = (object.metadata as { generation?: number }).generation;
+  return isReady(object) && (ready?.observedGeneration === undefined || ready.observedGeneration === generation);
+}

@@ -5,7 +5,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { isProfileName, PROFILES } from "../chaos/profiles.ts";
-import type { ChaosReport } from "../chaos/run.ts";
+import type { ChaosReport } from "../chaos/report.ts";
 import { flagsOrExitCode, parseFlags, UsageError } from "../usage.ts";
 
 const HELP = `Usage: gpuvm-operator chaos [flags]        (npm run chaos -- [flags])

@@ -3,6 +3,7 @@
 import { parseArgs } from "node:util";
 import type { Context } from "./context.ts";
 import { UsageError } from "./errors.ts";
+import { type FlagValue, Input } from "./input.ts";
 import { OUTPUT_FORMATS } from "./output.ts";
 
 export interface Flag {
@@ -69,48 +70,6 @@ export const GLOBAL_FLAGS: readonly Flag[] = [
   { name: "debug", type: "boolean", description: "log every API request on stderr (secrets redacted)" },
   { name: "help", short: "h", type: "boolean", description: "show help" },
 ];
-
-type FlagValue = string | boolean | string[] | undefined;
-
-export class Input {
-  readonly args: readonly string[];
-  /** Arguments after `--` (only for commands that pass them through). */
-  readonly rest: readonly string[];
-  readonly #values: Record<string, FlagValue>;
-
-  constructor(args: string[], rest: string[], values: Record<string, FlagValue>) {
-    this.args = args;
-    this.rest = rest;
-    this.#values = values;
-  }
-
-  string(name: string): string | undefined {
-    const value = this.#values[name];
-    return typeof value === "string" ? value : undefined;
-  }
-
-  bool(name: string): boolean {
-    return this.#values[name] === true;
-  }
-
-  /** A repeatable flag; each value may also be comma-separated (`--location a,b`). */
-  list(name: string): string[] {
-    const value = this.#values[name];
-    const values = Array.isArray(value) ? value : typeof value === "string" ? [value] : [];
-    return values
-      .flatMap((v) => v.split(","))
-      .map((v) => v.trim())
-      .filter((v) => v !== "");
-  }
-
-  has(name: string): boolean {
-    return this.#values[name] !== undefined;
-  }
-
-  arg(index: number): string {
-    return this.args[index] ?? "";
-  }
-}
 
 export interface Resolved {
   path: Command[];

@@ -2,9 +2,9 @@
 // (API URL, credential, project), each resolved flag > environment > stored, and the cloud client built from them.
 import pino from "pino";
 import { type CloudClient, type Credentials, createCloudClient } from "../../cloud/index.ts";
-import type { Input } from "./command.ts";
 import { ConfigStore, configDirOf, type StoredSession } from "./config-store.ts";
 import { AuthError, UsageError } from "./errors.ts";
+import type { Input } from "./input.ts";
 import type { Io } from "./io.ts";
 import { Output, type OutputFormat } from "./output.ts";
 import { fileSession } from "./session.ts";

@@ -1,9 +1,10 @@
 // Finding a resource by name or id, and what every change command does with the operation it gets back.
 import { isNotFound } from "../../cloud/index.ts";
 import type { Operation, OperationFamily } from "../../cloud/wire.ts";
-import type { Flag, Input } from "./command.ts";
+import type { Flag } from "./command.ts";
 import type { Context } from "./context.ts";
 import { CliError, NotFoundError, UsageError } from "./errors.ts";
+import type { Input } from "./input.ts";
 import { promptLine } from "./io.ts";
 import { followOperation } from "./progress.ts";
 

@@ -3,8 +3,9 @@
 // operation they start (--wait).
 import type { CloudClient } from "../../cloud/index.ts";
 import type { Operation, OperationFamily } from "../../cloud/wire.ts";
-import { type Command, type Flag, Input } from "./command.ts";
+import type { Command, Flag } from "./command.ts";
 import type { Context } from "./context.ts";
+import { Input } from "./input.ts";
 import { confirmDelete, pick, reportOperation, WAIT_FLAGS, YES_FLAG } from "./lookup.ts";
 import type { Column } from "./output.ts";
 

@@ -3,7 +3,8 @@
 import { readFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import path from "node:path";
-import { API_VERSION, DEFAULT_CREDENTIALS_SECRET, OBJECT_NAME_PATTERN } from "../../../api/common.ts";
+import { API_VERSION, DEFAULT_CREDENTIALS_SECRET } from "../../../api/common.ts";
+import { OBJECT_NAME_PATTERN } from "../../../api/fields.ts";
 import {
   BLOCK_SIZES,
   DISK_MODES,
@@ -13,9 +14,10 @@ import {
   FIREWALL_PROTOCOLS,
   VM_TYPES,
 } from "../../../cloud/wire.ts";
-import type { Command, Flag, Input } from "../command.ts";
+import type { Command, Flag } from "../command.ts";
 import type { Context } from "../context.ts";
 import { UsageError } from "../errors.ts";
+import type { Input } from "../input.ts";
 import { toYaml } from "../output.ts";
 
 const COMMON_FLAGS: readonly Flag[] = [

@@ -1,9 +1,10 @@
 // operations list|get|wait
 import { isOperationGone, isUnsupported } from "../../../cloud/index.ts";
 import { OPERATION_FAMILIES, OPERATION_STATES, type Operation, type OperationFamily } from "../../../cloud/wire.ts";
-import type { Command, Flag, Input } from "../command.ts";
+import type { Command, Flag } from "../command.ts";
 import type { Context } from "../context.ts";
 import { NotFoundError } from "../errors.ts";
+import type { Input } from "../input.ts";
 import { parseDuration } from "../lookup.ts";
 import { orDash, paintState } from "../output.ts";
 import { followOperation } from "../progress.ts";

@@ -1,0 +1,163 @@
+// The informer's cache: namespace → name → object, fed from every list and watch event, and the events it hands to
+// handlers (which by contract only enqueue keys; one that throws is logged, never an unhandled rejection). Cached
+// objects lose what the operator never reads (stripUnread) and hold one copy of each repeated string; a new
+// version shares the parts that did not change with the one it replaces (shareUnchanged).
+import type { KubernetesObject } from "@kubernetes/client-node";
+import type { Logger } from "pino";
+import { type StringInterner, sharedInterner } from "../util/intern.ts";
+import { sameJson } from "../util/json-values.ts";
+
+export type InformerEventType = "add" | "update" | "delete";
+
+export interface InformerEvent<T> {
+  type: InformerEventType;
+  object: T;
+  /** The cached object an update replaced. */
+  previous?: T;
+}
+
+/** Handlers must be quick and must not throw; by contract they only enqueue keys. */
+export type InformerHandler<T> = (event: InformerEvent<T>) => void;
+
+export interface InformerCacheOptions {
+  /** False for cluster-scoped objects: they are all kept under namespace "". */
+  namespaced: boolean;
+  logger: Logger;
+  /** Applied to every object before it is cached, in place (default stripUnread). */
+  transform?: (object: KubernetesObject) => void;
+  /** One copy of each repeated string of cached objects (default: the process's shared table). */
+  interner?: StringInterner;
+}
+
+function objectKey(object: KubernetesObject): string | undefined {
+  const name = object.metadata?.name;
+  if (!name) return undefined;
+  return `${object.metadata?.namespace ?? ""}/${name}`;
+}
+
+export class InformerCache<T extends KubernetesObject = KubernetesObject> {
+  readonly #options: InformerCacheOptions;
+  readonly #handlers = new Set<InformerHandler<T>>();
+  /** namespace → name → object. */
+  readonly #objects = new Map<string, Map<string, T>>();
+
+  constructor(options: InformerCacheOptions) {
+    this.#options = options;
+  }
+
+  /** Subscribes to cache changes; returns the unsubscribe function. */
+  on(handler: InformerHandler<T>): () => void {
+    this.#handlers.add(handler);
+    return () => this.#handlers.delete(handler);
+  }
+
+  get(namespace: string, name: string): T | undefined {
+    return this.#objects.get(this.#options.namespaced ? namespace : "")?.get(name);
+  }
+
+  list(namespace?: string): T[] {
+    if (namespace !== undefined && this.#options.namespaced) {
+      return [...(this.#objects.get(namespace)?.values() ?? [])];
+    }
+    const all: T[] = [];
+    for (const objects of this.#objects.values()) all.push(...objects.values());
+    return all;
+  }
+
+  /** The cached objects a full list no longer holds: deleted while no watch told of it. */
+  missingFrom(items: readonly T[]): T[] {
+    const seen = new Set<string>();
+    for (const item of items) {
+      const key = objectKey(item);
+      if (key !== undefined) seen.add(key);
+    }
+    const gone: T[] = [];
+    for (const objects of this.#objects.values()) {
+      for (const object of objects.values()) {
+        const key = objectKey(object);
+        if (key !== undefined && !seen.has(key)) gone.push(object);
+      }
+    }
+    return gone;
+  }
+
+  /** Caches a new or changed object (one at a version already cached is no change) and tells the handlers. */
+  upsert(object: T): void {
+    const name = object.metadata?.name;
+    if (!name) return;
+    (this.#options.transform ?? stripUnread)(object);
+    const namespace = this.#options.namespaced ? (object.metadata?.namespace ?? "") : "";
+    let objects = this.#objects.get(namespace);
+    if (objects === undefined) {
+      objects = new Map();
+      this.#objects.set(namespace, objects);
+    }
+    const previous = objects.get(name);
+    const version = object.metadata?.resourceVersion;
+    if (previous !== undefined && version !== undefined && previous.metadata?.resourceVersion === version) return;
+    // Cached until the next change: one copy of each repeated string (namespace, finalizers, condition reasons,
+    // references), not one per object (see util/intern.ts); what did not change is the previous version's.
+    const interner = this.#options.interner ?? sharedInterner;
+    if (previous === undefined) interner.internDeep(object);
+    else shareUnchanged(object, previous, interner);
+    objects.set(name, object);
+    this.#emit(previous === undefined ? { type: "add", object } : { type: "update", object, previous });
+  }
+
+  /** Drops an object and tells the handlers (with the cached version, the last one known). */
+  remove(object: T): void {
+    const name = object.metadata?.name;
+    if (!name) return;
+    const namespace = this.#options.namespaced ? (object.metadata?.namespace ?? "") : "";
+    const objects = this.#objects.get(namespace);
+    const cached = objects?.get(name);
+    if (objects === undefined || cached === undefined) return;
+    objects.delete(name);
+    if (objects.size === 0) this.#objects.delete(namespace);
+    this.#emit({ type: "delete", object: cached });
+  }
+
+  #emit(event: InformerEvent<T>): void {
+    for (const handler of this.#handlers) {
+      try {
+        handler(event);
+      } catch (error) {
+        this.#options.logger.error(
+          { err: error, event: event.type },
+          "informer handler threw; handlers must only enqueue",
+        );
+      }
+    }
+  }
+}
+
+const LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration";
+
+/**
+ * Gives a new version of an object the previous version's parts (spec, status, data: every top-level part but
+ * metadata) where they are equal, and interns the rest. A status write then leaves the spec the very object it
+ * was, so whatever was derived from it by identity (the controllers' parses) still holds, and the new copy dies
+ * young. Parts are never changed in place once cached, so sharing them is safe. Both versions come from JSON:
+ * sameJson compares them without util.isDeepStrictEqual's cycle detection and copies.
+ */
+export function shareUnchanged(object: object, previous: object, interner: StringInterner): void {
+  const record = object as Record<string, unknown>;
+  const before = previous as Record<string, unknown>;
+  for (const key of Object.keys(record)) {
+    const value = record[key];
+    if (typeof value === "string") record[key] = interner.intern(value);
+    else if (typeof value !== "object" || value === null) continue;
+    else if (key !== "metadata" && sameJson(value, before[key])) record[key] = before[key];
+    else interner.internDeep(value);
+  }
+}
+
+/** The default transform: drop what the operator never reads and costs memory per object. */
+export function stripUnread(object: KubernetesObject): void {
+  const metadata = object.metadata;
+  if (metadata === undefined) return;
+  delete metadata.managedFields;
+  if (metadata.annotations !== undefined && LAST_APPLIED in metadata.annotations) {
+    delete metadata.annotations[LAST_APPLIED];
+  }
+}
