@@ -10,6 +10,7 @@ import { closeSync, openSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { OPERATOR_NODE_FLAGS, operatorEnvironment } from "../node-flags.ts";
+import type { Thaw } from "./checks.ts";
 
 export interface ReplicaExit {
   replica: string;
@@ -99,12 +100,17 @@ export class Replicas {
    * SIGSTOP a replica for `ms`, then SIGCONT: frozen mid-work as a paused container or a long pause would freeze
    * it (its Lease runs out meanwhile). Resolves once it runs again (or has died meanwhile).
    */
+  /** When each frozen replica was thawed (writes it passed through its fence before the freeze leave then). */
+  readonly thaws: Thaw[] = [];
+
   async freeze(name: string, ms: number): Promise<void> {
     const running = this.#running.get(name);
     if (running === undefined) return;
     running.child.kill("SIGSTOP");
     await new Promise((resolve) => setTimeout(resolve, ms));
-    if (this.#running.get(name) === running) running.child.kill("SIGCONT");
+    if (this.#running.get(name) !== running) return;
+    running.child.kill("SIGCONT");
+    this.thaws.push({ replica: name, at: Date.now() });
   }
 
   /** Memory and descriptors of every running replica (Linux /proc; nothing elsewhere). */
