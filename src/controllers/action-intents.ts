@@ -16,12 +16,6 @@ import { recordOperation } from "./operation-tracking.ts";
 import { after, type CloudConnection, conflict, type Pass, verdict, withDraft } from "./reconcile-pass.ts";
 import { intentRefused } from "./status-building.ts";
 
-/**
- * An action this process sent: its operation, or how its request ended without one (`answered`: the server
- * answered an error, so it had finished with the request; else the answer was lost or timed out).
- */
-export type SentAction = { requestedAt: string } & ({ operation: Operation } | { answered: boolean });
-
 type Sendable = Mutation & { send: () => Promise<Operation>; action: string };
 
 export function isSendable(mutation: Mutation): mutation is Sendable {

@@ -3,7 +3,6 @@
 // parts: creation.ts, existing-resource.ts, deletion.ts, operation-handling.ts, status-building.ts.
 import type { Logger } from "pino";
 import type { Operation } from "../cloud/wire.ts";
-import type { SentAction } from "./action-intents.ts";
 import type { Account, Claim, ClaimStore } from "./claims.ts";
 import { REASON, type Reason, type Verdict } from "./classify.ts";
 import type {
@@ -175,6 +174,12 @@ export interface ReconcileContext {
   /** The work queue's lane the key came from: `low` holds only resyncs (no event asked for this pass). */
   priority?: "high" | "normal" | "low";
 }
+
+/**
+ * An action this process sent: its operation, or how its request ended without one (`answered`: the server
+ * answered an error, so it had finished with the request; else the answer was lost or timed out).
+ */
+export type SentAction = { requestedAt: string } & ({ operation: Operation } | { answered: boolean });
 
 /** What the steps of a pass may use besides the cloud connection: Kubernetes (guarded writes), time, options. */
 export interface PassServices<Spec extends ManagedSpecBase> {
