@@ -10,11 +10,11 @@
 
 import { isCloudError } from "../cloud/errors.ts";
 import type { Operation } from "../cloud/wire.ts";
-import { REASON, requestRefused, type Verdict } from "./classify.ts";
+import { REASON, requestRefused, type Verdict } from "./core/classify.ts";
+import { intentRefused } from "./core/status-building.ts";
 import type { ActionPending, ManagedSpecBase, Mutation } from "./external.ts";
 import { recordOperation } from "./operation-tracking.ts";
 import { after, type CloudConnection, conflict, type Pass, verdict, withDraft } from "./reconcile-pass.ts";
-import { intentRefused } from "./status-building.ts";
 
 type Sendable = Mutation & { send: () => Promise<Operation>; action: string };
 

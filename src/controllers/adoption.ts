@@ -3,7 +3,7 @@
 // (explicit adoption), or this object's own create intent proves it made it. Anything else is NameConflict:
 // Stalled, the message says who holds it (or how to adopt it), and nothing is sent to the resource.
 import type { Claim } from "./claims.ts";
-import { REASON, type Verdict } from "./classify.ts";
+import { REASON, type Verdict } from "./core/classify.ts";
 import { release } from "./deletion.ts";
 import type { FoundResource, ManagedSpecBase } from "./external.ts";
 import { holderOf, holderText, provesOwnCreate, slotOf } from "./ownership.ts";

@@ -12,7 +12,7 @@ import {
   REASON,
   ReconcileError,
   type Verdict,
-} from "./classify.ts";
+} from "./core/classify.ts";
 import type { ManagedSpecBase, Observation } from "./external.ts";
 import {
   after,

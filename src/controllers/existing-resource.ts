@@ -5,7 +5,7 @@ import type { ClaimedKind } from "../api/gpu-cloud-claim.ts";
 import { isUnsupported } from "../cloud/errors.ts";
 import { isSendable, sendAction } from "./action-intents.ts";
 import { claimHolderText } from "./adoption.ts";
-import { CHANGE_INSTEAD, cannotDo, REASON, type Reason, type Verdict } from "./classify.ts";
+import { CHANGE_INSTEAD, cannotDo, REASON, type Reason, type Verdict } from "./core/classify.ts";
 import type { ManagedSpecBase } from "./external.ts";
 import { slotOf } from "./ownership.ts";
 import { after, type CloudConnection, DONE, type Existing, type Pass, verdict, withDraft } from "./reconcile-pass.ts";

@@ -7,7 +7,7 @@ import {
 } from "../api/gpu-disk.ts";
 import { parseSize } from "../cloud/sizes.ts";
 import type { Disk } from "../cloud/wire.ts";
-import { REASON } from "./classify.ts";
+import { REASON } from "./core/classify.ts";
 import type { DeleteBlocker, ExternalClient, ManagedObject, Observation } from "./external.ts";
 import { findResource, itemByName, type KindDefinition, managedByCloudId } from "./kind-support.ts";
 

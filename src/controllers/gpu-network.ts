@@ -3,7 +3,7 @@
 // stalls as NotSupported (deletionPolicy: Orphan lets the object go).
 import { type GpuNetworkSpec, GpuNetworkSpec as GpuNetworkSpecSchema, GpuNetworkStatus } from "../api/gpu-network.ts";
 import type { VpcNetwork } from "../cloud/wire.ts";
-import { REASON } from "./classify.ts";
+import { REASON } from "./core/classify.ts";
 import type { ExternalClient, Observation } from "./external.ts";
 import {
   createdAtFromOperations,

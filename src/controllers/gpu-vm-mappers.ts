@@ -9,7 +9,7 @@ import {
   type VmType,
   vmFamily,
 } from "../cloud/wire.ts";
-import { REASON } from "./classify.ts";
+import { REASON } from "./core/classify.ts";
 import type { Observation } from "./external.ts";
 
 const SETTLED_STATES = new Set(["STATE_RUNNING", "STATE_STOPPED"]);

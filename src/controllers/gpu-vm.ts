@@ -7,7 +7,8 @@ import { ANNOTATIONS, REASONS, SECRET_WATCH_HINT } from "../api/common.ts";
 import { type GpuVmSpec, GpuVmSpec as GpuVmSpecSchema, GpuVmStatus, MAX_RESET_VALUE_LENGTH } from "../api/gpu-vm.ts";
 import type { CreateVmRequest, DiskRef, Operation } from "../cloud/wire.ts";
 import type { Account } from "./claims.ts";
-import { cloudStatus, ReconcileError } from "./classify.ts";
+import { cloudStatus, ReconcileError } from "./core/classify.ts";
+import { fitText } from "./core/status-limits.ts";
 import type { CreateOnlyValue, ExternalClient, ManagedObject } from "./external.ts";
 import {
   connectionDetails,
@@ -29,7 +30,6 @@ import {
   referenceNotFound,
   rereadById,
 } from "./kind-support.ts";
-import { fitText } from "./status-limits.ts";
 
 /** Inline value or a key of a Secret/ConfigMap (and where it came from); Blocked names what is missing. */
 function valueOrRef(

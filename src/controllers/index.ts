@@ -24,6 +24,8 @@ import { CLAIMS_RESOURCE, claimOfObject, kubeClaimRecords } from "./claim-record
 import { registerClaimSweep } from "./claim-sweep.ts";
 import { type Account, accountOf, type Claim, ClaimStore } from "./claims.ts";
 import { CloudAccount } from "./cloud-account.ts";
+import { cloudOperationsSample, registerOperatorMetrics } from "./core/metrics.ts";
+import { fitStatusInPlace } from "./core/status-limits.ts";
 import { CredentialStore, clientFor, credentialsRefNameOf, type SecretLike, unlabelledMessage } from "./credentials.ts";
 import { DependencyIndex } from "./dependency-index.ts";
 import type { ManagedObject, ManagedSpecBase, ManagedStatusBase } from "./external.ts";
@@ -34,10 +36,8 @@ import { gpuVm } from "./gpu-vm.ts";
 import type { KindDefinition, KindDeps, OwnedObject } from "./kind-support.ts";
 import { ManagedParser } from "./kind-support.ts";
 import { type KubeAccess, ManagedReconciler, type ReconcileTiming } from "./managed-reconciler.ts";
-import { cloudOperationsSample, registerOperatorMetrics } from "./metrics.ts";
 import { POOL_RESOURCE, registerPoolController } from "./pool-controller.ts";
 import { CREDENTIALS_FINALIZER, CredentialsUsage, SecretUsageReconciler } from "./secret-usage.ts";
-import { fitStatusInPlace } from "./status-limits.ts";
 import { markWithoutOwner } from "./without-owner.ts";
 
 export const MANAGED_KINDS: readonly KindDefinition<ManagedSpecBase>[] = [gpuVm, gpuDisk, gpuNetwork, gpuFirewallRule];

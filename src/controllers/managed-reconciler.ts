@@ -15,7 +15,9 @@ import { cloneJson } from "../util/json-values.ts";
 import { resourceSeen } from "./absence.ts";
 import { resolvePendingAction } from "./action-intents.ts";
 import { unlessOwned } from "./adoption.ts";
-import { classify, REASON, type Reason, TERMINAL_REASONS, type Verdict } from "./classify.ts";
+import { classify, REASON, type Reason, TERMINAL_REASONS, type Verdict } from "./core/classify.ts";
+import { GuardedWrites } from "./core/own-writes.ts";
+import { finish } from "./core/status-building.ts";
 import { createAbsent } from "./creation.ts";
 import { deleteResource, paused, release } from "./deletion.ts";
 import { mirror, reconcileExisting } from "./existing-resource.ts";
@@ -23,7 +25,6 @@ import type { ManagedObject, ManagedSpecBase, Observation, Outcome } from "./ext
 import { handleFailedOperation } from "./operation-failures.ts";
 import { followOperation } from "./operation-following.ts";
 import { type Settlement, settleOperation } from "./operation-tracking.ts";
-import { GuardedWrites } from "./own-writes.ts";
 import { cloudNameFor, reconcileClaim } from "./ownership.ts";
 import { QuietResyncs } from "./quiet-resyncs.ts";
 import {
@@ -43,8 +44,8 @@ import {
   verdict,
   withDraft,
 } from "./reconcile-pass.ts";
-import { finish } from "./status-building.ts";
 
+export { formatKubeTime } from "./core/status-building.ts";
 export type {
   CloudConnection,
   Connect,
@@ -57,7 +58,6 @@ export type {
   ReconcileTiming,
   WriteResult,
 } from "./reconcile-pass.ts";
-export { formatKubeTime } from "./status-building.ts";
 
 /** A failing key is held this long after its first failure, doubling with each further one. */
 const FAILURE_HOLD_BASE_MS = 500;

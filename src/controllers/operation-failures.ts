@@ -3,7 +3,7 @@
 // location, a failed create with `already_exists` adopts by name only with proof, and anything else stalls.
 
 import { adoptFound } from "./adoption.ts";
-import { REASON, type Verdict } from "./classify.ts";
+import { REASON, type Verdict } from "./core/classify.ts";
 import { nextLocation } from "./creation.ts";
 import type { ManagedSpecBase } from "./external.ts";
 import type { OperationFailure } from "./operation-tracking.ts";

@@ -3,7 +3,7 @@
 // waits on an operation: the trackers wake the key, and a fallback requeue covers lost wake-ups.
 import { MAX_OPERATION_HISTORY } from "../api/common.ts";
 import type { Operation } from "../cloud/wire.ts";
-import { REASON, type Reason, type Verdict } from "./classify.ts";
+import { REASON, type Reason, type Verdict } from "./core/classify.ts";
 import type { ManagedSpecBase, OperationRecord } from "./external.ts";
 import { after, type CloudConnection, type Pass, verdict, wasReady } from "./reconcile-pass.ts";
 

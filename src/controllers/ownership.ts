@@ -5,7 +5,7 @@
 import { defaultCloudName } from "../api/common.ts";
 import type { ClaimedKind, ClaimSlot } from "../api/gpu-cloud-claim.ts";
 import { type Account, type Claim, type Holder, sameAccount } from "./claims.ts";
-import { REASON, type Verdict } from "./classify.ts";
+import { REASON, type Verdict } from "./core/classify.ts";
 import type { ManagedObject, ManagedSpecBase, ManagedStatusBase } from "./external.ts";
 import { after, type Pass, verdict } from "./reconcile-pass.ts";
 

@@ -4,7 +4,7 @@
 // pool's owner reference from every member instead (they keep the pool label: a new pool of that name adopts
 // them).
 import { GpuVmPoolStatus } from "../api/gpu-vm-pool.ts";
-import { REASON } from "./classify.ts";
+import { REASON } from "./core/classify.ts";
 import { release } from "./deletion.ts";
 import type { ManagedStatusBase } from "./external.ts";
 import { type ActionContext, letDisksGo, orphanMembers, readMembers, removeReplica } from "./pool-actions.ts";

@@ -15,12 +15,13 @@ import {
   POOL_SUFFIX_LENGTH,
   type PoolSlot,
 } from "../api/gpu-vm-pool.ts";
-import { classify, REASON, type Verdict } from "./classify.ts";
 import type { AvailabilityReading } from "./cloud-account.ts";
+import { classify, REASON, type Verdict } from "./core/classify.ts";
+import { GuardedWrites } from "./core/own-writes.ts";
+import { applyVerdict, formatKubeTime, intentRefused } from "./core/status-building.ts";
 import { paused } from "./deletion.ts";
 import type { ManagedObject, ManagedStatusBase, Outcome } from "./external.ts";
 import { parseManaged } from "./kind-support.ts";
-import { GuardedWrites } from "./own-writes.ts";
 import {
   type ActionContext,
   adopt,
@@ -66,7 +67,6 @@ import {
   type Step,
   verdict,
 } from "./reconcile-pass.ts";
-import { applyVerdict, formatKubeTime, intentRefused } from "./status-building.ts";
 
 type Pool = ManagedObject<GpuVmPoolSpec>;
 

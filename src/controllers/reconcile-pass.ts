@@ -4,7 +4,7 @@
 import type { Logger } from "pino";
 import type { Operation } from "../cloud/wire.ts";
 import type { Account, Claim, ClaimStore } from "./claims.ts";
-import { REASON, type Reason, type Verdict } from "./classify.ts";
+import { REASON, type Reason, type Verdict } from "./core/classify.ts";
 import type {
   ExternalClient,
   ManagedObject,

@@ -3,7 +3,11 @@ import { pino } from "pino";
 import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
 import type { CloudAccount } from "../../src/controllers/cloud-account.ts";
-import { cloudOperationsSample, lastCompleteUsageDay, registerOperatorMetrics } from "../../src/controllers/metrics.ts";
+import {
+  cloudOperationsSample,
+  lastCompleteUsageDay,
+  registerOperatorMetrics,
+} from "../../src/controllers/core/metrics.ts";
 import type { InformerEvent } from "../../src/runtime/index.ts";
 import { Metrics } from "../../src/runtime/metrics.ts";
 

@@ -3,7 +3,7 @@
 import pino from "pino";
 import { describe, expect, it, vi } from "vitest";
 import { CloudError } from "../../src/cloud/errors.ts";
-import { classify, ReconcileError, requestRefused } from "../../src/controllers/classify.ts";
+import { classify, ReconcileError, requestRefused } from "../../src/controllers/core/classify.ts";
 import { CredentialStore, parseCredentialsSecret, type SecretLike } from "../../src/controllers/credentials.ts";
 import { DependencyIndex } from "../../src/controllers/dependency-index.ts";
 import { gpuVm } from "../../src/controllers/gpu-vm.ts";

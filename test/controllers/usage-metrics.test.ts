@@ -6,7 +6,7 @@ import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type CloudClient, createCloudClient } from "../../src/cloud/client.ts";
 import type { UsageItem } from "../../src/cloud/wire.ts";
-import { lastCompleteUsageDay, registerOperatorMetrics } from "../../src/controllers/metrics.ts";
+import { lastCompleteUsageDay, registerOperatorMetrics } from "../../src/controllers/core/metrics.ts";
 import {
   createManualClock,
   type ManualClock,

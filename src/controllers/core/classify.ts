@@ -1,12 +1,12 @@
 // Errors → verdicts, in one place. A verdict is what one reconcile concluded: the conditions to write and the
 // outcome to hand back to the work queue. Terminal problems stall without a hot loop; retryable ones back off;
 // a rate limit or an unavailable API with Retry-After waits exactly that long.
-import { REASONS, type Reason } from "../api/common.ts";
-import { CAPABILITIES, capabilityOf } from "../cloud/capabilities.ts";
-import { isCloudError } from "../cloud/errors.ts";
-import { KubeApiError } from "../runtime/index.ts";
-import { isFenced } from "../util/fence.ts";
-import type { Outcome } from "./external.ts";
+import { REASONS, type Reason } from "../../api/common.ts";
+import { CAPABILITIES, capabilityOf } from "../../cloud/capabilities.ts";
+import { isCloudError } from "../../cloud/errors.ts";
+import { KubeApiError } from "../../runtime/index.ts";
+import { isFenced } from "../../util/fence.ts";
+import type { Outcome } from "../external.ts";
 
 export const REASON = REASONS;
 export type { Reason };

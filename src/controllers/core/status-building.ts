@@ -2,10 +2,10 @@
 // (synced.ts) and observedGeneration; status is written once and only when it changed; an event is emitted only when the Ready
 // story (status or reason) changed.
 import type { Logger } from "pino";
-import { sameJson } from "../util/json-values.ts";
+import { sameJson } from "../../util/json-values.ts";
+import type { Condition, ManagedObject, ManagedSpecBase, ManagedStatusBase, Outcome } from "../external.ts";
+import { after, type PassServices } from "../reconcile-pass.ts";
 import { REASON, type Verdict } from "./classify.ts";
-import type { Condition, ManagedObject, ManagedSpecBase, ManagedStatusBase, Outcome } from "./external.ts";
-import { after, type PassServices } from "./reconcile-pass.ts";
 import { syncedCondition } from "./synced.ts";
 
 /** Kubernetes writes metav1.Time (condition lastTransitionTime) at whole seconds: RFC 3339 without a fraction. */

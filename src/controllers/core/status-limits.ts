@@ -3,8 +3,8 @@
 // shortened deterministically; a value that cannot be fitted is dropped and reported. Identities (ids, names,
 // project ids) are never shortened: a shortened id would point at another resource, so it is reported instead.
 import { createHash } from "node:crypto";
-import type { SchemaNode } from "../api/crd.ts";
-import { isRecord } from "../util/is-record.ts";
+import type { SchemaNode } from "../../api/crd.ts";
+import { isRecord } from "../../util/is-record.ts";
 
 /** Fields whose value names something: shortening it would silently point elsewhere, so it never is. */
 export function isIdentityField(key: string): boolean {

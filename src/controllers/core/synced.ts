@@ -4,8 +4,9 @@
 // that cannot be: an invalid spec, a change the cloud refuses, a create-only value changed), and, when the pass
 // could not look (credentials, an unavailable API, paused), the last comparison of the same generation, or
 // Unknown. kstatus and the Argo CD health check do not read it: it informs, it does not gate.
+
+import type { Condition } from "../external.ts";
 import { REASON, type Reason, type Verdict } from "./classify.ts";
-import type { Condition } from "./external.ts";
 
 /** Reasons of a pass that did not compare the cloud resource with the spec. */
 const NOT_COMPARED: ReadonlySet<Reason> = new Set<Reason>([
