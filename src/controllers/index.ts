@@ -18,15 +18,22 @@ import type { Controller, KubeResource, Manager } from "../runtime/index.ts";
 import { CONFIG_MAPS, KubeApiError, NAMESPACES, ownsKey, SECRETS } from "../runtime/index.ts";
 import { ApiUrlPolicy } from "../util/api-url.ts";
 import { isRecord } from "../util/is-record.ts";
-import { AccountAdmissions } from "./account-admission.ts";
+import { AccountAdmissions } from "./accounts/account-admission.ts";
+import { CloudAccount } from "./accounts/cloud-account.ts";
+import {
+  CredentialStore,
+  clientFor,
+  credentialsRefNameOf,
+  type SecretLike,
+  unlabelledMessage,
+} from "./accounts/credentials.ts";
+import { CREDENTIALS_FINALIZER, CredentialsUsage, SecretUsageReconciler } from "./accounts/secret-usage.ts";
 import { attachmentChange } from "./attachment-changes.ts";
 import { CLAIMS_RESOURCE, claimOfObject, kubeClaimRecords } from "./claim-records.ts";
 import { registerClaimSweep } from "./claim-sweep.ts";
 import { type Account, accountOf, type Claim, ClaimStore } from "./claims.ts";
-import { CloudAccount } from "./cloud-account.ts";
 import { cloudOperationsSample, registerOperatorMetrics } from "./core/metrics.ts";
 import { fitStatusInPlace } from "./core/status-limits.ts";
-import { CredentialStore, clientFor, credentialsRefNameOf, type SecretLike, unlabelledMessage } from "./credentials.ts";
 import { DependencyIndex } from "./dependency-index.ts";
 import type { ManagedObject, ManagedSpecBase, ManagedStatusBase } from "./external.ts";
 import { gpuDisk } from "./gpu-disk.ts";
@@ -37,7 +44,6 @@ import type { KindDefinition, KindDeps, OwnedObject } from "./kind-support.ts";
 import { ManagedParser } from "./kind-support.ts";
 import { type KubeAccess, ManagedReconciler, type ReconcileTiming } from "./managed-reconciler.ts";
 import { POOL_RESOURCE, registerPoolController } from "./pool-controller.ts";
-import { CREDENTIALS_FINALIZER, CredentialsUsage, SecretUsageReconciler } from "./secret-usage.ts";
 import { markWithoutOwner } from "./without-owner.ts";
 
 export const MANAGED_KINDS: readonly KindDefinition<ManagedSpecBase>[] = [gpuVm, gpuDisk, gpuNetwork, gpuFirewallRule];

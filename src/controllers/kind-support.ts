@@ -6,10 +6,10 @@ import { ObjectMeta, REASONS, type Reason } from "../api/common.ts";
 import { isCloudError, isUnsupported } from "../cloud/errors.ts";
 import type { OperationFamily } from "../cloud/wire.ts";
 import { sameJson } from "../util/json-values.ts";
+import type { CloudAccount } from "./accounts/cloud-account.ts";
+import type { SnapshotView } from "./accounts/snapshots.ts";
 import type { Account } from "./claims.ts";
-import type { CloudAccount } from "./cloud-account.ts";
 import type { ExternalClient, ManagedObject, ManagedSpecBase, ManagedStatusBase, ObserveOptions } from "./external.ts";
-import type { SnapshotView } from "./snapshots.ts";
 
 const Envelope = z.looseObject({
   apiVersion: z.string().default(""),

@@ -15,7 +15,7 @@ import {
   POOL_SUFFIX_LENGTH,
   type PoolSlot,
 } from "../api/gpu-vm-pool.ts";
-import type { AvailabilityReading } from "./cloud-account.ts";
+import type { AvailabilityReading } from "./accounts/cloud-account.ts";
 import { classify, REASON, type Verdict } from "./core/classify.ts";
 import { GuardedWrites } from "./core/own-writes.ts";
 import { applyVerdict, formatKubeTime, intentRefused } from "./core/status-building.ts";

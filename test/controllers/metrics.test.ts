@@ -2,7 +2,7 @@ import type { KubernetesObject } from "@kubernetes/client-node";
 import { pino } from "pino";
 import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
-import type { CloudAccount } from "../../src/controllers/cloud-account.ts";
+import type { CloudAccount } from "../../src/controllers/accounts/cloud-account.ts";
 import {
   cloudOperationsSample,
   lastCompleteUsageDay,

@@ -3,12 +3,16 @@
 import pino from "pino";
 import { describe, expect, it, vi } from "vitest";
 import { CloudError } from "../../src/cloud/errors.ts";
+import {
+  CredentialStore,
+  parseCredentialsSecret,
+  type SecretLike,
+} from "../../src/controllers/accounts/credentials.ts";
+import { FamilySnapshot } from "../../src/controllers/accounts/snapshots.ts";
 import { classify, ReconcileError, requestRefused } from "../../src/controllers/core/classify.ts";
-import { CredentialStore, parseCredentialsSecret, type SecretLike } from "../../src/controllers/credentials.ts";
 import { DependencyIndex } from "../../src/controllers/dependency-index.ts";
 import { gpuVm } from "../../src/controllers/gpu-vm.ts";
 import { ManagedParser } from "../../src/controllers/kind-support.ts";
-import { FamilySnapshot } from "../../src/controllers/snapshots.ts";
 import { KubeApiError } from "../../src/runtime/index.ts";
 import { FencedError } from "../../src/util/fence.ts";
 import { StringInterner, sharedInterner } from "../../src/util/intern.ts";

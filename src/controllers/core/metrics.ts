@@ -8,7 +8,7 @@ import type { Logger } from "pino";
 import { Gauge, type Registry } from "prom-client";
 import { DISK_PRICE_PER_GB_HOUR, OPERATION_FAMILIES } from "../../cloud/wire.ts";
 import type { CloudOperationsSample, InformerEvent } from "../../runtime/index.ts";
-import type { CloudAccount } from "../cloud-account.ts";
+import type { CloudAccount } from "../accounts/cloud-account.ts";
 
 /** What the usage gauge reads of an account. */
 export type MetricsAccount = Pick<CloudAccount, "projectId" | "client">;

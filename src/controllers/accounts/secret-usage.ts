@@ -4,7 +4,7 @@
 // Who uses which Secret is kept in an index fed by the informers (CredentialsUsage): an event costs O(1) and
 // wakes a Secret only when an object starts or stops using it, instead of re-reading every object each time.
 import type { KubernetesObject } from "@kubernetes/client-node";
-import { DEFAULT_CREDENTIALS_SECRET, FINALIZER } from "../api/common.ts";
+import { DEFAULT_CREDENTIALS_SECRET, FINALIZER } from "../../api/common.ts";
 import type {
   KubeClient,
   ObjectInformer,
@@ -12,9 +12,9 @@ import type {
   ReconcileContext,
   ReconcileRequest,
   Reconciler,
-} from "../runtime/index.ts";
-import { sharedInterner } from "../util/intern.ts";
-import { isRecord } from "../util/is-record.ts";
+} from "../../runtime/index.ts";
+import { sharedInterner } from "../../util/intern.ts";
+import { isRecord } from "../../util/is-record.ts";
 import { credentialsRefNameOf } from "./credentials.ts";
 
 export const CREDENTIALS_FINALIZER = "gpucloud.dev/credentials-in-use";

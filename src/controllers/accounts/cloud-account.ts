@@ -4,12 +4,12 @@
 // keys that own the operation. An operation that changes another family as a side effect (a VM create, disk
 // update or terminate attaches or detaches data disks) invalidates that family's snapshot too.
 import type { Logger } from "pino";
-import type { CloudClient } from "../cloud/client.ts";
-import { isCloudError, OperationTracker, TrackerStoppedError } from "../cloud/index.ts";
-import type { Disk, FirewallRule, Operation, OperationFamily, VpcNetwork } from "../cloud/wire.ts";
-import { accountOf } from "./claims.ts";
-import { summarizeVm, type VmSummary } from "./gpu-vm-mappers.ts";
-import type { OperationProgress } from "./managed-reconciler.ts";
+import type { CloudClient } from "../../cloud/client.ts";
+import { isCloudError, OperationTracker, TrackerStoppedError } from "../../cloud/index.ts";
+import type { Disk, FirewallRule, Operation, OperationFamily, VpcNetwork } from "../../cloud/wire.ts";
+import { accountOf } from "../claims.ts";
+import { summarizeVm, type VmSummary } from "../gpu-vm-mappers.ts";
+import type { OperationProgress } from "../managed-reconciler.ts";
 import { FamilySnapshot } from "./snapshots.ts";
 
 export interface CloudAccountOptions {

@@ -11,8 +11,8 @@
 // next list, and `onChanged`/`onVanished` wake its holder then, not at its next resync. That costs one list of
 // the family per interval (ceil(N/500) calls), shared by every object, and no read per object.
 import { setTimeout as sleep } from "node:timers/promises";
-import { type StringInterner, sharedInterner } from "../util/intern.ts";
-import { sameJson } from "../util/json-values.ts";
+import { type StringInterner, sharedInterner } from "../../util/intern.ts";
+import { sameJson } from "../../util/json-values.ts";
 
 export interface SnapshotView<T> {
   byId: ReadonlyMap<string, T>;

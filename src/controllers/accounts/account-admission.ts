@@ -16,9 +16,9 @@
 // Without it, each refused key came back after a fixed delay and was refused again: with thousands of creates
 // queued behind the account's rate limit, the free worker cycled through the whole backlog several times a second
 // (most of the operator's CPU in a burst), and a settled VM lost its priority behind the creates.
-import type { AccountBulkhead } from "../cloud/bulkhead.ts";
-import { CloudError } from "../cloud/errors.ts";
-import type { Priority, ReconcileRequest, Reconciler } from "../runtime/index.ts";
+import type { AccountBulkhead } from "../../cloud/bulkhead.ts";
+import { CloudError } from "../../cloud/errors.ts";
+import type { Priority, ReconcileRequest, Reconciler } from "../../runtime/index.ts";
 
 /** A parked key comes back after this long if nothing woke it (a safety net: wakes are not expected to be lost). */
 export const PARKED_FALLBACK_MS = 300_000;

@@ -18,15 +18,15 @@ import {
   type Reason,
   SECRET_WATCH_HINT,
   SECRET_WATCH_SELECTOR,
-} from "../api/common.ts";
-import type { Credentials } from "../cloud/auth.ts";
-import { DEFAULT_BULKHEAD, sharedBulkheadFor } from "../cloud/bulkhead.ts";
-import { type CloudClient, createCloudClient } from "../cloud/client.ts";
-import { credentialKeyOf } from "../cloud/rate-limit.ts";
-import type { RequestObserver } from "../cloud/transport.ts";
-import type { ApiUrlPolicy } from "../util/api-url.ts";
-import type { Fence } from "../util/fence.ts";
-import { isRecord } from "../util/is-record.ts";
+} from "../../api/common.ts";
+import type { Credentials } from "../../cloud/auth.ts";
+import { DEFAULT_BULKHEAD, sharedBulkheadFor } from "../../cloud/bulkhead.ts";
+import { type CloudClient, createCloudClient } from "../../cloud/client.ts";
+import { credentialKeyOf } from "../../cloud/rate-limit.ts";
+import type { RequestObserver } from "../../cloud/transport.ts";
+import type { ApiUrlPolicy } from "../../util/api-url.ts";
+import type { Fence } from "../../util/fence.ts";
+import { isRecord } from "../../util/is-record.ts";
 
 /** The fields of a core/v1 Secret the operator reads. */
 export interface SecretLike {
