@@ -11,7 +11,6 @@ import {
   GpuFirewallRuleStatus,
 } from "../api/gpu-firewall-rule.ts";
 import type { EndpointRequest, FirewallRule, PatchFirewallRuleRequest } from "../cloud/wire.ts";
-import type { ExternalClient, Observation } from "./external.ts";
 import {
   type Blocked,
   blocked,
@@ -25,6 +24,7 @@ import {
   referenceNotFound,
   rereadById,
 } from "./kind-support.ts";
+import type { ExternalClient, Observation } from "./managed/external.ts";
 
 const ALL_PORTS = new Set(["*", "1-65535", "0-65535"]);
 

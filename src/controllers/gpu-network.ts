@@ -4,7 +4,6 @@
 import { type GpuNetworkSpec, GpuNetworkSpec as GpuNetworkSpecSchema, GpuNetworkStatus } from "../api/gpu-network.ts";
 import type { VpcNetwork } from "../cloud/wire.ts";
 import { REASON } from "./core/classify.ts";
-import type { ExternalClient, Observation } from "./external.ts";
 import {
   createdAtFromOperations,
   findResource,
@@ -13,6 +12,7 @@ import {
   knownId,
   rereadById,
 } from "./kind-support.ts";
+import type { ExternalClient, Observation } from "./managed/external.ts";
 
 export function networkAtProvider(network: VpcNetwork): Record<string, unknown> {
   return { cloudName: network.name, cidr: network.cidr, gateway: network.gateway, subnets: [...network.subnets] };

@@ -10,7 +10,7 @@ import {
   vmFamily,
 } from "../cloud/wire.ts";
 import { REASON } from "./core/classify.ts";
-import type { Observation } from "./external.ts";
+import type { Observation } from "./managed/external.ts";
 
 const SETTLED_STATES = new Set(["STATE_RUNNING", "STATE_STOPPED"]);
 

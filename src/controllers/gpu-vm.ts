@@ -6,10 +6,8 @@ import { hash } from "node:crypto";
 import { ANNOTATIONS, REASONS, SECRET_WATCH_HINT } from "../api/common.ts";
 import { type GpuVmSpec, GpuVmSpec as GpuVmSpecSchema, GpuVmStatus, MAX_RESET_VALUE_LENGTH } from "../api/gpu-vm.ts";
 import type { CreateVmRequest, DiskRef, Operation } from "../cloud/wire.ts";
-import type { Account } from "./claims.ts";
 import { cloudStatus, ReconcileError } from "./core/classify.ts";
 import { fitText } from "./core/status-limits.ts";
-import type { CreateOnlyValue, ExternalClient, ManagedObject } from "./external.ts";
 import {
   connectionDetails,
   type DesiredVm,
@@ -30,6 +28,8 @@ import {
   referenceNotFound,
   rereadById,
 } from "./kind-support.ts";
+import type { Account } from "./managed/claims.ts";
+import type { CreateOnlyValue, ExternalClient, ManagedObject } from "./managed/external.ts";
 
 /** Inline value or a key of a Secret/ConfigMap (and where it came from); Blocked names what is missing. */
 function valueOrRef(

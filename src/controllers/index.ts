@@ -29,22 +29,22 @@ import {
 } from "./accounts/credentials.ts";
 import { CREDENTIALS_FINALIZER, CredentialsUsage, SecretUsageReconciler } from "./accounts/secret-usage.ts";
 import { attachmentChange } from "./attachment-changes.ts";
-import { CLAIMS_RESOURCE, claimOfObject, kubeClaimRecords } from "./claim-records.ts";
-import { registerClaimSweep } from "./claim-sweep.ts";
-import { type Account, accountOf, type Claim, ClaimStore } from "./claims.ts";
 import { cloudOperationsSample, registerOperatorMetrics } from "./core/metrics.ts";
 import { fitStatusInPlace } from "./core/status-limits.ts";
-import { DependencyIndex } from "./dependency-index.ts";
-import type { ManagedObject, ManagedSpecBase, ManagedStatusBase } from "./external.ts";
 import { gpuDisk } from "./gpu-disk.ts";
 import { gpuFirewallRule } from "./gpu-firewall-rule.ts";
 import { gpuNetwork } from "./gpu-network.ts";
 import { gpuVm } from "./gpu-vm.ts";
 import type { KindDefinition, KindDeps, OwnedObject } from "./kind-support.ts";
 import { ManagedParser } from "./kind-support.ts";
-import { type KubeAccess, ManagedReconciler, type ReconcileTiming } from "./managed-reconciler.ts";
+import { CLAIMS_RESOURCE, claimOfObject, kubeClaimRecords } from "./managed/claim-records.ts";
+import { registerClaimSweep } from "./managed/claim-sweep.ts";
+import { type Account, accountOf, type Claim, ClaimStore } from "./managed/claims.ts";
+import { DependencyIndex } from "./managed/dependency-index.ts";
+import type { ManagedObject, ManagedSpecBase, ManagedStatusBase } from "./managed/external.ts";
+import { type KubeAccess, ManagedReconciler, type ReconcileTiming } from "./managed/reconciler.ts";
+import { markWithoutOwner } from "./managed/without-owner.ts";
 import { POOL_RESOURCE, registerPoolController } from "./pool-controller.ts";
-import { markWithoutOwner } from "./without-owner.ts";
 
 export const MANAGED_KINDS: readonly KindDefinition<ManagedSpecBase>[] = [gpuVm, gpuDisk, gpuNetwork, gpuFirewallRule];
 

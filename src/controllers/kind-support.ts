@@ -8,8 +8,14 @@ import type { OperationFamily } from "../cloud/wire.ts";
 import { sameJson } from "../util/json-values.ts";
 import type { CloudAccount } from "./accounts/cloud-account.ts";
 import type { SnapshotView } from "./accounts/snapshots.ts";
-import type { Account } from "./claims.ts";
-import type { ExternalClient, ManagedObject, ManagedSpecBase, ManagedStatusBase, ObserveOptions } from "./external.ts";
+import type { Account } from "./managed/claims.ts";
+import type {
+  ExternalClient,
+  ManagedObject,
+  ManagedSpecBase,
+  ManagedStatusBase,
+  ObserveOptions,
+} from "./managed/external.ts";
 
 const Envelope = z.looseObject({
   apiVersion: z.string().default(""),

@@ -8,7 +8,8 @@ import type { Logger } from "pino";
 import { POOL_LABELS } from "../api/common.ts";
 import type { GpuVmPoolSpec, PoolSlot } from "../api/gpu-vm-pool.ts";
 import { isRecord } from "../util/is-record.ts";
-import type { ManagedObject } from "./external.ts";
+import type { ManagedObject } from "./managed/external.ts";
+import type { KubeAccess } from "./managed/pass.ts";
 import type { Expectations } from "./pool-expectations.ts";
 import {
   belongingOf,
@@ -21,7 +22,6 @@ import {
   type PoolIdentity,
   poolDisksPatch,
 } from "./pool-members.ts";
-import type { KubeAccess } from "./reconcile-pass.ts";
 
 export type MemberKind = "GpuVm" | "GpuDisk";
 

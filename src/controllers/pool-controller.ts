@@ -8,9 +8,9 @@ import { gpuVmPoolKind } from "../api/gpu-vm-pool.ts";
 import type { Controller, KubeResource, Manager, ObjectInformer } from "../runtime/index.ts";
 import type { CloudAccount } from "./accounts/cloud-account.ts";
 import type { CredentialStore } from "./accounts/credentials.ts";
+import type { KubeAccess, ReconcileTiming } from "./managed/pass.ts";
 import type { MemberAccess, MemberKind } from "./pool-actions.ts";
 import { PoolReconciler } from "./pool-reconciler.ts";
-import type { KubeAccess, ReconcileTiming } from "./reconcile-pass.ts";
 
 export const POOL_RESOURCE: KubeResource = {
   group: GROUP,

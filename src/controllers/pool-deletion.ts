@@ -5,10 +5,10 @@
 // them).
 import { GpuVmPoolStatus } from "../api/gpu-vm-pool.ts";
 import { REASON } from "./core/classify.ts";
-import { release } from "./deletion.ts";
-import type { ManagedStatusBase } from "./external.ts";
+import { release } from "./managed/deletion.ts";
+import type { ManagedStatusBase } from "./managed/external.ts";
+import { after, conflict, type LifecyclePass, type Step, verdict } from "./managed/pass.ts";
 import { type ActionContext, letDisksGo, orphanMembers, readMembers, removeReplica } from "./pool-actions.ts";
-import { after, conflict, type LifecyclePass, type Step, verdict } from "./reconcile-pass.ts";
 
 export async function deletePool(
   context: ActionContext,

@@ -19,9 +19,24 @@ import type { AvailabilityReading } from "./accounts/cloud-account.ts";
 import { classify, REASON, type Verdict } from "./core/classify.ts";
 import { GuardedWrites } from "./core/own-writes.ts";
 import { applyVerdict, formatKubeTime, intentRefused } from "./core/status-building.ts";
-import { paused } from "./deletion.ts";
-import type { ManagedObject, ManagedStatusBase, Outcome } from "./external.ts";
 import { parseManaged } from "./kind-support.ts";
+import { paused } from "./managed/deletion.ts";
+import type { ManagedObject, ManagedStatusBase, Outcome } from "./managed/external.ts";
+import {
+  after,
+  conflict,
+  DEFAULT_TIMING,
+  DONE,
+  type KubeAccess,
+  keyOf,
+  type LifecyclePass,
+  RELEASED,
+  type ReconcileContext,
+  type ReconcileRequest,
+  type ReconcileTiming,
+  type Step,
+  verdict,
+} from "./managed/pass.ts";
 import {
   type ActionContext,
   adopt,
@@ -52,21 +67,6 @@ import {
 import { CapacityMemory, type Placement, placeReplicas, type Room, roomIn } from "./pool-placement.ts";
 import { type PoolPlan, planPool, type SlotState } from "./pool-rollout.ts";
 import { countsOf, type PoolPicture, poolVerdict } from "./pool-status.ts";
-import {
-  after,
-  conflict,
-  DEFAULT_TIMING,
-  DONE,
-  type KubeAccess,
-  keyOf,
-  type LifecyclePass,
-  RELEASED,
-  type ReconcileContext,
-  type ReconcileRequest,
-  type ReconcileTiming,
-  type Step,
-  verdict,
-} from "./reconcile-pass.ts";
 
 type Pool = ManagedObject<GpuVmPoolSpec>;
 

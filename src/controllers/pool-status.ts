@@ -2,9 +2,9 @@
 // location, the price, and the verdict that becomes its Ready/Reconciling/Stalled conditions.
 import type { GpuVmPoolStatus, PoolSlot } from "../api/gpu-vm-pool.ts";
 import { REASON, type Verdict } from "./core/classify.ts";
+import { after, DONE, verdict } from "./managed/pass.ts";
 import type { Member } from "./pool-members.ts";
 import type { PoolPlan } from "./pool-rollout.ts";
-import { after, DONE, verdict } from "./reconcile-pass.ts";
 
 /** What a pass saw and decided, for the status. */
 export interface PoolPicture {

@@ -3,8 +3,8 @@
 import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { claimNameOf } from "../../src/api/gpu-cloud-claim.ts";
-import { claimSweepReconciler } from "../../src/controllers/claim-sweep.ts";
-import { accountOf } from "../../src/controllers/claims.ts";
+import { claimSweepReconciler } from "../../src/controllers/managed/claim-sweep.ts";
+import { accountOf } from "../../src/controllers/managed/claims.ts";
 import { MemoryClaimRecords, memoryClaims } from "./memory-claims.ts";
 
 const account = accountOf("https://cloud.test/v0.1/", "project-1");

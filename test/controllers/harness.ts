@@ -12,7 +12,7 @@ import {
 import { type Logger, pino } from "pino";
 import { GROUP, VERSION } from "../../src/api/common.ts";
 import { type OperatorControllers, registerControllers } from "../../src/controllers/index.ts";
-import type { ReconcileTiming } from "../../src/controllers/managed-reconciler.ts";
+import type { ReconcileTiming } from "../../src/controllers/managed/reconciler.ts";
 import { type RunningKubeDouble, startKubeDouble } from "../../src/kube-double/index.ts";
 import { defaultConfig, Manager, type OperatorConfig } from "../../src/runtime/index.ts";
 import { type RunningSimulator, type SimulatorOptions, startSimulator } from "../../src/simulator/index.ts";

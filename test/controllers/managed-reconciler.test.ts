@@ -12,14 +12,14 @@ import type {
   ManagedStatusBase,
   Mutation,
   Observation,
-} from "../../src/controllers/external.ts";
+} from "../../src/controllers/managed/external.ts";
 import {
   type CloudConnection,
   type KubeAccess,
   ManagedReconciler,
   type OperationProgress,
   type ReconcileTiming,
-} from "../../src/controllers/managed-reconciler.ts";
+} from "../../src/controllers/managed/reconciler.ts";
 import { memoryClaims } from "./memory-claims.ts";
 
 interface TestSpec extends ManagedSpecBase {

@@ -8,7 +8,7 @@ import {
   ClaimStore,
   type ClaimWrite,
   type Holder,
-} from "../../src/controllers/claims.ts";
+} from "../../src/controllers/managed/claims.ts";
 
 export class MemoryClaimRecords implements ClaimRecords {
   readonly objects = new Map<string, Claim>();

@@ -5,10 +5,10 @@
 // cloud VM per GpuVm; test/e2e/pool.test.ts kills the real process with SIGKILL.)
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import type { ManagedObject, ManagedStatusBase } from "../../src/controllers/external.ts";
+import type { ManagedObject, ManagedStatusBase } from "../../src/controllers/managed/external.ts";
+import type { KubeAccess } from "../../src/controllers/managed/pass.ts";
 import type { MemberAccess, MemberKind } from "../../src/controllers/pool-actions.ts";
 import { PoolReconciler } from "../../src/controllers/pool-reconciler.ts";
-import type { KubeAccess } from "../../src/controllers/reconcile-pass.ts";
 import { SSH_KEY } from "./harness.ts";
 
 class CrashError extends Error {

@@ -10,9 +10,9 @@ import {
 } from "../../src/controllers/accounts/credentials.ts";
 import { FamilySnapshot } from "../../src/controllers/accounts/snapshots.ts";
 import { classify, ReconcileError, requestRefused } from "../../src/controllers/core/classify.ts";
-import { DependencyIndex } from "../../src/controllers/dependency-index.ts";
 import { gpuVm } from "../../src/controllers/gpu-vm.ts";
 import { ManagedParser } from "../../src/controllers/kind-support.ts";
+import { DependencyIndex } from "../../src/controllers/managed/dependency-index.ts";
 import { KubeApiError } from "../../src/runtime/index.ts";
 import { FencedError } from "../../src/util/fence.ts";
 import { StringInterner, sharedInterner } from "../../src/util/intern.ts";

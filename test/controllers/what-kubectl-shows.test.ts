@@ -4,10 +4,10 @@ import { describe, expect, it } from "vitest";
 import type { Disk, FirewallRule } from "../../src/cloud/wire.ts";
 import { REASON, type Verdict } from "../../src/controllers/core/classify.ts";
 import { IN_STEP_MESSAGE, syncedCondition } from "../../src/controllers/core/synced.ts";
-import type { Condition, ManagedObject } from "../../src/controllers/external.ts";
 import { diskAtProvider, diskInUse, printableAttachments } from "../../src/controllers/gpu-disk.ts";
 import { observeRule } from "../../src/controllers/gpu-firewall-rule.ts";
 import { diskChange, nextVmStep, vmAtProvider } from "../../src/controllers/gpu-vm-mappers.ts";
+import type { Condition, ManagedObject } from "../../src/controllers/managed/external.ts";
 
 const AT = "2026-11-22T10:00:00Z";
 const EARLIER = "2026-11-22T09:00:00Z";

@@ -2,9 +2,9 @@
 // once its spec is ahead of its status, and nothing else changes; a status that says nothing untrue is left alone.
 import pino from "pino";
 import { describe, expect, it } from "vitest";
-import type { Condition, ManagedObject } from "../../src/controllers/external.ts";
-import type { WriteResult } from "../../src/controllers/reconcile-pass.ts";
-import { markWithoutOwner, withoutOwnerStatus } from "../../src/controllers/without-owner.ts";
+import type { Condition, ManagedObject } from "../../src/controllers/managed/external.ts";
+import type { WriteResult } from "../../src/controllers/managed/pass.ts";
+import { markWithoutOwner, withoutOwnerStatus } from "../../src/controllers/managed/without-owner.ts";
 import { FencedError } from "../../src/util/fence.ts";
 
 const NOW = Date.parse("2026-11-27T12:00:00Z");

@@ -7,9 +7,9 @@ import type { Logger } from "pino";
 import type { CloudClient } from "../../cloud/client.ts";
 import { isCloudError, OperationTracker, TrackerStoppedError } from "../../cloud/index.ts";
 import type { Disk, FirewallRule, Operation, OperationFamily, VpcNetwork } from "../../cloud/wire.ts";
-import { accountOf } from "../claims.ts";
 import { summarizeVm, type VmSummary } from "../gpu-vm-mappers.ts";
-import type { OperationProgress } from "../managed-reconciler.ts";
+import { accountOf } from "../managed/claims.ts";
+import type { OperationProgress } from "../managed/reconciler.ts";
 import { FamilySnapshot } from "./snapshots.ts";
 
 export interface CloudAccountOptions {

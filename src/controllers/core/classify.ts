@@ -6,7 +6,7 @@ import { CAPABILITIES, capabilityOf } from "../../cloud/capabilities.ts";
 import { isCloudError } from "../../cloud/errors.ts";
 import { KubeApiError } from "../../runtime/index.ts";
 import { isFenced } from "../../util/fence.ts";
-import type { Outcome } from "../external.ts";
+import type { Outcome } from "../managed/external.ts";
 
 export const REASON = REASONS;
 export type { Reason };

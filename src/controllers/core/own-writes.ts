@@ -3,8 +3,8 @@
 // seen all of our writes yet, and acting on it would repeat work. The watch event of each write is only its echo:
 // the pass that wrote has decided what comes next, so the echo starts no pass of its own (`isEcho`), unless a
 // pass is waiting for it (it found the cache behind). Shared by the managed reconciler and the GpuVmPool reconciler.
-import type { ManagedObject, ManagedStatusBase } from "../external.ts";
-import type { KubeAccess, WriteResult } from "../reconcile-pass.ts";
+import type { ManagedObject, ManagedStatusBase } from "../managed/external.ts";
+import type { KubeAccess, WriteResult } from "../managed/pass.ts";
 
 interface Written {
   superseded: Set<string>;

@@ -3,8 +3,8 @@
 // story (status or reason) changed.
 import type { Logger } from "pino";
 import { sameJson } from "../../util/json-values.ts";
-import type { Condition, ManagedObject, ManagedSpecBase, ManagedStatusBase, Outcome } from "../external.ts";
-import { after, type PassServices } from "../reconcile-pass.ts";
+import type { Condition, ManagedObject, ManagedSpecBase, ManagedStatusBase, Outcome } from "../managed/external.ts";
+import { after, type PassServices } from "../managed/pass.ts";
 import { REASON, type Verdict } from "./classify.ts";
 import { syncedCondition } from "./synced.ts";
 

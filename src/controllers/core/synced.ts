@@ -5,7 +5,7 @@
 // could not look (credentials, an unavailable API, paused), the last comparison of the same generation, or
 // Unknown. kstatus and the Argo CD health check do not read it: it informs, it does not gate.
 
-import type { Condition } from "../external.ts";
+import type { Condition } from "../managed/external.ts";
 import { REASON, type Reason, type Verdict } from "./classify.ts";
 
 /** Reasons of a pass that did not compare the cloud resource with the spec. */

@@ -13,7 +13,7 @@
 
 import type { Logger } from "pino";
 import type { ManagedObject, ManagedSpecBase } from "./external.ts";
-import type { CloudConnection } from "./reconcile-pass.ts";
+import type { CloudConnection } from "./pass.ts";
 
 interface QuietState {
   /** The object's resourceVersion the last good pass read. */

@@ -2,8 +2,8 @@
 // managed reconciler (managed-reconciler.ts) alone decides what happens next (create, update, delete, wait).
 // Every method is idempotent and returns without waiting for a long operation: a mutation answers with the
 // cloud operation it started, which the reconciler records in status and polls through the trackers.
-import type { Reason } from "../api/common.ts";
-import type { Operation } from "../cloud/wire.ts";
+import type { Reason } from "../../api/common.ts";
+import type { Operation } from "../../cloud/wire.ts";
 
 export type ConditionStatus = "True" | "False" | "Unknown";
 

@@ -1,9 +1,7 @@
 // Letting an object go: delete its cloud resource (after its dependents let go of it), or release it without a
 // cloud call (paused, Orphan, Observe, nothing ever created). Releasing removes our finalizer and says why.
-import { ANNOTATIONS, FINALIZER } from "../api/common.ts";
-import { isUnsupported } from "../cloud/errors.ts";
-import { confirmAbsence } from "./absence.ts";
-import { isSendable, sendAction } from "./action-intents.ts";
+import { ANNOTATIONS, FINALIZER } from "../../api/common.ts";
+import { isUnsupported } from "../../cloud/errors.ts";
 import {
   cannotDo,
   isCloudConflict,
@@ -12,7 +10,9 @@ import {
   REASON,
   ReconcileError,
   type Verdict,
-} from "./core/classify.ts";
+} from "../core/classify.ts";
+import { confirmAbsence } from "./absence.ts";
+import { isSendable, sendAction } from "./action-intents.ts";
 import type { ManagedSpecBase, Observation } from "./external.ts";
 import {
   after,
@@ -25,7 +25,7 @@ import {
   type Step,
   verdict,
   withDraft,
-} from "./reconcile-pass.ts";
+} from "./pass.ts";
 
 /** Paused: no cloud call at all. Deleting a paused object releases it and says what was left behind. */
 export async function paused(pass: LifecyclePass, deleting: boolean): Promise<Step> {

@@ -1,11 +1,11 @@
 // Cloud operations of one object: recorded in status when a mutation starts one (`status.operation` and the
 // newest-first history), and moved to history when the per-credential trackers see them settle. No worker ever
 // waits on an operation: the trackers wake the key, and a fallback requeue covers lost wake-ups.
-import { MAX_OPERATION_HISTORY } from "../api/common.ts";
-import type { Operation } from "../cloud/wire.ts";
-import { REASON, type Reason, type Verdict } from "./core/classify.ts";
+import { MAX_OPERATION_HISTORY } from "../../api/common.ts";
+import type { Operation } from "../../cloud/wire.ts";
+import { REASON, type Reason, type Verdict } from "../core/classify.ts";
 import type { ManagedSpecBase, OperationRecord } from "./external.ts";
-import { after, type CloudConnection, type Pass, verdict, wasReady } from "./reconcile-pass.ts";
+import { after, type CloudConnection, type Pass, verdict, wasReady } from "./pass.ts";
 
 /**
  * Put a just-started operation into the draft status and start tracking it. `fields` are what the action

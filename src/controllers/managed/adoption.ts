@@ -2,20 +2,13 @@
 // such a record is taken when nobody else claims it and this object has the right to it: spec.id names it
 // (explicit adoption), or this object's own create intent proves it made it. Anything else is NameConflict:
 // Stalled, the message says who holds it (or how to adopt it), and nothing is sent to the resource.
+
+import { REASON, type Verdict } from "../core/classify.ts";
 import type { Claim } from "./claims.ts";
-import { REASON, type Verdict } from "./core/classify.ts";
 import { release } from "./deletion.ts";
 import type { FoundResource, ManagedSpecBase } from "./external.ts";
 import { holderOf, holderText, provesOwnCreate, slotOf } from "./ownership.ts";
-import {
-  after,
-  type CloudConnection,
-  conflict,
-  type Existing,
-  type Pass,
-  type Step,
-  verdict,
-} from "./reconcile-pass.ts";
+import { after, type CloudConnection, conflict, type Existing, type Pass, type Step, verdict } from "./pass.ts";
 
 /** Owned, or not: why (and the verdict to end the pass with, when it is not the plain NameConflict). */
 export type Ownership = { owned: true } | { owned: false; message: string; verdict?: Verdict };

@@ -8,13 +8,13 @@
 // ReconcileTiming.intentHoldMs: the Lease duration plus the API timeout), or when this process's own request
 // ended with an answer (the server had finished with it).
 
-import { isCloudError } from "../cloud/errors.ts";
-import type { Operation } from "../cloud/wire.ts";
-import { REASON, requestRefused, type Verdict } from "./core/classify.ts";
-import { intentRefused } from "./core/status-building.ts";
+import { isCloudError } from "../../cloud/errors.ts";
+import type { Operation } from "../../cloud/wire.ts";
+import { REASON, requestRefused, type Verdict } from "../core/classify.ts";
+import { intentRefused } from "../core/status-building.ts";
 import type { ActionPending, ManagedSpecBase, Mutation } from "./external.ts";
 import { recordOperation } from "./operation-tracking.ts";
-import { after, type CloudConnection, conflict, type Pass, verdict, withDraft } from "./reconcile-pass.ts";
+import { after, type CloudConnection, conflict, type Pass, verdict, withDraft } from "./pass.ts";
 
 type Sendable = Mutation & { send: () => Promise<Operation>; action: string };
 

@@ -4,7 +4,7 @@
 // side effects: a settled VM operation that attaches or detaches disks wakes the GpuDisks the VM refers to, and
 // those it referred to before (a detach happens after the reference is gone). References never cross namespaces.
 
-import { sharedInterner } from "../util/intern.ts";
+import { sharedInterner } from "../../util/intern.ts";
 
 export class DependencyIndex {
   /** `TargetKind/namespace/name` → dependent keys per dependent kind. */

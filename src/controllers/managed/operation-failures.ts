@@ -2,12 +2,12 @@
 // docs/operator.md): a transient failure is retried with backoff (Reconciling), `out_of_stock` walks to the next
 // location, a failed create with `already_exists` adopts by name only with proof, and anything else stalls.
 
+import { REASON, type Verdict } from "../core/classify.ts";
 import { adoptFound } from "./adoption.ts";
-import { REASON, type Verdict } from "./core/classify.ts";
 import { nextLocation } from "./creation.ts";
 import type { ManagedSpecBase } from "./external.ts";
 import type { OperationFailure } from "./operation-tracking.ts";
-import { after, type CloudConnection, conflict, type Pass, verdict } from "./reconcile-pass.ts";
+import { after, type CloudConnection, conflict, type Pass, verdict } from "./pass.ts";
 
 /** Failure codes after which the same request may well succeed: retried with backoff, never a stall. */
 export const RETRYABLE_FAILURE_CODES: ReadonlySet<string> = new Set([

@@ -1,14 +1,14 @@
 // A resource that exists: bring it to the spec one step at a time (an update answers the operation it started),
 // wait while it is in transition, publish connection details once it is ready. Observe-only objects mirror it.
 
-import type { ClaimedKind } from "../api/gpu-cloud-claim.ts";
-import { isUnsupported } from "../cloud/errors.ts";
+import type { ClaimedKind } from "../../api/gpu-cloud-claim.ts";
+import { isUnsupported } from "../../cloud/errors.ts";
+import { CHANGE_INSTEAD, cannotDo, REASON, type Reason, type Verdict } from "../core/classify.ts";
 import { isSendable, sendAction } from "./action-intents.ts";
 import { claimHolderText } from "./adoption.ts";
-import { CHANGE_INSTEAD, cannotDo, REASON, type Reason, type Verdict } from "./core/classify.ts";
 import type { ManagedSpecBase } from "./external.ts";
 import { slotOf } from "./ownership.ts";
-import { after, type CloudConnection, DONE, type Existing, type Pass, verdict, withDraft } from "./reconcile-pass.ts";
+import { after, type CloudConnection, DONE, type Existing, type Pass, verdict, withDraft } from "./pass.ts";
 
 export async function reconcileExisting<Spec extends ManagedSpecBase>(
   pass: Pass<Spec>,

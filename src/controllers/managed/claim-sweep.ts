@@ -3,7 +3,7 @@
 // Such a claim would keep its cloud name (and resource) from everyone for ever. A claim is released only after
 // the API server itself says its holder is gone (a live read: not found, or an object of that name with another
 // uid), never because a cache lacks it.
-import type { KubeClient, KubeResource, Manager, Reconciler } from "../runtime/index.ts";
+import type { KubeClient, KubeResource, Manager, Reconciler } from "../../runtime/index.ts";
 import { CLAIMS_RESOURCE } from "./claim-records.ts";
 import type { ClaimStore } from "./claims.ts";
 

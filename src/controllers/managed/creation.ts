@@ -5,14 +5,14 @@
 // created again only once its absence is confirmed (absence.ts). Also the location walk when a location has no
 // capacity.
 
+import { cloudStatus, isCloudConflict, REASON, type Reason, requestRefused, type Verdict } from "../core/classify.ts";
+import { intentRefused } from "../core/status-building.ts";
 import { confirmAbsence } from "./absence.ts";
 import { adoptFound, foreignResourceMessage, heldByOtherMessage, nameConflict } from "./adoption.ts";
-import { cloudStatus, isCloudConflict, REASON, type Reason, requestRefused, type Verdict } from "./core/classify.ts";
-import { intentRefused } from "./core/status-building.ts";
 import type { ManagedSpecBase, ManagedStatusBase } from "./external.ts";
 import { recordOperation, UNKNOWN_OUTCOME } from "./operation-tracking.ts";
 import { holderOf, slotOf } from "./ownership.ts";
-import { after, type CloudConnection, conflict, DONE, type Pass, verdict } from "./reconcile-pass.ts";
+import { after, type CloudConnection, conflict, DONE, type Pass, verdict } from "./pass.ts";
 
 /** The observation found nothing: wait for a fresh create to become readable, or (re)create. */
 export async function createAbsent<Spec extends ManagedSpecBase>(

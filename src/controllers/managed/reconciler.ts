@@ -8,16 +8,16 @@
 // Conditions, events and status are written in `finish()` only, once per reconcile and only when they changed.
 // No worker ever waits on a cloud operation: the operation id goes into status, trackers wake the key, and a
 // fallback requeue covers lost wake-ups.
-import { ANNOTATIONS, FINALIZER, MIN_SYNC_PERIOD_MS } from "../api/common.ts";
-import type { ClaimedKind } from "../api/gpu-cloud-claim.ts";
-import { formatDuration, syncPeriodOf } from "../runtime/index.ts";
-import { cloneJson } from "../util/json-values.ts";
+import { ANNOTATIONS, FINALIZER, MIN_SYNC_PERIOD_MS } from "../../api/common.ts";
+import type { ClaimedKind } from "../../api/gpu-cloud-claim.ts";
+import { formatDuration, syncPeriodOf } from "../../runtime/index.ts";
+import { cloneJson } from "../../util/json-values.ts";
+import { classify, REASON, type Reason, TERMINAL_REASONS, type Verdict } from "../core/classify.ts";
+import { GuardedWrites } from "../core/own-writes.ts";
+import { finish } from "../core/status-building.ts";
 import { resourceSeen } from "./absence.ts";
 import { resolvePendingAction } from "./action-intents.ts";
 import { unlessOwned } from "./adoption.ts";
-import { classify, REASON, type Reason, TERMINAL_REASONS, type Verdict } from "./core/classify.ts";
-import { GuardedWrites } from "./core/own-writes.ts";
-import { finish } from "./core/status-building.ts";
 import { createAbsent } from "./creation.ts";
 import { deleteResource, paused, release } from "./deletion.ts";
 import { mirror, reconcileExisting } from "./existing-resource.ts";
@@ -26,7 +26,6 @@ import { handleFailedOperation } from "./operation-failures.ts";
 import { followOperation } from "./operation-following.ts";
 import { type Settlement, settleOperation } from "./operation-tracking.ts";
 import { cloudNameFor, reconcileClaim } from "./ownership.ts";
-import { QuietResyncs } from "./quiet-resyncs.ts";
 import {
   after,
   type CloudConnection,
@@ -43,9 +42,10 @@ import {
   type Step,
   verdict,
   withDraft,
-} from "./reconcile-pass.ts";
+} from "./pass.ts";
+import { QuietResyncs } from "./quiet-resyncs.ts";
 
-export { formatKubeTime } from "./core/status-building.ts";
+export { formatKubeTime } from "../core/status-building.ts";
 export type {
   CloudConnection,
   Connect,
@@ -57,7 +57,7 @@ export type {
   ReconcileRequest,
   ReconcileTiming,
   WriteResult,
-} from "./reconcile-pass.ts";
+} from "./pass.ts";
 
 /** A failing key is held this long after its first failure, doubling with each further one. */
 const FAILURE_HOLD_BASE_MS = 500;

@@ -4,8 +4,8 @@
 // cannot write claims: a spec or status edit can point an object at anything, but it acts only on the resource
 // its claim names. This file keeps the claims as the informer shows them (plus this process's own writes the
 // cache has not shown yet) and makes the few writes a claim ever needs.
-import { type ClaimedKind, type ClaimSlot, claimNameOf } from "../api/gpu-cloud-claim.ts";
-import { normalizeApiUrl } from "../util/api-url.ts";
+import { type ClaimedKind, type ClaimSlot, claimNameOf } from "../../api/gpu-cloud-claim.ts";
+import { normalizeApiUrl } from "../../util/api-url.ts";
 
 /** The object holding a claim. */
 export interface Holder {

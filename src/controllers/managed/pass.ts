@@ -2,9 +2,9 @@
 // what its steps hand back (a verdict, or RELEASED). Shared by the lifecycle (managed-reconciler.ts) and its
 // parts: creation.ts, existing-resource.ts, deletion.ts, operation-handling.ts, status-building.ts.
 import type { Logger } from "pino";
-import type { Operation } from "../cloud/wire.ts";
+import type { Operation } from "../../cloud/wire.ts";
+import { REASON, type Reason, type Verdict } from "../core/classify.ts";
 import type { Account, Claim, ClaimStore } from "./claims.ts";
-import { REASON, type Reason, type Verdict } from "./core/classify.ts";
 import type {
   ExternalClient,
   ManagedObject,
