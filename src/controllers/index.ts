@@ -28,15 +28,15 @@ import {
   unlabelledMessage,
 } from "./accounts/credentials.ts";
 import { CREDENTIALS_FINALIZER, CredentialsUsage, SecretUsageReconciler } from "./accounts/secret-usage.ts";
-import { attachmentChange } from "./attachment-changes.ts";
 import { cloudOperationsSample, registerOperatorMetrics } from "./core/metrics.ts";
 import { fitStatusInPlace } from "./core/status-limits.ts";
-import { gpuDisk } from "./gpu-disk.ts";
-import { gpuFirewallRule } from "./gpu-firewall-rule.ts";
-import { gpuNetwork } from "./gpu-network.ts";
-import { gpuVm } from "./gpu-vm.ts";
-import type { KindDefinition, KindDeps, OwnedObject } from "./kind-support.ts";
-import { ManagedParser } from "./kind-support.ts";
+import { attachmentChange } from "./kinds/attachment-changes.ts";
+import { gpuDisk } from "./kinds/gpu-disk.ts";
+import { gpuFirewallRule } from "./kinds/gpu-firewall-rule.ts";
+import { gpuNetwork } from "./kinds/gpu-network.ts";
+import { gpuVm } from "./kinds/gpu-vm.ts";
+import type { KindDefinition, KindDeps, OwnedObject } from "./kinds/support.ts";
+import { ManagedParser } from "./kinds/support.ts";
 import { CLAIMS_RESOURCE, claimOfObject, kubeClaimRecords } from "./managed/claim-records.ts";
 import { registerClaimSweep } from "./managed/claim-sweep.ts";
 import { type Account, accountOf, type Claim, ClaimStore } from "./managed/claims.ts";

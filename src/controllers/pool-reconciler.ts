@@ -19,7 +19,7 @@ import type { AvailabilityReading } from "./accounts/cloud-account.ts";
 import { classify, REASON, type Verdict } from "./core/classify.ts";
 import { GuardedWrites } from "./core/own-writes.ts";
 import { applyVerdict, formatKubeTime, intentRefused } from "./core/status-building.ts";
-import { parseManaged } from "./kind-support.ts";
+import { parseManaged } from "./kinds/support.ts";
 import { paused } from "./managed/deletion.ts";
 import type { ManagedObject, ManagedStatusBase, Outcome } from "./managed/external.ts";
 import {

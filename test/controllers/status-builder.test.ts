@@ -12,10 +12,10 @@ import { Disk, FirewallRule, Operation, Vm, VpcNetwork } from "../../src/cloud/w
 import { REASON, type Verdict } from "../../src/controllers/core/classify.ts";
 import { buildStatus } from "../../src/controllers/core/status-building.ts";
 import { fitStatus, fitStatusInPlace, fitText } from "../../src/controllers/core/status-limits.ts";
-import { observeDisk } from "../../src/controllers/gpu-disk.ts";
-import { observeRule } from "../../src/controllers/gpu-firewall-rule.ts";
-import { networkAtProvider } from "../../src/controllers/gpu-network.ts";
-import { observeVm } from "../../src/controllers/gpu-vm-mappers.ts";
+import { observeDisk } from "../../src/controllers/kinds/gpu-disk.ts";
+import { observeRule } from "../../src/controllers/kinds/gpu-firewall-rule.ts";
+import { networkAtProvider } from "../../src/controllers/kinds/gpu-network.ts";
+import { observeVm } from "../../src/controllers/kinds/gpu-vm-mappers.ts";
 import type { ManagedObject, ManagedStatusBase, Observation } from "../../src/controllers/managed/external.ts";
 import { recordOperation } from "../../src/controllers/managed/operation-tracking.ts";
 import type { CloudConnection, Pass } from "../../src/controllers/managed/pass.ts";

@@ -10,8 +10,8 @@ import {
 } from "../../src/controllers/accounts/credentials.ts";
 import { FamilySnapshot } from "../../src/controllers/accounts/snapshots.ts";
 import { classify, ReconcileError, requestRefused } from "../../src/controllers/core/classify.ts";
-import { gpuVm } from "../../src/controllers/gpu-vm.ts";
-import { ManagedParser } from "../../src/controllers/kind-support.ts";
+import { gpuVm } from "../../src/controllers/kinds/gpu-vm.ts";
+import { ManagedParser } from "../../src/controllers/kinds/support.ts";
 import { DependencyIndex } from "../../src/controllers/managed/dependency-index.ts";
 import { KubeApiError } from "../../src/runtime/index.ts";
 import { FencedError } from "../../src/util/fence.ts";

@@ -7,7 +7,7 @@ import type { Logger } from "pino";
 import type { CloudClient } from "../../cloud/client.ts";
 import { isCloudError, OperationTracker, TrackerStoppedError } from "../../cloud/index.ts";
 import type { Disk, FirewallRule, Operation, OperationFamily, VpcNetwork } from "../../cloud/wire.ts";
-import { summarizeVm, type VmSummary } from "../gpu-vm-mappers.ts";
+import { summarizeVm, type VmSummary } from "../kinds/gpu-vm-mappers.ts";
 import { accountOf } from "../managed/claims.ts";
 import type { OperationProgress } from "../managed/reconciler.ts";
 import { FamilySnapshot } from "./snapshots.ts";

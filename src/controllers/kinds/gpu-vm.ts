@@ -3,11 +3,13 @@
 // within its family through STOP → UPDATE type → START (one step per reconcile), data disks through UPDATE
 // disks, connection details published to a Secret or ConfigMap owned by the GpuVm.
 import { hash } from "node:crypto";
-import { ANNOTATIONS, REASONS, SECRET_WATCH_HINT } from "../api/common.ts";
-import { type GpuVmSpec, GpuVmSpec as GpuVmSpecSchema, GpuVmStatus, MAX_RESET_VALUE_LENGTH } from "../api/gpu-vm.ts";
-import type { CreateVmRequest, DiskRef, Operation } from "../cloud/wire.ts";
-import { cloudStatus, ReconcileError } from "./core/classify.ts";
-import { fitText } from "./core/status-limits.ts";
+import { ANNOTATIONS, REASONS, SECRET_WATCH_HINT } from "../../api/common.ts";
+import { type GpuVmSpec, GpuVmSpec as GpuVmSpecSchema, GpuVmStatus, MAX_RESET_VALUE_LENGTH } from "../../api/gpu-vm.ts";
+import type { CreateVmRequest, DiskRef, Operation } from "../../cloud/wire.ts";
+import { cloudStatus, ReconcileError } from "../core/classify.ts";
+import { fitText } from "../core/status-limits.ts";
+import type { Account } from "../managed/claims.ts";
+import type { CreateOnlyValue, ExternalClient, ManagedObject } from "../managed/external.ts";
 import {
   connectionDetails,
   type DesiredVm,
@@ -27,9 +29,7 @@ import {
   readyTarget,
   referenceNotFound,
   rereadById,
-} from "./kind-support.ts";
-import type { Account } from "./managed/claims.ts";
-import type { CreateOnlyValue, ExternalClient, ManagedObject } from "./managed/external.ts";
+} from "./support.ts";
 
 /** Inline value or a key of a Secret/ConfigMap (and where it came from); Blocked names what is missing. */
 function valueOrRef(

@@ -1,9 +1,14 @@
 // GpuNetwork: create, read, delete (the contract's endpoint) once no firewall rule or VM uses it. A server with
 // only the spec's endpoints has neither the network list nor delete: networks are read by id, and deleting one
 // stalls as NotSupported (deletionPolicy: Orphan lets the object go).
-import { type GpuNetworkSpec, GpuNetworkSpec as GpuNetworkSpecSchema, GpuNetworkStatus } from "../api/gpu-network.ts";
-import type { VpcNetwork } from "../cloud/wire.ts";
-import { REASON } from "./core/classify.ts";
+import {
+  type GpuNetworkSpec,
+  GpuNetworkSpec as GpuNetworkSpecSchema,
+  GpuNetworkStatus,
+} from "../../api/gpu-network.ts";
+import type { VpcNetwork } from "../../cloud/wire.ts";
+import { REASON } from "../core/classify.ts";
+import type { ExternalClient, Observation } from "../managed/external.ts";
 import {
   createdAtFromOperations,
   findResource,
@@ -11,8 +16,7 @@ import {
   type KindDefinition,
   knownId,
   rereadById,
-} from "./kind-support.ts";
-import type { ExternalClient, Observation } from "./managed/external.ts";
+} from "./support.ts";
 
 export function networkAtProvider(network: VpcNetwork): Record<string, unknown> {
   return { cloudName: network.name, cidr: network.cidr, gateway: network.gateway, subnets: [...network.subnets] };

@@ -4,7 +4,7 @@
 // status.attachedDisks the VM's shard writes once the cloud shows the change. That status change is the
 // evidence this file reads: the disks it names (before and after) are woken, and the disk list of their account
 // is read afresh, so that ATTACHED converges as fast across shards as within one.
-import { isRecord } from "../util/is-record.ts";
+import { isRecord } from "../../util/is-record.ts";
 
 export interface AttachmentChange {
   projectId: string;

@@ -8,9 +8,9 @@ import {
   type VmDisk,
   type VmType,
   vmFamily,
-} from "../cloud/wire.ts";
-import { REASON } from "./core/classify.ts";
-import type { Observation } from "./managed/external.ts";
+} from "../../cloud/wire.ts";
+import { REASON } from "../core/classify.ts";
+import type { Observation } from "../managed/external.ts";
 
 const SETTLED_STATES = new Set(["STATE_RUNNING", "STATE_STOPPED"]);
 

@@ -3,14 +3,15 @@
 // list order, duplicates), or drift never settles. A server with only the spec's endpoints cannot read one rule,
 // change or delete it: rules are found in the list, and a change or a delete stalls as NotSupported with what
 // to do instead.
-import { REASONS } from "../api/common.ts";
+import { REASONS } from "../../api/common.ts";
 import {
   type FirewallEndpoint,
   type GpuFirewallRuleSpec,
   GpuFirewallRuleSpec as GpuFirewallRuleSpecSchema,
   GpuFirewallRuleStatus,
-} from "../api/gpu-firewall-rule.ts";
-import type { EndpointRequest, FirewallRule, PatchFirewallRuleRequest } from "../cloud/wire.ts";
+} from "../../api/gpu-firewall-rule.ts";
+import type { EndpointRequest, FirewallRule, PatchFirewallRuleRequest } from "../../cloud/wire.ts";
+import type { ExternalClient, Observation } from "../managed/external.ts";
 import {
   type Blocked,
   blocked,
@@ -23,8 +24,7 @@ import {
   readyTarget,
   referenceNotFound,
   rereadById,
-} from "./kind-support.ts";
-import type { ExternalClient, Observation } from "./managed/external.ts";
+} from "./support.ts";
 
 const ALL_PORTS = new Set(["*", "1-65535", "0-65535"]);
 

@@ -4,12 +4,12 @@ import {
   GpuDiskSpec as GpuDiskSpecSchema,
   GpuDiskStatus,
   PRINTABLE_ATTACHED_LENGTH,
-} from "../api/gpu-disk.ts";
-import { parseSize } from "../cloud/sizes.ts";
-import type { Disk } from "../cloud/wire.ts";
-import { REASON } from "./core/classify.ts";
-import { findResource, itemByName, type KindDefinition, managedByCloudId } from "./kind-support.ts";
-import type { DeleteBlocker, ExternalClient, ManagedObject, Observation } from "./managed/external.ts";
+} from "../../api/gpu-disk.ts";
+import { parseSize } from "../../cloud/sizes.ts";
+import type { Disk } from "../../cloud/wire.ts";
+import { REASON } from "../core/classify.ts";
+import type { DeleteBlocker, ExternalClient, ManagedObject, Observation } from "../managed/external.ts";
+import { findResource, itemByName, type KindDefinition, managedByCloudId } from "./support.ts";
 
 /** The GpuVm (of the disk's namespace) that manages a VM id, when one does. */
 export type VmNameOf = (vmId: string) => string | undefined;

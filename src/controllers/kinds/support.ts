@@ -2,20 +2,20 @@
 // in its family snapshot (a direct GET only to confirm an id that a fresh list no longer shows), and the
 // dependencies a kind reads from Kubernetes (other objects, Secrets, ConfigMaps).
 import { z } from "zod";
-import { ObjectMeta, REASONS, type Reason } from "../api/common.ts";
-import { isCloudError, isUnsupported } from "../cloud/errors.ts";
-import type { OperationFamily } from "../cloud/wire.ts";
-import { sameJson } from "../util/json-values.ts";
-import type { CloudAccount } from "./accounts/cloud-account.ts";
-import type { SnapshotView } from "./accounts/snapshots.ts";
-import type { Account } from "./managed/claims.ts";
+import { ObjectMeta, REASONS, type Reason } from "../../api/common.ts";
+import { isCloudError, isUnsupported } from "../../cloud/errors.ts";
+import type { OperationFamily } from "../../cloud/wire.ts";
+import { sameJson } from "../../util/json-values.ts";
+import type { CloudAccount } from "../accounts/cloud-account.ts";
+import type { SnapshotView } from "../accounts/snapshots.ts";
+import type { Account } from "../managed/claims.ts";
 import type {
   ExternalClient,
   ManagedObject,
   ManagedSpecBase,
   ManagedStatusBase,
   ObserveOptions,
-} from "./managed/external.ts";
+} from "../managed/external.ts";
 
 const Envelope = z.looseObject({
   apiVersion: z.string().default(""),
