@@ -44,7 +44,7 @@ import { DependencyIndex } from "./managed/dependency-index.ts";
 import type { ManagedObject, ManagedSpecBase, ManagedStatusBase } from "./managed/external.ts";
 import { type KubeAccess, ManagedReconciler, type ReconcileTiming } from "./managed/reconciler.ts";
 import { markWithoutOwner } from "./managed/without-owner.ts";
-import { POOL_RESOURCE, registerPoolController } from "./pool-controller.ts";
+import { POOL_RESOURCE, registerPoolController } from "./pool/controller.ts";
 
 export const MANAGED_KINDS: readonly KindDefinition<ManagedSpecBase>[] = [gpuVm, gpuDisk, gpuNetwork, gpuFirewallRule];
 

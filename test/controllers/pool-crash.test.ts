@@ -7,8 +7,8 @@ import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import type { ManagedObject, ManagedStatusBase } from "../../src/controllers/managed/external.ts";
 import type { KubeAccess } from "../../src/controllers/managed/pass.ts";
-import type { MemberAccess, MemberKind } from "../../src/controllers/pool-actions.ts";
-import { PoolReconciler } from "../../src/controllers/pool-reconciler.ts";
+import type { MemberAccess, MemberKind } from "../../src/controllers/pool/actions.ts";
+import { PoolReconciler } from "../../src/controllers/pool/reconciler.ts";
 import { SSH_KEY } from "./harness.ts";
 
 class CrashError extends Error {

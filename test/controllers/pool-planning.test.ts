@@ -9,7 +9,7 @@ import {
   type Member,
   poolDisksPatch,
   revisionOf,
-} from "../../src/controllers/pool-members.ts";
+} from "../../src/controllers/pool/members.ts";
 import {
   CapacityMemory,
   type LocationEvidence,
@@ -17,9 +17,9 @@ import {
   type Room,
   roomIn,
   SLOW_START_BATCH,
-} from "../../src/controllers/pool-placement.ts";
-import { planPool, type SlotState } from "../../src/controllers/pool-rollout.ts";
-import { removalOrder } from "../../src/controllers/pool-scale-down.ts";
+} from "../../src/controllers/pool/placement.ts";
+import { planPool, type SlotState } from "../../src/controllers/pool/rollout.ts";
+import { removalOrder } from "../../src/controllers/pool/scale-down.ts";
 import { SSH_KEY } from "./harness.ts";
 
 function slot(name: string, extra: Partial<SlotState> = {}): SlotState {

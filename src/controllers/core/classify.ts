@@ -147,7 +147,7 @@ export function classify(error: unknown): Verdict {
   if (err.code === "account_busy") {
     // The object's cloud account has every slot it may use in this controller taken: come back shortly without a
     // status write (nothing is wrong with the object) and without occupying a worker meanwhile.
-    // The key is parked until a slot frees (controllers/account-admission.ts); retryAfterMs is the fallback.
+    // The key is parked until a slot frees (accounts/account-admission.ts); retryAfterMs is the fallback.
     return {
       ...backingOff(REASON.ApiUnavailable, err.message, { type: "parked", fallbackMs: err.retryAfterMs ?? 1_000 }),
       silent: true,

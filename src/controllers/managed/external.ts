@@ -1,5 +1,5 @@
 // The per-kind seam. A kind file (gpu-vm.ts, gpu-disk.ts, …) talks to the cloud and maps data; the generic
-// managed reconciler (managed-reconciler.ts) alone decides what happens next (create, update, delete, wait).
+// managed reconciler (reconciler.ts) alone decides what happens next (create, update, delete, wait).
 // Every method is idempotent and returns without waiting for a long operation: a mutation answers with the
 // cloud operation it started, which the reconciler records in status and polls through the trackers.
 import type { Reason } from "../../api/common.ts";

@@ -1,6 +1,6 @@
 // What one pass of the managed lifecycle carries (the object, its status draft, the services it may use) and
-// what its steps hand back (a verdict, or RELEASED). Shared by the lifecycle (managed-reconciler.ts) and its
-// parts: creation.ts, existing-resource.ts, deletion.ts, operation-handling.ts, status-building.ts.
+// what its steps hand back (a verdict, or RELEASED). Shared by the lifecycle (reconciler.ts) and its
+// parts: creation.ts, existing-resource.ts, deletion.ts, operation-tracking.ts, core/status-building.ts.
 import type { Logger } from "pino";
 import type { Operation } from "../../cloud/wire.ts";
 import { REASON, type Reason, type Verdict } from "../core/classify.ts";

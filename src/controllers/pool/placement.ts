@@ -6,8 +6,8 @@
 // SLOW_START_BATCH, and only SLOW_START_BATCH at a time once a create failed there, so that a "yes" never sends a
 // whole scale-up into a location that holds a few. Spread: the location with room that has the fewest replicas
 // (ties: the earlier in the list); Pack: the first location with room. A replica that fits nowhere is not placed.
-import type { PlacementStrategy } from "../api/gpu-vm-pool.ts";
-import type { AvailabilityReading } from "./accounts/cloud-account.ts";
+import type { PlacementStrategy } from "../../api/gpu-vm-pool.ts";
+import type { AvailabilityReading } from "../accounts/cloud-account.ts";
 
 /** Replicas starting at once in a location the cloud does not count, before any of them holds a place. */
 export const SLOW_START_BATCH = 8;

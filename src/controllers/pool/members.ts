@@ -4,10 +4,10 @@
 import { createHash } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
 import { z } from "zod";
-import { ANNOTATIONS, API_VERSION, ObjectMeta, POOL_LABELS } from "../api/common.ts";
-import type { GpuDiskSpec } from "../api/gpu-disk.ts";
-import { CREATE_ONLY_FIELDS, GpuVmSpec, VmDiskAttachment } from "../api/gpu-vm.ts";
-import type { GpuVmPoolSpec, PoolSlot } from "../api/gpu-vm-pool.ts";
+import { ANNOTATIONS, API_VERSION, ObjectMeta, POOL_LABELS } from "../../api/common.ts";
+import type { GpuDiskSpec } from "../../api/gpu-disk.ts";
+import { CREATE_ONLY_FIELDS, GpuVmSpec, VmDiskAttachment } from "../../api/gpu-vm.ts";
+import type { GpuVmPoolSpec, PoolSlot } from "../../api/gpu-vm-pool.ts";
 
 const OwnerReference = z.looseObject({
   apiVersion: z.string(),

@@ -5,12 +5,12 @@
 // a create that finds the name taken, a delete that finds it gone, a patch that lost a race are all fine: the
 // next pass looks again.
 import type { Logger } from "pino";
-import { POOL_LABELS } from "../api/common.ts";
-import type { GpuVmPoolSpec, PoolSlot } from "../api/gpu-vm-pool.ts";
-import { isRecord } from "../util/is-record.ts";
-import type { ManagedObject } from "./managed/external.ts";
-import type { KubeAccess } from "./managed/pass.ts";
-import type { Expectations } from "./pool-expectations.ts";
+import { POOL_LABELS } from "../../api/common.ts";
+import type { GpuVmPoolSpec, PoolSlot } from "../../api/gpu-vm-pool.ts";
+import { isRecord } from "../../util/is-record.ts";
+import type { ManagedObject } from "../managed/external.ts";
+import type { KubeAccess } from "../managed/pass.ts";
+import type { Expectations } from "./expectations.ts";
 import {
   belongingOf,
   controllerReference,
@@ -21,11 +21,11 @@ import {
   memberOf,
   type PoolIdentity,
   poolDisksPatch,
-} from "./pool-members.ts";
+} from "./members.ts";
 
 export type MemberKind = "GpuVm" | "GpuDisk";
 
-/** Kubernetes access for a pool's members (adapted onto the runtime in pool-controller.ts; fakes in tests). */
+/** Kubernetes access for a pool's members (adapted onto the runtime in controller.ts; fakes in tests). */
 export interface MemberAccess {
   /** Every object of the kind in the namespace, from the informer cache, unparsed. */
   list(kind: MemberKind, namespace: string): unknown[];

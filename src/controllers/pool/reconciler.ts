@@ -1,27 +1,27 @@
 // The GpuVmPool lifecycle. A pool owns Kubernetes objects (its GpuVms and GpuDisks), never a cloud resource: the
 // GpuVm controller does the cloud work of each replica. Order: read (a cache behind our own write waits) → invalid
 // spec? → paused? → deleting (delete or orphan the members, then release) → finalizer → the members as the caches
-// show them → adopt orphans → capacity → plan (pool-rollout.ts) → place new replicas (pool-placement.ts) → record
+// show them → adopt orphans → capacity → plan (rollout.ts) → place new replicas (placement.ts) → record
 // the slots and the verdict in status → only then create, delete and change members, and make the disks of the
-// replicas whose VM holds a place (pool-actions.ts).
+// replicas whose VM holds a place (actions.ts).
 // Shared with the managed kinds: parsing, the finalizer, pause and release (deletion.ts), the verdict and its
 // conditions (status-building.ts), error classification (classify.ts), our-own-writes tracking (own-writes.ts).
 import { isDeepStrictEqual } from "node:util";
-import { ANNOTATIONS, FINALIZER, POOL_LABELS } from "../api/common.ts";
+import { ANNOTATIONS, FINALIZER, POOL_LABELS } from "../../api/common.ts";
 import {
   GpuVmPoolSpec,
   GpuVmPoolStatus,
   MAX_POOL_NAME_LENGTH,
   POOL_SUFFIX_LENGTH,
   type PoolSlot,
-} from "../api/gpu-vm-pool.ts";
-import type { AvailabilityReading } from "./accounts/cloud-account.ts";
-import { classify, REASON, type Verdict } from "./core/classify.ts";
-import { GuardedWrites } from "./core/own-writes.ts";
-import { applyVerdict, formatKubeTime, intentRefused } from "./core/status-building.ts";
-import { parseManaged } from "./kinds/support.ts";
-import { paused } from "./managed/deletion.ts";
-import type { ManagedObject, ManagedStatusBase, Outcome } from "./managed/external.ts";
+} from "../../api/gpu-vm-pool.ts";
+import type { AvailabilityReading } from "../accounts/cloud-account.ts";
+import { classify, REASON, type Verdict } from "../core/classify.ts";
+import { GuardedWrites } from "../core/own-writes.ts";
+import { applyVerdict, formatKubeTime, intentRefused } from "../core/status-building.ts";
+import { parseManaged } from "../kinds/support.ts";
+import { paused } from "../managed/deletion.ts";
+import type { ManagedObject, ManagedStatusBase, Outcome } from "../managed/external.ts";
 import {
   after,
   conflict,
@@ -36,7 +36,7 @@ import {
   type ReconcileTiming,
   type Step,
   verdict,
-} from "./managed/pass.ts";
+} from "../managed/pass.ts";
 import {
   type ActionContext,
   adopt,
@@ -48,9 +48,9 @@ import {
   type MemberAccess,
   readMembers,
   removeReplica,
-} from "./pool-actions.ts";
-import { deletePool } from "./pool-deletion.ts";
-import { Expectations } from "./pool-expectations.ts";
+} from "./actions.ts";
+import { deletePool } from "./deletion.ts";
+import { Expectations } from "./expectations.ts";
 import {
   deleteFirst,
   hasCapacityFailure,
@@ -63,10 +63,10 @@ import {
   replicaFailureOf,
   revisionOf,
   selectorOf,
-} from "./pool-members.ts";
-import { CapacityMemory, type Placement, placeReplicas, type Room, roomIn } from "./pool-placement.ts";
-import { type PoolPlan, planPool, type SlotState } from "./pool-rollout.ts";
-import { countsOf, type PoolPicture, poolVerdict } from "./pool-status.ts";
+} from "./members.ts";
+import { CapacityMemory, type Placement, placeReplicas, type Room, roomIn } from "./placement.ts";
+import { type PoolPlan, planPool, type SlotState } from "./rollout.ts";
+import { countsOf, type PoolPicture, poolVerdict } from "./status.ts";
 
 type Pool = ManagedObject<GpuVmPoolSpec>;
 
@@ -444,7 +444,7 @@ export class PoolReconciler {
     return readings;
   }
 
-  /** How many more replicas each location may take, given the pool's replicas there (pool-placement.ts). */
+  /** How many more replicas each location may take, given the pool's replicas there (placement.ts). */
   #rooms(
     context: ActionContext,
     replicas: Replicas,

@@ -3,14 +3,14 @@
 // the watches that wake a pool when one of its members changes, and the per-pool replica gauges.
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { Gauge } from "prom-client";
-import { GROUP, POOL_LABELS, VERSION } from "../api/common.ts";
-import { gpuVmPoolKind } from "../api/gpu-vm-pool.ts";
-import type { Controller, KubeResource, Manager, ObjectInformer } from "../runtime/index.ts";
-import type { CloudAccount } from "./accounts/cloud-account.ts";
-import type { CredentialStore } from "./accounts/credentials.ts";
-import type { KubeAccess, ReconcileTiming } from "./managed/pass.ts";
-import type { MemberAccess, MemberKind } from "./pool-actions.ts";
-import { PoolReconciler } from "./pool-reconciler.ts";
+import { GROUP, POOL_LABELS, VERSION } from "../../api/common.ts";
+import { gpuVmPoolKind } from "../../api/gpu-vm-pool.ts";
+import type { Controller, KubeResource, Manager, ObjectInformer } from "../../runtime/index.ts";
+import type { CloudAccount } from "../accounts/cloud-account.ts";
+import type { CredentialStore } from "../accounts/credentials.ts";
+import type { KubeAccess, ReconcileTiming } from "../managed/pass.ts";
+import type { MemberAccess, MemberKind } from "./actions.ts";
+import { PoolReconciler } from "./reconciler.ts";
 
 export const POOL_RESOURCE: KubeResource = {
   group: GROUP,

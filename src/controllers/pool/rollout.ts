@@ -3,9 +3,9 @@
 // the rolling replacement of replicas of an old revision and the in-place changes, both within maxUnavailable:
 // at no time are more than maxUnavailable of spec.replicas not Ready because of the update (Deployment's rule:
 // ready replicas never fall below replicas − maxUnavailable on account of a removal or a change).
-import type { UpdateStrategy } from "../api/gpu-vm-pool.ts";
-import type { InPlaceChange } from "./pool-members.ts";
-import { type RemovalCandidate, removalOrder } from "./pool-scale-down.ts";
+import type { UpdateStrategy } from "../../api/gpu-vm-pool.ts";
+import type { InPlaceChange } from "./members.ts";
+import { type RemovalCandidate, removalOrder } from "./scale-down.ts";
 
 export interface SlotState extends RemovalCandidate {
   /** The replica has a GpuVm (not being deleted). */

@@ -1,10 +1,10 @@
 // A GpuVmPool's status after a pass: the counts (replicas, ready, updated, available, pending), the replicas per
 // location, the price, and the verdict that becomes its Ready/Reconciling/Stalled conditions.
-import type { GpuVmPoolStatus, PoolSlot } from "../api/gpu-vm-pool.ts";
-import { REASON, type Verdict } from "./core/classify.ts";
-import { after, DONE, verdict } from "./managed/pass.ts";
-import type { Member } from "./pool-members.ts";
-import type { PoolPlan } from "./pool-rollout.ts";
+import type { GpuVmPoolStatus, PoolSlot } from "../../api/gpu-vm-pool.ts";
+import { REASON, type Verdict } from "../core/classify.ts";
+import { after, DONE, verdict } from "../managed/pass.ts";
+import type { Member } from "./members.ts";
+import type { PoolPlan } from "./rollout.ts";
 
 /** What a pass saw and decided, for the status. */
 export interface PoolPicture {

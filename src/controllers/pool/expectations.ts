@@ -4,7 +4,7 @@
 // those replicas: a GpuVm it deleted is not adopted back, a GpuVm it changed is not counted Ready, and a pool
 // being deleted does not let go while a GpuVm it created may still appear. Each expectation expires (a lost
 // watch event must not block a pool forever).
-import type { Member } from "./pool-members.ts";
+import type { Member } from "./members.ts";
 
 const EXPECTATION_TTL_MS = 60_000;
 
