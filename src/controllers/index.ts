@@ -1,6 +1,7 @@
 // Wiring: the four managed controllers and the GpuVmPool controller on the runtime's Manager, the credentials store and per-credential cloud
 // accounts, the dependency index (a change of a target wakes its dependents), the credentials-in-use finalizer
 // on Secrets, and the operator's own metrics.
+
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { z } from "zod";
 import {
@@ -29,6 +30,8 @@ import {
 } from "./accounts/credentials.ts";
 import { CREDENTIALS_FINALIZER, CredentialsUsage, SecretUsageReconciler } from "./accounts/secret-usage.ts";
 import { cloudOperationsSample, registerOperatorMetrics } from "./core/metrics.ts";
+import type { ManagedObject, ManagedSpecBase, ManagedStatusBase } from "./core/object-model.ts";
+import { ManagedParser } from "./core/object-model.ts";
 import { fitStatusInPlace } from "./core/status-limits.ts";
 import { attachmentChange } from "./kinds/attachment-changes.ts";
 import { gpuDisk } from "./kinds/gpu-disk.ts";
@@ -36,13 +39,12 @@ import { gpuFirewallRule } from "./kinds/gpu-firewall-rule.ts";
 import { gpuNetwork } from "./kinds/gpu-network.ts";
 import { gpuVm } from "./kinds/gpu-vm.ts";
 import type { KindDefinition, KindDeps, OwnedObject } from "./kinds/support.ts";
-import { ManagedParser } from "./kinds/support.ts";
 import { CLAIMS_RESOURCE, claimOfObject, kubeClaimRecords } from "./managed/claim-records.ts";
 import { registerClaimSweep } from "./managed/claim-sweep.ts";
 import { type Account, accountOf, type Claim, ClaimStore } from "./managed/claims.ts";
 import { DependencyIndex } from "./managed/dependency-index.ts";
-import type { ManagedObject, ManagedSpecBase, ManagedStatusBase } from "./managed/external.ts";
-import { type KubeAccess, ManagedReconciler, type ReconcileTiming } from "./managed/reconciler.ts";
+import type { KubeAccess, ReconcileTiming } from "./managed/pass.ts";
+import { ManagedReconciler } from "./managed/reconciler.ts";
 import { markWithoutOwner } from "./managed/without-owner.ts";
 import { POOL_RESOURCE, registerPoolController } from "./pool/controller.ts";
 

@@ -1,5 +1,6 @@
 // The operator under test, for real: the API simulator (latency 0) and the Kubernetes API test double over HTTP,
 // a Manager with the four controllers, and helpers to apply objects, wait for conditions and read the cloud.
+
 import { fileURLToPath } from "node:url";
 import {
   CoreV1Api,
@@ -12,7 +13,7 @@ import {
 import { type Logger, pino } from "pino";
 import { GROUP, VERSION } from "../../src/api/common.ts";
 import { type OperatorControllers, registerControllers } from "../../src/controllers/index.ts";
-import type { ReconcileTiming } from "../../src/controllers/managed/reconciler.ts";
+import type { ReconcileTiming } from "../../src/controllers/managed/pass.ts";
 import { type RunningKubeDouble, startKubeDouble } from "../../src/kube-double/index.ts";
 import { defaultConfig, Manager, type OperatorConfig } from "../../src/runtime/index.ts";
 import { type RunningSimulator, type SimulatorOptions, startSimulator } from "../../src/simulator/index.ts";

@@ -1,25 +1,19 @@
 // Table tests of the generic lifecycle against plain fake ExternalClients (object literals that record calls).
+
 import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { FINALIZER } from "../../src/api/common.ts";
 import { CloudError } from "../../src/cloud/errors.ts";
 import type { Operation } from "../../src/cloud/wire.ts";
+import type { ManagedObject, ManagedSpecBase, ManagedStatusBase } from "../../src/controllers/core/object-model.ts";
+import type { ExternalClient, FoundResource, Mutation, Observation } from "../../src/controllers/managed/external.ts";
 import type {
-  ExternalClient,
-  FoundResource,
-  ManagedObject,
-  ManagedSpecBase,
-  ManagedStatusBase,
-  Mutation,
-  Observation,
-} from "../../src/controllers/managed/external.ts";
-import {
-  type CloudConnection,
-  type KubeAccess,
-  ManagedReconciler,
-  type OperationProgress,
-  type ReconcileTiming,
-} from "../../src/controllers/managed/reconciler.ts";
+  CloudConnection,
+  KubeAccess,
+  OperationProgress,
+  ReconcileTiming,
+} from "../../src/controllers/managed/pass.ts";
+import { ManagedReconciler } from "../../src/controllers/managed/reconciler.ts";
 import { memoryClaims } from "./memory-claims.ts";
 
 interface TestSpec extends ManagedSpecBase {
@@ -319,7 +313,10 @@ function run(row: Row): Promise<{ outcome: string; afterMs: number | undefined; 
     { write: (line: string) => void harness.errors.push(String((JSON.parse(line) as { msg?: unknown }).msg)) },
   );
   return reconciler
-    .reconcile({ namespace: "ns", name: "thing" }, { signal: new AbortController().signal, logger })
+    .reconcile(
+      { namespace: "ns", name: "thing" },
+      { signal: new AbortController().signal, logger, reconcileId: "test", priority: "normal" },
+    )
     .then((outcome) => ({
       outcome: outcome.type,
       afterMs: outcome.type === "requeueAfter" ? outcome.ms : undefined,
@@ -1351,7 +1348,12 @@ describe("ManagedReconciler and a cache behind its own writes", () => {
       connect: async () => ({ type: "connected", connection: plainConnection(external) }),
       now: () => NOW,
     });
-    const ctx = { signal: new AbortController().signal, logger: pino({ level: "silent" }) };
+    const ctx = {
+      signal: new AbortController().signal,
+      logger: pino({ level: "silent" }),
+      reconcileId: "test",
+      priority: "normal" as const,
+    };
     const pass = () => reconciler.reconcile({ namespace: "ns", name: "thing" }, ctx);
 
     await pass();
@@ -1444,7 +1446,7 @@ describe("quiet resyncs (a resync that would see what the last good pass saw end
       state.calls = [];
       const outcome = await reconciler.reconcile(
         { namespace: "ns", name: "thing" },
-        { signal: new AbortController().signal, logger: pino({ level: "silent" }), priority },
+        { signal: new AbortController().signal, logger: pino({ level: "silent" }), reconcileId: "test", priority },
       );
       return { outcome: outcome.type, calls: state.calls };
     };

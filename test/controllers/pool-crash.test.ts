@@ -3,9 +3,10 @@
 // never two for one slot. The Kubernetes side is an in-memory store whose writes can "crash" the process; a fresh
 // reconciler plays the restart. (The GpuVm controller, proven crash-safe in crash.test.ts, then makes exactly one
 // cloud VM per GpuVm; test/e2e/pool.test.ts kills the real process with SIGKILL.)
+
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import type { ManagedObject, ManagedStatusBase } from "../../src/controllers/managed/external.ts";
+import type { ManagedObject, ManagedStatusBase } from "../../src/controllers/core/object-model.ts";
 import type { KubeAccess } from "../../src/controllers/managed/pass.ts";
 import type { MemberAccess, MemberKind } from "../../src/controllers/pool/actions.ts";
 import { PoolReconciler } from "../../src/controllers/pool/reconciler.ts";
@@ -148,7 +149,12 @@ async function runOperator(world: World): Promise<void> {
   for (let pass = 0; pass < 20; pass++) {
     const before = JSON.stringify([world.pool, [...world.vms.keys()]]);
     try {
-      await reconciler.reconcile(request, { signal: new AbortController().signal, logger });
+      await reconciler.reconcile(request, {
+        signal: new AbortController().signal,
+        logger,
+        reconcileId: "test",
+        priority: "normal",
+      });
     } catch (error) {
       if (!(error instanceof CrashError)) throw error;
     }

@@ -1,6 +1,7 @@
 // Property test: random cloud answers (and annotations) rendered through the status builder always give a
 // status the generated CRD accepts, with its conditions. Validated with ajv against crds/*.yaml, the files the
 // API server gets. Deterministic by seed (GPUVM_TEST_SEED to replay another).
+
 import { readFileSync } from "node:fs";
 import { Ajv, type ValidateFunction } from "ajv";
 import addFormats from "ajv-formats";
@@ -10,13 +11,14 @@ import type { SchemaNode } from "../../src/api/crd.ts";
 import { KUBERNETES_EXTENSIONS } from "../../src/api/structural.ts";
 import { Disk, FirewallRule, Operation, Vm, VpcNetwork } from "../../src/cloud/wire.ts";
 import { REASON, type Verdict } from "../../src/controllers/core/classify.ts";
+import type { ManagedObject, ManagedStatusBase } from "../../src/controllers/core/object-model.ts";
 import { buildStatus } from "../../src/controllers/core/status-building.ts";
 import { fitStatus, fitStatusInPlace, fitText } from "../../src/controllers/core/status-limits.ts";
 import { observeDisk } from "../../src/controllers/kinds/gpu-disk.ts";
 import { observeRule } from "../../src/controllers/kinds/gpu-firewall-rule.ts";
 import { networkAtProvider } from "../../src/controllers/kinds/gpu-network.ts";
 import { observeVm } from "../../src/controllers/kinds/gpu-vm-mappers.ts";
-import type { ManagedObject, ManagedStatusBase, Observation } from "../../src/controllers/managed/external.ts";
+import type { Observation } from "../../src/controllers/managed/external.ts";
 import { recordOperation } from "../../src/controllers/managed/operation-tracking.ts";
 import type { CloudConnection, Pass } from "../../src/controllers/managed/pass.ts";
 import { seededRandom } from "./seeded-random.ts";

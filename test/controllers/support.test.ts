@@ -1,5 +1,6 @@
 // Table tests of the small pieces: error classification, snapshot coalescing, credential parsing, the index of
 // dependents.
+
 import pino from "pino";
 import { describe, expect, it, vi } from "vitest";
 import { CloudError } from "../../src/cloud/errors.ts";
@@ -10,8 +11,8 @@ import {
 } from "../../src/controllers/accounts/credentials.ts";
 import { FamilySnapshot } from "../../src/controllers/accounts/snapshots.ts";
 import { classify, ReconcileError, requestRefused } from "../../src/controllers/core/classify.ts";
+import { ManagedParser } from "../../src/controllers/core/object-model.ts";
 import { gpuVm } from "../../src/controllers/kinds/gpu-vm.ts";
-import { ManagedParser } from "../../src/controllers/kinds/support.ts";
 import { DependencyIndex } from "../../src/controllers/managed/dependency-index.ts";
 import { KubeApiError } from "../../src/runtime/index.ts";
 import { FencedError } from "../../src/util/fence.ts";

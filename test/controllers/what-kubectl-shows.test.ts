@@ -1,13 +1,14 @@
 // What a person reads in `kubectl get` and `kubectl describe`: the display forms in status (State, Protocols,
 // Attached), names of objects instead of cloud ids, and the Synced condition.
+
 import { describe, expect, it } from "vitest";
 import type { Disk, FirewallRule } from "../../src/cloud/wire.ts";
 import { REASON, type Verdict } from "../../src/controllers/core/classify.ts";
+import type { Condition, ManagedObject } from "../../src/controllers/core/object-model.ts";
 import { IN_STEP_MESSAGE, syncedCondition } from "../../src/controllers/core/synced.ts";
 import { diskAtProvider, diskInUse, printableAttachments } from "../../src/controllers/kinds/gpu-disk.ts";
 import { observeRule } from "../../src/controllers/kinds/gpu-firewall-rule.ts";
 import { diskChange, nextVmStep, vmAtProvider } from "../../src/controllers/kinds/gpu-vm-mappers.ts";
-import type { Condition, ManagedObject } from "../../src/controllers/managed/external.ts";
 
 const AT = "2026-11-22T10:00:00Z";
 const EARLIER = "2026-11-22T09:00:00Z";

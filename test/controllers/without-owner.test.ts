@@ -1,8 +1,9 @@
 // An object no replica reconciles (its shard has no leader): its Synced condition turns False (WaitingForOwner)
 // once its spec is ahead of its status, and nothing else changes; a status that says nothing untrue is left alone.
+
 import pino from "pino";
 import { describe, expect, it } from "vitest";
-import type { Condition, ManagedObject } from "../../src/controllers/managed/external.ts";
+import type { Condition, ManagedObject } from "../../src/controllers/core/object-model.ts";
 import type { WriteResult } from "../../src/controllers/managed/pass.ts";
 import { markWithoutOwner, withoutOwnerStatus } from "../../src/controllers/managed/without-owner.ts";
 import { FencedError } from "../../src/util/fence.ts";

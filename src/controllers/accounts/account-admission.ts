@@ -18,7 +18,7 @@
 // (most of the operator's CPU in a burst), and a settled VM lost its priority behind the creates.
 import type { AccountBulkhead } from "../../cloud/bulkhead.ts";
 import { CloudError } from "../../cloud/errors.ts";
-import type { Priority, ReconcileRequest, Reconciler } from "../../runtime/index.ts";
+import { keyOf, type Priority, type ReconcileRequest, type Reconciler } from "../../runtime/index.ts";
 
 /** A parked key comes back after this long if nothing woke it (a safety net: wakes are not expected to be lost). */
 export const PARKED_FALLBACK_MS = 300_000;
@@ -99,7 +99,7 @@ export class AccountAdmissions {
   wrap(inner: Reconciler, accountOf?: (request: ReconcileRequest) => AccountBulkhead | undefined): Reconciler {
     return {
       reconcile: async (request, ctx) => {
-        const key = `${request.namespace}/${request.name}`;
+        const key = keyOf(request.namespace, request.name);
         // A woken key's pass is told the lane it was parked from (the queue keeps it: Controller.wake).
         this.#priorities.set(key, ctx.priority);
         // Its promise (if it was woken) is its own to use now: it no longer holds the slot back from itself.

@@ -3,13 +3,14 @@
 // the trackers' one list call per interval; each settlement invalidates its family's snapshot and wakes the
 // keys that own the operation. An operation that changes another family as a side effect (a VM create, disk
 // update or terminate attaches or detaches data disks) invalidates that family's snapshot too.
+
 import type { Logger } from "pino";
 import type { CloudClient } from "../../cloud/client.ts";
 import { isCloudError, OperationTracker, TrackerStoppedError } from "../../cloud/index.ts";
 import type { Disk, FirewallRule, Operation, OperationFamily, VpcNetwork } from "../../cloud/wire.ts";
 import { summarizeVm, type VmSummary } from "../kinds/gpu-vm-mappers.ts";
 import { accountOf } from "../managed/claims.ts";
-import type { OperationProgress } from "../managed/reconciler.ts";
+import type { OperationProgress } from "../managed/pass.ts";
 import { FamilySnapshot } from "./snapshots.ts";
 
 export interface CloudAccountOptions {

@@ -4,9 +4,8 @@
 import { REASONS, type Reason } from "../../api/common.ts";
 import { CAPABILITIES, capabilityOf } from "../../cloud/capabilities.ts";
 import { isCloudError } from "../../cloud/errors.ts";
-import { KubeApiError } from "../../runtime/index.ts";
+import { KubeApiError, type Outcome } from "../../runtime/index.ts";
 import { isFenced } from "../../util/fence.ts";
-import type { Outcome } from "../managed/external.ts";
 
 export const REASON = REASONS;
 export type { Reason };

@@ -3,8 +3,9 @@
 // seen all of our writes yet, and acting on it would repeat work. The watch event of each write is only its echo:
 // the pass that wrote has decided what comes next, so the echo starts no pass of its own (`isEcho`), unless a
 // pass is waiting for it (it found the cache behind). Shared by the managed reconciler and the GpuVmPool reconciler.
-import type { ManagedObject, ManagedStatusBase } from "../managed/external.ts";
+
 import type { KubeAccess, WriteResult } from "../managed/pass.ts";
+import { type ManagedObject, type ManagedStatusBase, objectKey } from "./object-model.ts";
 
 interface Written {
   superseded: Set<string>;
@@ -113,7 +114,7 @@ export class GuardedWrites extends OwnWrites {
   }
 
   async #tracked(mr: ManagedObject, write: () => Promise<WriteResult>): Promise<WriteResult> {
-    const key = `${mr.metadata.namespace}/${mr.metadata.name}`;
+    const key = objectKey(mr);
     const settle = this.sending(key);
     let made: string | undefined;
     try {

@@ -1,11 +1,13 @@
 // The end of every pass: the verdict becomes the three kstatus conditions (Ready, Reconciling, Stalled), Synced
 // (synced.ts) and observedGeneration; status is written once and only when it changed; an event is emitted only when the Ready
 // story (status or reason) changed.
+
 import type { Logger } from "pino";
+import type { Outcome } from "../../runtime/index.ts";
 import { sameJson } from "../../util/json-values.ts";
-import type { Condition, ManagedObject, ManagedSpecBase, ManagedStatusBase, Outcome } from "../managed/external.ts";
 import { after, type PassServices } from "../managed/pass.ts";
 import { REASON, type Verdict } from "./classify.ts";
+import type { Condition, ManagedObject, ManagedSpecBase, ManagedStatusBase } from "./object-model.ts";
 import { syncedCondition } from "./synced.ts";
 
 /** Kubernetes writes metav1.Time (condition lastTransitionTime) at whole seconds: RFC 3339 without a fraction. */

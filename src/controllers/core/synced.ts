@@ -5,8 +5,8 @@
 // could not look (credentials, an unavailable API, paused), the last comparison of the same generation, or
 // Unknown. kstatus and the Argo CD health check do not read it: it informs, it does not gate.
 
-import type { Condition } from "../managed/external.ts";
 import { REASON, type Reason, type Verdict } from "./classify.ts";
+import type { Condition } from "./object-model.ts";
 
 /** Reasons of a pass that did not compare the cloud resource with the spec. */
 const NOT_COMPARED: ReadonlySet<Reason> = new Set<Reason>([
@@ -49,7 +49,7 @@ export function syncedCondition(options: {
   }
   if (result.synced === false) return condition("False", result.reason, result.message);
   if (IN_STEP.has(result.reason)) {
-    if (upToDate?.status === "False") return condition("False", upToDate.reason, upToDate.message);
+    if (upToDate?.status === "False") return condition("False", upToDate.reason, upToDate.message ?? "");
     const message = result.reason === REASON.Observed ? result.message : IN_STEP_MESSAGE;
     return condition("True", result.reason, message);
   }

@@ -1,4 +1,5 @@
 // GpuDisk: create, grow-only resize (a shrink is refused, nothing sent), delete once no VM has it attached.
+
 import {
   type GpuDiskSpec,
   GpuDiskSpec as GpuDiskSpecSchema,
@@ -8,7 +9,8 @@ import {
 import { parseSize } from "../../cloud/sizes.ts";
 import type { Disk } from "../../cloud/wire.ts";
 import { REASON } from "../core/classify.ts";
-import type { DeleteBlocker, ExternalClient, ManagedObject, Observation } from "../managed/external.ts";
+import type { ManagedObject } from "../core/object-model.ts";
+import type { DeleteBlocker, ExternalClient, Observation } from "../managed/external.ts";
 import { findResource, itemByName, type KindDefinition, managedByCloudId } from "./support.ts";
 
 /** The GpuVm (of the disk's namespace) that manages a VM id, when one does. */

@@ -2,14 +2,16 @@
 // as GpuDisk references or ids), power state through START/STOP, RESET on a new reset annotation, a type change
 // within its family through STOP → UPDATE type → START (one step per reconcile), data disks through UPDATE
 // disks, connection details published to a Secret or ConfigMap owned by the GpuVm.
+
 import { hash } from "node:crypto";
 import { ANNOTATIONS, REASONS, SECRET_WATCH_HINT } from "../../api/common.ts";
 import { type GpuVmSpec, GpuVmSpec as GpuVmSpecSchema, GpuVmStatus, MAX_RESET_VALUE_LENGTH } from "../../api/gpu-vm.ts";
 import type { CreateVmRequest, DiskRef, Operation } from "../../cloud/wire.ts";
 import { cloudStatus, ReconcileError } from "../core/classify.ts";
+import type { ManagedObject } from "../core/object-model.ts";
 import { fitText } from "../core/status-limits.ts";
 import type { Account } from "../managed/claims.ts";
-import type { CreateOnlyValue, ExternalClient, ManagedObject } from "../managed/external.ts";
+import type { CreateOnlyValue, ExternalClient } from "../managed/external.ts";
 import {
   connectionDetails,
   type DesiredVm,

@@ -1,138 +1,15 @@
 // Pieces every kind file shares: parsing an informer object into the reconciler's view, looking a resource up
 // in its family snapshot (a direct GET only to confirm an id that a fresh list no longer shows), and the
 // dependencies a kind reads from Kubernetes (other objects, Secrets, ConfigMaps).
-import { z } from "zod";
-import { ObjectMeta, REASONS, type Reason } from "../../api/common.ts";
+import type { z } from "zod";
+import { REASONS, type Reason } from "../../api/common.ts";
 import { isCloudError, isUnsupported } from "../../cloud/errors.ts";
 import type { OperationFamily } from "../../cloud/wire.ts";
-import { sameJson } from "../../util/json-values.ts";
 import type { CloudAccount } from "../accounts/cloud-account.ts";
 import type { SnapshotView } from "../accounts/snapshots.ts";
+import { isReady, type ManagedObject, type ManagedSpecBase } from "../core/object-model.ts";
 import type { Account } from "../managed/claims.ts";
-import type {
-  ExternalClient,
-  ManagedObject,
-  ManagedSpecBase,
-  ManagedStatusBase,
-  ObserveOptions,
-} from "../managed/external.ts";
-
-const Envelope = z.looseObject({
-  apiVersion: z.string().default(""),
-  kind: z.string().default(""),
-  metadata: ObjectMeta,
-  spec: z.unknown(),
-  status: z.record(z.string(), z.unknown()).optional(),
-});
-
-export type Parsed<Spec extends ManagedSpecBase> =
-  | { ok: true; object: ManagedObject<Spec> }
-  | { ok: false; object?: ManagedObject; message: string };
-
-/** A schema's verdict on one value, as zod's safeParse gives it. */
-type Verdict<T> = { success: true; data: T } | { success: false; error: z.ZodError };
-
-/**
- * Verdicts remembered per value (by identity). The informer hands a new version the previous version's spec or
- * status object when it did not change (informer.ts `shareUnchanged`), so a status write does not parse the spec
- * again, nor a finalizer write the status.
- */
-export interface VerdictMemo {
-  spec: WeakMap<object, Verdict<unknown>>;
-  status: WeakMap<object, Verdict<unknown>>;
-}
-
-/**
- * The verdict of `schema` on `value`, remembered in `memo` when given. Where the parsed value equals the one given
- * (the API server applied the CRD's defaults already), the given one is kept: a parse costs no second copy. The
- * comparison is JSON's (sameJson: no copies, unlike util.isDeepStrictEqual): both are JSON-shaped.
- */
-function verdictOf<T>(schema: z.ZodType<T>, value: unknown, memo?: WeakMap<object, Verdict<unknown>>): Verdict<T> {
-  const remembered = memo !== undefined && typeof value === "object" && value !== null;
-  if (remembered) {
-    const known = memo.get(value);
-    if (known !== undefined) return known as Verdict<T>;
-  }
-  const parsed = schema.safeParse(value);
-  const verdict: Verdict<T> = !parsed.success
-    ? { success: false, error: parsed.error }
-    : { success: true, data: sameJson(parsed.data, value) ? (value as T) : parsed.data };
-  if (remembered) memo.set(value, verdict);
-  return verdict;
-}
-
-/** Informer object → reconciler view. An invalid spec still yields the object, so status can say why. */
-export function parseManaged<Spec extends ManagedSpecBase>(
-  raw: unknown,
-  specSchema: z.ZodType<Spec>,
-  statusSchema: z.ZodType,
-  memo?: VerdictMemo,
-): Parsed<Spec> {
-  const envelope = Envelope.safeParse(raw);
-  if (!envelope.success) return { ok: false, message: `malformed object: ${z.prettifyError(envelope.error)}` };
-  const { metadata } = envelope.data;
-  const meta = {
-    namespace: metadata.namespace,
-    name: metadata.name,
-    uid: metadata.uid ?? "",
-    generation: metadata.generation ?? 0,
-    resourceVersion: metadata.resourceVersion ?? "",
-    finalizers: metadata.finalizers ?? [],
-    annotations: metadata.annotations ?? {},
-    ...(metadata.deletionTimestamp ? { deletionTimestamp: metadata.deletionTimestamp } : {}),
-    ...(metadata.creationTimestamp ? { creationTimestamp: metadata.creationTimestamp } : {}),
-  };
-  // The raw status, not the envelope's copy of it: its identity is what the memo knows it by.
-  const rawStatus = (raw as { status?: unknown }).status ?? {};
-  const status = verdictOf(statusSchema, rawStatus, memo?.status);
-  const base = {
-    apiVersion: envelope.data.apiVersion,
-    kind: envelope.data.kind,
-    metadata: meta,
-    status: (status.success ? status.data : rawStatus) as ManagedStatusBase,
-  };
-  const spec = verdictOf(specSchema, (raw as { spec?: unknown }).spec ?? {}, memo?.spec);
-  if (!spec.success) {
-    const issues = spec.error.issues.map((issue) => `spec.${issue.path.join(".")}: ${issue.message}`);
-    return { ok: false, object: { ...base, spec: {} }, message: `invalid spec: ${issues.join("; ")}` };
-  }
-  return { ok: true, object: { ...base, spec: spec.data } };
-}
-
-/**
- * Parses each informer object of a kind once. The informer replaces its object on every change, so the raw
- * object's identity stands for its resourceVersion, and a WeakMap keyed by it forgets a parse with the object;
- * the verdicts on its spec and status are remembered by theirs (see VerdictMemo).
- * Every call hands out a copy whose top level and metadata are its own: a pass moves metadata.resourceVersion
- * after its own write and replaces status, and that must not leak into the next pass. Spec and status are shared
- * and never changed in place (a pass drafts a copy).
- */
-export class ManagedParser<Spec extends ManagedSpecBase> {
-  readonly #specSchema: z.ZodType<Spec>;
-  readonly #statusSchema: z.ZodType;
-  readonly #parsed = new WeakMap<object, Parsed<Spec>>();
-  readonly #memo: VerdictMemo = { spec: new WeakMap(), status: new WeakMap() };
-
-  constructor(specSchema: z.ZodType<Spec>, statusSchema: z.ZodType) {
-    this.#specSchema = specSchema;
-    this.#statusSchema = statusSchema;
-  }
-
-  parse(raw: unknown): Parsed<Spec> {
-    if (typeof raw !== "object" || raw === null) return parseManaged(raw, this.#specSchema, this.#statusSchema);
-    let parsed = this.#parsed.get(raw);
-    if (parsed === undefined) {
-      parsed = parseManaged(raw, this.#specSchema, this.#statusSchema, this.#memo);
-      this.#parsed.set(raw, parsed);
-    }
-    if (parsed.ok) return { ok: true, object: ownCopy(parsed.object) };
-    return parsed.object === undefined ? parsed : { ...parsed, object: ownCopy(parsed.object) };
-  }
-}
-
-function ownCopy<T extends ManagedObject>(object: T): T {
-  return { ...object, metadata: { ...object.metadata } };
-}
+import type { ExternalClient, ObserveOptions } from "../managed/external.ts";
 
 /** Read access to Kubernetes objects a kind depends on (informer caches; same namespace only). */
 export interface KindDeps {
@@ -178,10 +55,6 @@ export interface KindDefinition<Spec extends ManagedSpecBase> {
   external(account: CloudAccount, deps: KindDeps): ExternalClient<Spec>;
   /** The Secrets/ConfigMaps an object of this kind writes (deleted with it when it carries its owner reference). */
   ownedObjects?(spec: Spec): OwnedObject[];
-}
-
-export function isReady(object: ManagedObject | undefined): boolean {
-  return object?.status.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
 }
 
 /** The id to observe: status first (what we created or adopted), then spec.id (import). */
@@ -323,7 +196,7 @@ export function readyTarget(
       `${what} is being deleted: remove it from ${field} (or delete this object too)`,
     );
   }
-  if (target.status.id === undefined || !isReady(target)) {
+  if (target.status.id === undefined || !isReady(target.status)) {
     const reason = target.status.conditions?.find((c) => c.type === "Ready")?.reason;
     return { waiting: `${what} is not Ready yet${reason === undefined ? "" : ` (${reason})`}` };
   }

@@ -2,8 +2,9 @@
 // may show a new VM only after tens of seconds), and acting on an absence that is only a slow read creates a
 // second resource or lets the first one leak. It counts as gone once every read has missed it for
 // `goneConfirmMs`; until then the object says what it waits for.
+
 import { REASON, type Verdict } from "../core/classify.ts";
-import type { ManagedSpecBase } from "./external.ts";
+import type { ManagedSpecBase } from "../core/object-model.ts";
 import { after, type Pass, verdict } from "./pass.ts";
 
 /** How often a missing resource is looked for again while its absence is being confirmed. */

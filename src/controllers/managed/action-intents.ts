@@ -11,8 +11,9 @@
 import { isCloudError } from "../../cloud/errors.ts";
 import type { Operation } from "../../cloud/wire.ts";
 import { REASON, requestRefused, type Verdict } from "../core/classify.ts";
+import type { ActionPending, ManagedSpecBase } from "../core/object-model.ts";
 import { intentRefused } from "../core/status-building.ts";
-import type { ActionPending, ManagedSpecBase, Mutation } from "./external.ts";
+import type { Mutation } from "./external.ts";
 import { recordOperation } from "./operation-tracking.ts";
 import { after, type CloudConnection, conflict, type Pass, verdict, withDraft } from "./pass.ts";
 

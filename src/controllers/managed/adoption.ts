@@ -4,9 +4,10 @@
 // Stalled, the message says who holds it (or how to adopt it), and nothing is sent to the resource.
 
 import { REASON, type Verdict } from "../core/classify.ts";
+import type { ManagedSpecBase } from "../core/object-model.ts";
 import type { Claim } from "./claims.ts";
 import { release } from "./deletion.ts";
-import type { FoundResource, ManagedSpecBase } from "./external.ts";
+import type { FoundResource } from "./external.ts";
 import { holderOf, holderText, provesOwnCreate, slotOf } from "./ownership.ts";
 import { after, type CloudConnection, conflict, type Existing, type Pass, type Step, verdict } from "./pass.ts";
 

@@ -6,10 +6,10 @@
 // capacity.
 
 import { cloudStatus, isCloudConflict, REASON, type Reason, requestRefused, type Verdict } from "../core/classify.ts";
+import type { ManagedSpecBase, ManagedStatusBase } from "../core/object-model.ts";
 import { intentRefused } from "../core/status-building.ts";
 import { confirmAbsence } from "./absence.ts";
 import { adoptFound, foreignResourceMessage, heldByOtherMessage, nameConflict } from "./adoption.ts";
-import type { ManagedSpecBase, ManagedStatusBase } from "./external.ts";
 import { recordOperation, UNKNOWN_OUTCOME } from "./operation-tracking.ts";
 import { holderOf, slotOf } from "./ownership.ts";
 import { after, type CloudConnection, conflict, DONE, type Pass, verdict } from "./pass.ts";

@@ -1,5 +1,6 @@
 // Letting an object go: delete its cloud resource (after its dependents let go of it), or release it without a
 // cloud call (paused, Orphan, Observe, nothing ever created). Releasing removes our finalizer and says why.
+
 import { ANNOTATIONS, FINALIZER } from "../../api/common.ts";
 import { isUnsupported } from "../../cloud/errors.ts";
 import {
@@ -11,9 +12,10 @@ import {
   ReconcileError,
   type Verdict,
 } from "../core/classify.ts";
+import type { ManagedSpecBase } from "../core/object-model.ts";
 import { confirmAbsence } from "./absence.ts";
 import { isSendable, sendAction } from "./action-intents.ts";
-import type { ManagedSpecBase, Observation } from "./external.ts";
+import type { Observation } from "./external.ts";
 import {
   after,
   type CloudConnection,

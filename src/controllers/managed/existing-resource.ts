@@ -4,9 +4,9 @@
 import type { ClaimedKind } from "../../api/gpu-cloud-claim.ts";
 import { isUnsupported } from "../../cloud/errors.ts";
 import { CHANGE_INSTEAD, cannotDo, REASON, type Reason, type Verdict } from "../core/classify.ts";
+import type { ManagedSpecBase } from "../core/object-model.ts";
 import { isSendable, sendAction } from "./action-intents.ts";
 import { claimHolderText } from "./adoption.ts";
-import type { ManagedSpecBase } from "./external.ts";
 import { slotOf } from "./ownership.ts";
 import { after, type CloudConnection, DONE, type Existing, type Pass, verdict, withDraft } from "./pass.ts";
 

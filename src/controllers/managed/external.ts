@@ -4,89 +4,7 @@
 // cloud operation it started, which the reconciler records in status and polls through the trackers.
 import type { Reason } from "../../api/common.ts";
 import type { Operation } from "../../cloud/wire.ts";
-
-export type ConditionStatus = "True" | "False" | "Unknown";
-
-export interface Condition {
-  type: string;
-  status: ConditionStatus;
-  reason: string;
-  message: string;
-  lastTransitionTime: string;
-  observedGeneration?: number;
-}
-
-/** Status shape of an operation as kept in `status.operation` and `status.operations[]`. */
-export interface OperationRecord {
-  id: string;
-  name: string;
-  state: string;
-  startedAt?: string;
-  completedAt?: string;
-  /** Status fields set when the operation succeeds (what the action served: lastResetRequestedAt, …). */
-  fields?: Record<string, string>;
-}
-
-export interface CreatePending {
-  cloudName: string;
-  location?: string;
-  requestedAt: string;
-}
-
-/** A non-idempotent action recorded before it is sent (cleared once its operation is recorded). */
-export interface ActionPending {
-  name: string;
-  id: string;
-  requestedAt: string;
-  /** The resource's updated_at seen before sending: a later one shows the action carried out. */
-  resourceUpdatedAt?: string;
-  /** Status fields to set once the action is confirmed sent. */
-  fields?: Record<string, string>;
-}
-
-/** Fields every kind's spec shares (src/api/common.ts is the schema; this is the view the reconciler needs). */
-export interface ManagedSpecBase {
-  cloudName?: string;
-  credentialsRef?: { name: string };
-  deletionPolicy?: "Delete" | "Orphan";
-  managementPolicy?: "Manage" | "Observe";
-  id?: string;
-}
-
-/** Fields every kind's status shares. Kind-specific fields ride along in the same record. */
-export interface ManagedStatusBase {
-  observedGeneration?: number;
-  conditions?: Condition[];
-  id?: string;
-  operation?: OperationRecord;
-  operations?: OperationRecord[];
-  lastError?: string;
-  createPending?: CreatePending;
-  actionPending?: ActionPending;
-  projectId?: string;
-  locationIndex?: number;
-  [field: string]: unknown;
-}
-
-export interface ObjectMeta {
-  namespace: string;
-  name: string;
-  uid: string;
-  generation: number;
-  resourceVersion: string;
-  finalizers: string[];
-  annotations: Record<string, string>;
-  deletionTimestamp?: string;
-  creationTimestamp?: string;
-}
-
-export interface ManagedObject<Spec extends ManagedSpecBase = ManagedSpecBase> {
-  apiVersion: string;
-  kind: string;
-  metadata: ObjectMeta;
-  spec: Spec;
-  status: ManagedStatusBase;
-}
+import type { ManagedObject, ManagedSpecBase } from "../core/object-model.ts";
 
 /** What the cloud looks like for one object, as data. The reconciler picks the branch from it. */
 export type Observation =
@@ -241,11 +159,3 @@ export interface CreateTarget {
   /** Location chosen from the kind's candidate locations (status.locationIndex), when the kind has one. */
   location?: string;
 }
-
-/** The outcome a reconcile hands back to the worker loop (same union as src/runtime/controller.ts). */
-export type Outcome =
-  | { type: "done" }
-  | { type: "requeueAfter"; ms: number }
-  | { type: "parked"; fallbackMs: number }
-  | { type: "retry"; error: Error }
-  | { type: "terminal"; error: Error };

@@ -3,9 +3,9 @@
 // location, a failed create with `already_exists` adopts by name only with proof, and anything else stalls.
 
 import { REASON, type Verdict } from "../core/classify.ts";
+import type { ManagedSpecBase } from "../core/object-model.ts";
 import { adoptFound } from "./adoption.ts";
 import { nextLocation } from "./creation.ts";
-import type { ManagedSpecBase } from "./external.ts";
 import type { OperationFailure } from "./operation-tracking.ts";
 import { after, type CloudConnection, conflict, type Pass, verdict } from "./pass.ts";
 

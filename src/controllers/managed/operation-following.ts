@@ -3,11 +3,14 @@
 // when the resource appears (read by the id the create answered, metadata.id, kept in status.id), a DELETE when
 // it is gone, any other (RESIZE, UPDATE) when it matches the spec again. Objects take turns, one poll interval
 // apart per family (CloudAccount.nextFollowTurnMs), so waiting costs one request per interval per family.
+
 import { REASON, type Verdict } from "../core/classify.ts";
+import type { ManagedSpecBase, OperationRecord } from "../core/object-model.ts";
+import { isReady } from "../core/object-model.ts";
 import { formatKubeTime } from "../core/status-building.ts";
-import type { ManagedSpecBase, Observation, OperationRecord } from "./external.ts";
+import type { Observation } from "./external.ts";
 import { closeOperation, UNKNOWN_OUTCOME } from "./operation-tracking.ts";
-import { after, type CloudConnection, type Pass, verdict, wasReady } from "./pass.ts";
+import { after, type CloudConnection, type Pass, verdict } from "./pass.ts";
 
 /** Whether the resource shows the operation's effect. */
 export function showsEffect(operationName: string, observed: Observation): boolean {
@@ -59,6 +62,6 @@ export function followOperation<Spec extends ManagedSpecBase>(
     reason,
     `waiting for ${operation.name} operation ${operation.id}: this server cannot show it, so the cloud resource is read until it shows the change (waiting for ${awaited})`,
     after(connection.nextFollowTurnMs()),
-    { progressing: true, ready: wasReady(pass.mr) },
+    { progressing: true, ready: isReady(pass.mr.status) },
   );
 }

@@ -1,11 +1,13 @@
 // Cloud operations of one object: recorded in status when a mutation starts one (`status.operation` and the
 // newest-first history), and moved to history when the per-credential trackers see them settle. No worker ever
 // waits on an operation: the trackers wake the key, and a fallback requeue covers lost wake-ups.
+
 import { MAX_OPERATION_HISTORY } from "../../api/common.ts";
 import type { Operation } from "../../cloud/wire.ts";
 import { REASON, type Reason, type Verdict } from "../core/classify.ts";
-import type { ManagedSpecBase, OperationRecord } from "./external.ts";
-import { after, type CloudConnection, type Pass, verdict, wasReady } from "./pass.ts";
+import type { ManagedSpecBase, OperationRecord } from "../core/object-model.ts";
+import { isReady } from "../core/object-model.ts";
+import { after, type CloudConnection, type Pass, verdict } from "./pass.ts";
 
 /**
  * Put a just-started operation into the draft status and start tracking it. `fields` are what the action
@@ -89,11 +91,11 @@ export function settleOperation<Spec extends ManagedSpecBase>(
     return {
       verdict: verdict(
         keep ? (said.reason as Reason) : reason,
-        keep ? said.message : `waiting for ${current.name} operation ${current.id}`,
+        keep ? (said.message ?? "") : `waiting for ${current.name} operation ${current.id}`,
         after(pass.services.timing.operationFallbackMs),
         {
           progressing: true,
-          ready: wasReady(pass.mr),
+          ready: isReady(pass.mr.status),
         },
       ),
     };

@@ -2,11 +2,12 @@
 // holds what a pass needs to know about its own claim: the cloud name it works with, the slot that name is in,
 // the claim it holds (checked against the account its credentials name now) and the proof an object needs to
 // take a resource it found by name (its own create intent, older than the resource).
+
 import { defaultCloudName } from "../../api/common.ts";
 import type { ClaimedKind, ClaimSlot } from "../../api/gpu-cloud-claim.ts";
 import { REASON, type Verdict } from "../core/classify.ts";
+import type { ManagedObject, ManagedSpecBase, ManagedStatusBase } from "../core/object-model.ts";
 import { type Account, type Claim, type Holder, sameAccount } from "./claims.ts";
-import type { ManagedObject, ManagedSpecBase, ManagedStatusBase } from "./external.ts";
 import { after, type Pass, verdict } from "./pass.ts";
 
 /** The cloud name a pass works with: the name of a create in flight; spec.cloudName; else the default. */

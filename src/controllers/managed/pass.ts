@@ -1,18 +1,14 @@
 // What one pass of the managed lifecycle carries (the object, its status draft, the services it may use) and
 // what its steps hand back (a verdict, or RELEASED). Shared by the lifecycle (reconciler.ts) and its
 // parts: creation.ts, existing-resource.ts, deletion.ts, operation-tracking.ts, core/status-building.ts.
+
 import type { Logger } from "pino";
 import type { Operation } from "../../cloud/wire.ts";
+import type { Outcome } from "../../runtime/index.ts";
 import { REASON, type Reason, type Verdict } from "../core/classify.ts";
+import type { ManagedObject, ManagedSpecBase, ManagedStatusBase } from "../core/object-model.ts";
 import type { Account, Claim, ClaimStore } from "./claims.ts";
-import type {
-  ExternalClient,
-  ManagedObject,
-  ManagedSpecBase,
-  ManagedStatusBase,
-  Observation,
-  Outcome,
-} from "./external.ts";
+import type { ExternalClient, Observation } from "./external.ts";
 
 export type Existing = Extract<Observation, { exists: true }>;
 
@@ -163,18 +159,6 @@ export const DEFAULT_TIMING: ReconcileTiming = {
   intentHoldMs: 25_000,
 };
 
-export interface ReconcileRequest {
-  namespace: string;
-  name: string;
-}
-
-export interface ReconcileContext {
-  signal: AbortSignal;
-  logger: Logger;
-  /** The work queue's lane the key came from: `low` holds only resyncs (no event asked for this pass). */
-  priority?: "high" | "normal" | "low";
-}
-
 /**
  * An action this process sent: its operation, or how its request ended without one (`answered`: the server
  * answered an error, so it had finished with the request; else the answer was lost or timed out).
@@ -249,8 +233,6 @@ export const after = (ms: number): Outcome => ({ type: "requeueAfter", ms });
 /** Nothing to poll: the runtime resyncs the key after its sync period (jittered, per-object annotation). */
 export const DONE: Outcome = { type: "done" };
 
-export const keyOf = (mr: ManagedObject): string => `${mr.metadata.namespace}/${mr.metadata.name}`;
-
 /** A Kubernetes 409 on our own write: the cache is behind. Requeue silently; the next pass re-reads. */
 export function conflict(): Verdict {
   return { ...verdict(REASON.Updating, "", after(0)), silent: true };
@@ -261,10 +243,6 @@ export function withDraft<Spec extends ManagedSpecBase>(
   draft: ManagedStatusBase,
 ): ManagedObject<Spec> {
   return { ...mr, status: draft };
-}
-
-export function wasReady(mr: ManagedObject): boolean {
-  return mr.status.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
 }
 
 /**

@@ -12,7 +12,7 @@
 // the GpuVm objects) does not offer `reread`, and its resyncs stay full passes.
 
 import type { Logger } from "pino";
-import type { ManagedObject, ManagedSpecBase } from "./external.ts";
+import type { ManagedObject, ManagedSpecBase } from "../core/object-model.ts";
 import type { CloudConnection } from "./pass.ts";
 
 interface QuietState {

@@ -8,11 +8,20 @@
 // Conditions, events and status are written in `finish()` only, once per reconcile and only when they changed.
 // No worker ever waits on a cloud operation: the operation id goes into status, trackers wake the key, and a
 // fallback requeue covers lost wake-ups.
+
 import { ANNOTATIONS, FINALIZER, MIN_SYNC_PERIOD_MS } from "../../api/common.ts";
 import type { ClaimedKind } from "../../api/gpu-cloud-claim.ts";
-import { formatDuration, syncPeriodOf } from "../../runtime/index.ts";
+import {
+  formatDuration,
+  keyOf,
+  type Outcome,
+  type ReconcileContext,
+  type ReconcileRequest,
+  syncPeriodOf,
+} from "../../runtime/index.ts";
 import { cloneJson } from "../../util/json-values.ts";
 import { classify, REASON, type Reason, TERMINAL_REASONS, type Verdict } from "../core/classify.ts";
+import type { ManagedObject, ManagedSpecBase } from "../core/object-model.ts";
 import { GuardedWrites } from "../core/own-writes.ts";
 import { finish } from "../core/status-building.ts";
 import { resourceSeen } from "./absence.ts";
@@ -21,7 +30,7 @@ import { unlessOwned } from "./adoption.ts";
 import { createAbsent } from "./creation.ts";
 import { deleteResource, paused, release } from "./deletion.ts";
 import { mirror, reconcileExisting } from "./existing-resource.ts";
-import type { ManagedObject, ManagedSpecBase, Observation, Outcome } from "./external.ts";
+import type { Observation } from "./external.ts";
 import { handleFailedOperation } from "./operation-failures.ts";
 import { followOperation } from "./operation-following.ts";
 import { type Settlement, settleOperation } from "./operation-tracking.ts";
@@ -36,28 +45,12 @@ import {
   type Pass,
   type PassServices,
   RELEASED,
-  type ReconcileContext,
-  type ReconcileRequest,
   type ReconcileTiming,
   type Step,
   verdict,
   withDraft,
 } from "./pass.ts";
 import { QuietResyncs } from "./quiet-resyncs.ts";
-
-export { formatKubeTime } from "../core/status-building.ts";
-export type {
-  CloudConnection,
-  Connect,
-  Existing,
-  KubeAccess,
-  ManagedReconcilerOptions,
-  OperationProgress,
-  ReconcileContext,
-  ReconcileRequest,
-  ReconcileTiming,
-  WriteResult,
-} from "./pass.ts";
 
 /** A failing key is held this long after its first failure, doubling with each further one. */
 const FAILURE_HOLD_BASE_MS = 500;
@@ -105,7 +98,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
   }
 
   async reconcile(request: ReconcileRequest, ctx: ReconcileContext): Promise<Outcome> {
-    const key = `${request.namespace}/${request.name}`;
+    const key = keyOf(request.namespace, request.name);
     const raw = this.#options.kube.get(request.namespace, request.name);
     if (raw === undefined) {
       this.#ownWrites.forget(key);
@@ -441,6 +434,8 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     const waited = Number.isNaN(since) ? Number.POSITIVE_INFINITY : this.#now() - since;
     const remaining = retryMs - waited;
     if (remaining <= 0) return undefined;
-    return verdict(stalledCondition.reason as Reason, stalledCondition.message, after(remaining), { stalled: true });
+    return verdict(stalledCondition.reason as Reason, stalledCondition.message ?? "", after(remaining), {
+      stalled: true,
+    });
   }
 }

@@ -3,10 +3,11 @@
 // `onWithoutOwner`) turns the Synced condition of such an object to False (reason WaitingForOwner) when its
 // generation is ahead of the one its status describes; it touches nothing else and never the cloud. The write is
 // guarded by the object's resourceVersion: the shard's owner, back meanwhile, wins and writes its own verdict.
+
 import type { Logger } from "pino";
 import { REASON } from "../core/classify.ts";
+import type { Condition, ManagedObject } from "../core/object-model.ts";
 import { formatKubeTime } from "../core/status-building.ts";
-import type { Condition, ManagedObject } from "./external.ts";
 import type { KubeAccess } from "./pass.ts";
 
 /** The status to write for an object without an owner, or undefined when it says nothing untrue. */

@@ -4,11 +4,12 @@
 // Orphan, retained disks). Every write is idempotent:
 // a create that finds the name taken, a delete that finds it gone, a patch that lost a race are all fine: the
 // next pass looks again.
+
 import type { Logger } from "pino";
 import { POOL_LABELS } from "../../api/common.ts";
 import type { GpuVmPoolSpec, PoolSlot } from "../../api/gpu-vm-pool.ts";
 import { isRecord } from "../../util/is-record.ts";
-import type { ManagedObject } from "../managed/external.ts";
+import type { ManagedObject } from "../core/object-model.ts";
 import type { KubeAccess } from "../managed/pass.ts";
 import type { Expectations } from "./expectations.ts";
 import {

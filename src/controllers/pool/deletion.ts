@@ -3,10 +3,11 @@
 // removed once none is left, so nothing depends on the garbage collector. deletionPolicy Orphan removes the
 // pool's owner reference from every member instead (they keep the pool label: a new pool of that name adopts
 // them).
+
 import { GpuVmPoolStatus } from "../../api/gpu-vm-pool.ts";
 import { REASON } from "../core/classify.ts";
+import type { ManagedStatusBase } from "../core/object-model.ts";
 import { release } from "../managed/deletion.ts";
-import type { ManagedStatusBase } from "../managed/external.ts";
 import { after, conflict, type LifecyclePass, type Step, verdict } from "../managed/pass.ts";
 import { type ActionContext, letDisksGo, orphanMembers, readMembers, removeReplica } from "./actions.ts";
 

@@ -8,6 +8,7 @@ import { ANNOTATIONS, API_VERSION, ObjectMeta, POOL_LABELS } from "../../api/com
 import type { GpuDiskSpec } from "../../api/gpu-disk.ts";
 import { CREATE_ONLY_FIELDS, GpuVmSpec, VmDiskAttachment } from "../../api/gpu-vm.ts";
 import type { GpuVmPoolSpec, PoolSlot } from "../../api/gpu-vm-pool.ts";
+import { isReady } from "../core/object-model.ts";
 
 const OwnerReference = z.looseObject({
   apiVersion: z.string(),
@@ -331,7 +332,7 @@ function condition(member: Member, type: string) {
 export function isMemberReady(member: Member): boolean {
   return (
     member.deletionTimestamp === undefined &&
-    condition(member, "Ready")?.status === "True" &&
+    isReady(member.status) &&
     member.status.observedGeneration === member.generation
   );
 }

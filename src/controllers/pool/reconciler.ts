@@ -6,6 +6,7 @@
 // replicas whose VM holds a place (actions.ts).
 // Shared with the managed kinds: parsing, the finalizer, pause and release (deletion.ts), the verdict and its
 // conditions (status-building.ts), error classification (classify.ts), our-own-writes tracking (own-writes.ts).
+
 import { isDeepStrictEqual } from "node:util";
 import { ANNOTATIONS, FINALIZER, POOL_LABELS } from "../../api/common.ts";
 import {
@@ -15,24 +16,22 @@ import {
   POOL_SUFFIX_LENGTH,
   type PoolSlot,
 } from "../../api/gpu-vm-pool.ts";
+import { keyOf, type Outcome, type ReconcileContext, type ReconcileRequest } from "../../runtime/index.ts";
 import type { AvailabilityReading } from "../accounts/cloud-account.ts";
 import { classify, REASON, type Verdict } from "../core/classify.ts";
+import type { ManagedObject, ManagedStatusBase } from "../core/object-model.ts";
+import { objectKey, parseManaged } from "../core/object-model.ts";
 import { GuardedWrites } from "../core/own-writes.ts";
 import { applyVerdict, formatKubeTime, intentRefused } from "../core/status-building.ts";
-import { parseManaged } from "../kinds/support.ts";
 import { paused } from "../managed/deletion.ts";
-import type { ManagedObject, ManagedStatusBase, Outcome } from "../managed/external.ts";
 import {
   after,
   conflict,
   DEFAULT_TIMING,
   DONE,
   type KubeAccess,
-  keyOf,
   type LifecyclePass,
   RELEASED,
-  type ReconcileContext,
-  type ReconcileRequest,
   type ReconcileTiming,
   type Step,
   verdict,
@@ -149,7 +148,7 @@ export class PoolReconciler {
   }
 
   async reconcile(request: ReconcileRequest, ctx: ReconcileContext): Promise<Outcome> {
-    const key = `${request.namespace}/${request.name}`;
+    const key = keyOf(request.namespace, request.name);
     const raw = this.#options.kube.get(request.namespace, request.name);
     if (raw === undefined) {
       this.#writes.forget(key);
@@ -218,7 +217,7 @@ export class PoolReconciler {
       mr,
       pool: { namespace: mr.metadata.namespace, name: mr.metadata.name, uid: mr.metadata.uid },
       spec: mr.spec,
-      key: keyOf(mr),
+      key: objectKey(mr),
       expectations: this.#expectations,
       logger: ctx.logger,
     };
