@@ -4,6 +4,7 @@
 
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { z } from "zod";
+import type { KindInfo } from "../api/common.ts";
 import {
   DEFAULT_CREDENTIALS_SECRET,
   FINALIZER,
@@ -38,11 +39,11 @@ import { gpuDisk } from "./kinds/gpu-disk.ts";
 import { gpuFirewallRule } from "./kinds/gpu-firewall-rule.ts";
 import { gpuNetwork } from "./kinds/gpu-network.ts";
 import { gpuVm } from "./kinds/gpu-vm.ts";
-import type { KindDefinition, KindDeps, OwnedObject } from "./kinds/support.ts";
 import { CLAIMS_RESOURCE, claimOfObject, kubeClaimRecords } from "./managed/claim-records.ts";
 import { registerClaimSweep } from "./managed/claim-sweep.ts";
-import { type Account, accountOf, type Claim, ClaimStore } from "./managed/claims.ts";
+import { type Account, accountOf, type Claim, ClaimStore, claimedKind } from "./managed/claims.ts";
 import { DependencyIndex } from "./managed/dependency-index.ts";
+import type { KindDefinition, KindDeps, OwnedObject } from "./managed/external.ts";
 import type { KubeAccess, ReconcileTiming } from "./managed/pass.ts";
 import { ManagedReconciler } from "./managed/reconciler.ts";
 import { markWithoutOwner } from "./managed/without-owner.ts";
@@ -50,8 +51,9 @@ import { POOL_RESOURCE, registerPoolController } from "./pool/controller.ts";
 
 export const MANAGED_KINDS: readonly KindDefinition<ManagedSpecBase>[] = [gpuVm, gpuDisk, gpuNetwork, gpuFirewallRule];
 
-export function resourceOf(kind: { kind: string; plural: string }): KubeResource {
-  return { group: GROUP, version: VERSION, plural: kind.plural, kind: kind.kind, namespaced: true };
+/** The Kubernetes resource of a kind, as its descriptor in src/api names it. */
+export function resourceOf(info: Pick<KindInfo, "group" | "version" | "plural" | "kind">): KubeResource {
+  return { group: info.group, version: info.version, plural: info.plural, kind: info.kind, namespaced: true };
 }
 
 export interface RegisterOptions {
@@ -81,7 +83,7 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
   // The cloud layer names its own component (cloud-client, operation-tracker, cloud-account): its loggers come
   // from the manager's, without one (pino writes a child's binding beside its parent's, not over it).
   const cloudLogger = (credentialKey: string) => manager.logger.child({ credentialKey });
-  const informers = new Map(MANAGED_KINDS.map((kind) => [kind.kind, manager.informerFor(resourceOf(kind))]));
+  const informers = new Map(MANAGED_KINDS.map((kind) => [kind.info.kind, manager.informerFor(resourceOf(kind.info))]));
   // Only labelled Secrets are cached (credentials, keys and scripts objects refer to, and the connection details
   // written here), never every Secret of the cluster.
   const secretSelection = { labelSelector: SECRET_WATCH_SELECTOR };
@@ -109,9 +111,9 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
       ? undefined
       : manager.informerFor(NAMESPACES, [], { labelSelector: config.defaultCredentialsNamespaces });
   const configMaps = manager.informerFor<KubernetesObject & { data?: Record<string, string> }>(CONFIG_MAPS);
-  const kindByName = new Map(MANAGED_KINDS.map((kind) => [kind.kind, kind]));
+  const kindByName = new Map(MANAGED_KINDS.map((kind) => [kind.info.kind, kind]));
   const controllers = new Map<string, Controller>();
-  const kindOfFamily = new Map<OperationFamily, string>(MANAGED_KINDS.map((kind) => [kind.family, kind.kind]));
+  const kindOfFamily = new Map<OperationFamily, string>(MANAGED_KINDS.map((kind) => [kind.family, kind.info.kind]));
   const dependencies = new DependencyIndex();
   // Who manages which cloud resource: the GpuCloudClaims of the operator's namespace (claims.ts). A key that
   // stopped on another object's claim is woken when that claim changes or goes.
@@ -136,10 +138,10 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
   // One parse per informer object, shared by its reconciler and every kind that reads it as a dependency.
   const parsers = new Map<string, ManagedParser<ManagedSpecBase>>();
   const parserOf = (kind: KindDefinition<ManagedSpecBase>): ManagedParser<ManagedSpecBase> => {
-    let parser = parsers.get(kind.kind);
+    let parser = parsers.get(kind.info.kind);
     if (parser === undefined) {
-      parser = new ManagedParser(kind.specSchema, kind.statusSchema);
-      parsers.set(kind.kind, parser);
+      parser = new ManagedParser(kind.info.specSchema, kind.info.statusSchema);
+      parsers.set(kind.info.kind, parser);
     }
     return parser;
   };
@@ -307,8 +309,8 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
       : [],
   });
   for (const kind of MANAGED_KINDS) {
-    informers.get(kind.kind)?.on((event) => {
-      for (const key of usage.apply(kind.kind, event.type, event.object)) {
+    informers.get(kind.info.kind)?.on((event) => {
+      for (const key of usage.apply(kind.info.kind, event.type, event.object)) {
         const slash = key.indexOf("/");
         if (secretUsage.needsLook(key.slice(0, slash), key.slice(slash + 1))) usageController.enqueue(key);
       }
@@ -316,21 +318,21 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
   }
 
   for (const kind of MANAGED_KINDS) {
-    const resource = resourceOf(kind);
-    const informer = informers.get(kind.kind);
+    const resource = resourceOf(kind.info);
+    const informer = informers.get(kind.info.kind);
     if (informer === undefined) continue;
     const kube = kubeAccessFor(manager, resource, (namespace, name) => informer.get(namespace, name));
-    const admissions = new AccountAdmissions(kind.kind.toLowerCase());
+    const admissions = new AccountAdmissions(kind.info.kind.toLowerCase());
     const parser = parserOf(kind);
     const managed = new ManagedReconciler<ManagedSpecBase>({
-      kind: kind.kind,
+      kind: claimedKind(kind.info.kind),
       parse: (raw) => parser.parse(raw),
       locations: (spec) => kind.locations(spec),
       kube,
       claims,
       claimNamespace: claimsNamespace,
       allowCrossNamespaceObserve: config.allowCrossNamespaceObserve,
-      fitStatus: fitterFor(kind.statusSchema),
+      fitStatus: fitterFor(kind.info.statusSchema),
       ...(options.now ? { now: options.now } : {}),
       timing,
       connect: async (mr) => {
@@ -371,7 +373,7 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
         // changed (quiet-resyncs.ts).
         const owned = (kind.ownedObjects?.(mr.spec) ?? []).map((object) => `${object.kind}/${object.name}`);
         const references = [...kind.references(mr.spec), ...(secret ? [`Secret/${secret.name}`] : []), ...owned];
-        dependencies.record(kind.kind, mr.metadata.namespace, mr.metadata.name, references);
+        dependencies.record(kind.info.kind, mr.metadata.namespace, mr.metadata.name, references);
       },
     });
     const reconciler = admissions.wrap(managed, (request) => {
@@ -383,18 +385,18 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
     const watched = new Set([
       "Secret",
       "ConfigMap",
-      ...MANAGED_KINDS.map((k) => k.kind).filter((k) => k !== kind.kind),
+      ...MANAGED_KINDS.map((k) => k.info.kind).filter((k) => k !== kind.info.kind),
     ]);
     const dependentsOfSecret = (object: KubernetesObject) =>
-      dependencies.dependents(kind.kind, "Secret", object.metadata?.namespace ?? "", object.metadata?.name ?? "");
+      dependencies.dependents(kind.info.kind, "Secret", object.metadata?.namespace ?? "", object.metadata?.name ?? "");
     const controller = manager.addController({
-      name: kind.kind.toLowerCase(),
+      name: kind.info.kind.toLowerCase(),
       resource,
       reconciler,
       isEcho: (key, resourceVersion) => managed.isEcho(key, resourceVersion),
       onWithoutOwner: (keys) =>
         void markWithoutOwner(keys, {
-          read: (key) => parse(kind.kind, informer.get(...splitKey(key))),
+          read: (key) => parse(kind.info.kind, informer.get(...splitKey(key))),
           kube,
           now: options.now ?? Date.now,
           logger,
@@ -406,11 +408,11 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
               ? SECRETS
               : watchedKind === "ConfigMap"
                 ? CONFIG_MAPS
-                : resourceOf(kindByName.get(watchedKind) ?? kind),
+                : resourceOf((kindByName.get(watchedKind) ?? kind).info),
           ...(watchedKind === "Secret" ? secretSelection : {}),
           mapToKeys: (object: KubernetesObject) =>
             dependencies.dependents(
-              kind.kind,
+              kind.info.kind,
               watchedKind,
               object.metadata?.namespace ?? "",
               object.metadata?.name ?? "",
@@ -422,12 +424,12 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
         ]),
     });
     admissions.wakeWith((key, priority, position) => controller.wake(key, priority, position));
-    controllers.set(kind.kind, controller);
+    controllers.set(kind.info.kind, controller);
   }
 
   // A GpuVm of another shard attached or detached disks: its shard's settlement refreshed that shard's disk
   // snapshot and woke that shard's disks, not ours (attachment-changes.ts). Our own VMs' settlements do both.
-  informers.get(gpuVm.kind)?.on((event) => {
+  informers.get(gpuVm.info.kind)?.on((event) => {
     const namespace = event.object.metadata?.namespace ?? "";
     if (ownsKey(config.shard, `${namespace}/${event.object.metadata?.name ?? ""}`)) return;
     const deleted = event.type === "delete";
@@ -439,7 +441,7 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
     account.disks.invalidate();
     for (const id of change.diskIds) {
       const holder = claims.ofId("GpuDisk", account, id)?.holder;
-      if (holder !== undefined) controllers.get(gpuDisk.kind)?.enqueue(`${holder.namespace}/${holder.name}`);
+      if (holder !== undefined) controllers.get(gpuDisk.info.kind)?.enqueue(`${holder.namespace}/${holder.name}`);
     }
   });
 
@@ -449,12 +451,12 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
     if (defaultSecret === undefined) return;
     usageController.enqueue(`${defaultSecret.namespace}/${defaultSecret.name}`);
     for (const kind of MANAGED_KINDS) {
-      for (const raw of informers.get(kind.kind)?.list() ?? []) {
-        const object = parse(kind.kind, raw);
+      for (const raw of informers.get(kind.info.kind)?.list() ?? []) {
+        const object = parse(kind.info.kind, raw);
         if (object === undefined) continue;
         const used = credentials.secretFor(object.metadata.namespace, object.spec.credentialsRef?.name);
         if (used?.namespace === defaultSecret.namespace && used.name === defaultSecret.name) {
-          controllers.get(kind.kind)?.enqueue(`${object.metadata.namespace}/${object.metadata.name}`);
+          controllers.get(kind.info.kind)?.enqueue(`${object.metadata.namespace}/${object.metadata.name}`);
         }
       }
     }
@@ -466,7 +468,7 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
     const definition = kindByName.get(kind);
     const informer = informers.get(kind);
     if (definition === undefined || informer === undefined) throw new Error(`no informer for ${kind}`);
-    return { resource: resourceOf(definition), informer };
+    return { resource: resourceOf(definition.info), informer };
   };
   controllers.set(
     "GpuVmPool",
@@ -484,11 +486,13 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
     claimsNamespace,
     kinds: new Map(
       MANAGED_KINDS.map((kind) => [
-        kind.kind,
+        kind.info.kind,
         {
-          resource: resourceOf(kind),
+          resource: resourceOf(kind.info),
           cachedUid: (namespace: string, name: string) => {
-            const raw = informers.get(kind.kind)?.get(namespace, name) as { metadata?: { uid?: string } } | undefined;
+            const raw = informers.get(kind.info.kind)?.get(namespace, name) as
+              | { metadata?: { uid?: string } }
+              | undefined;
             return raw?.metadata?.uid;
           },
         },
@@ -501,10 +505,10 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
 
   registerOperatorMetrics(manager.metrics.registry, {
     kinds: MANAGED_KINDS.flatMap((kind) => {
-      const informer = informers.get(kind.kind);
+      const informer = informers.get(kind.info.kind);
       return informer === undefined
         ? []
-        : [{ kind: kind.kind, list: () => informer.list(), on: informer.on.bind(informer) }];
+        : [{ kind: kind.info.kind, list: () => informer.list(), on: informer.on.bind(informer) }];
     }),
     accounts: () => credentials.accounts(),
     logger,

@@ -91,7 +91,7 @@ function operator(simulator: RunningSimulator, kube: KubeAccess, claims: ClaimSt
   const deps = { managed: () => undefined, listManaged: () => [], dataKey: () => undefined };
   const reconciler = new ManagedReconciler<GpuVmSpec>({
     kind: "GpuVm",
-    parse: (raw) => parseManaged(raw, gpuVm.specSchema, gpuVm.statusSchema),
+    parse: (raw) => parseManaged(raw, gpuVm.info.specSchema, gpuVm.info.statusSchema),
     locations: (spec) => gpuVm.locations(spec),
     kube,
     claims,

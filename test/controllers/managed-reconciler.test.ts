@@ -6,7 +6,13 @@ import { FINALIZER } from "../../src/api/common.ts";
 import { CloudError } from "../../src/cloud/errors.ts";
 import type { Operation } from "../../src/cloud/wire.ts";
 import type { ManagedObject, ManagedSpecBase, ManagedStatusBase } from "../../src/controllers/core/object-model.ts";
-import type { ExternalClient, FoundResource, Mutation, Observation } from "../../src/controllers/managed/external.ts";
+import type {
+  CreateAnswer,
+  ExternalClient,
+  FoundResource,
+  Observation,
+  UpdateAnswer,
+} from "../../src/controllers/managed/external.ts";
 import type {
   CloudConnection,
   KubeAccess,
@@ -118,8 +124,8 @@ interface Row {
   observe?: Observation;
   /** What observe answers from its second call on (default: the same as the first). */
   observeAfter?: Observation;
-  create?: () => Promise<Mutation>;
-  update?: Mutation;
+  create?: () => Promise<CreateAnswer>;
+  update?: UpdateAnswer;
   /** What the DELETE request does when sent (default: an operation in progress). */
   deleteSend?: () => Promise<Operation>;
   /** One answer for every lookup, or one per lookup in order. */
@@ -234,7 +240,7 @@ function run(row: Row): Promise<{ outcome: string; afterMs: number | undefined; 
     event: (_mr, type, reason, note) => harness.events.push(`${type} ${reason} ${note}`),
   };
   const external: ExternalClient<TestSpec> = {
-    resolve: async () => ({ type: "ready" }),
+    resolve: async () => ({ type: "ready", resolved: undefined }),
     observe: async () => {
       harness.calls.push("observe");
       const first = harness.calls.filter((call) => call === "observe").length === 1;
@@ -248,24 +254,24 @@ function run(row: Row): Promise<{ outcome: string; afterMs: number | undefined; 
     },
     create: async () => {
       harness.calls.push("create");
-      return row.create ? row.create() : { operation: operation("CREATE") };
+      return row.create ? row.create() : { type: "started", operation: operation("CREATE") };
     },
     update: async () => {
       harness.calls.push("update");
-      const update = row.update ?? {};
-      const send = update.send;
-      if (send === undefined) return update;
+      const update = row.update ?? { type: "unchanged" };
+      if (update.type !== "action") return update;
       return {
         ...update,
         send: () => {
           harness.sequence.push(`send ${update.action}`);
-          return send();
+          return update.send();
         },
       };
     },
     delete: async () => {
       harness.calls.push("delete");
       return {
+        type: "action",
         action: "DELETE",
         send: async () => {
           harness.calls.push("send DELETE");
@@ -436,6 +442,7 @@ const rows: Row[] = [
     given: object({ finalizers: [FINALIZER], status: { id: "res-1" } }),
     observe: { ...available, upToDate: false, updatedAt: "2026-11-21T11:50:00Z" },
     update: {
+      type: "action",
       action: "RESET",
       send: async () => operation("RESET"),
       intentFields: { lastResetRequestedAt: "now" },
@@ -464,7 +471,7 @@ const rows: Row[] = [
     reason: "an intent the API server refuses (422) is never sent: Stalled StatusRejected, an Event, an error log",
     given: object({ finalizers: [FINALIZER], status: { id: "res-1" } }),
     observe: { ...available, upToDate: false },
-    update: { action: "RESET", send: async () => operation("RESET") },
+    update: { type: "action", action: "RESET", send: async () => operation("RESET") },
     refuseWrite: (status) =>
       status.actionPending ? "status.lastResetRequestedAt: Too long: may not be longer than 64" : undefined,
     want: {
@@ -509,7 +516,7 @@ const rows: Row[] = [
     }),
     foundOperations: [operation("RESET")],
     observe: { ...available, upToDate: false },
-    update: { action: "RESET", send: async () => operation("RESET") },
+    update: { type: "action", action: "RESET", send: async () => operation("RESET") },
     want: {
       outcome: "requeueAfter",
       calls: ["findOperation RESET"],
@@ -572,7 +579,7 @@ const rows: Row[] = [
       { ...operation("RESET", "FAILED"), operation_id: "op-reset-failed" },
     ],
     observe: { ...available, upToDate: false },
-    update: { action: "RESET", send: async () => operation("RESET") },
+    update: { type: "action", action: "RESET", send: async () => operation("RESET") },
     want: {
       outcome: "requeueAfter",
       calls: ["findOperation RESET"],
@@ -590,7 +597,7 @@ const rows: Row[] = [
       },
     }),
     observe: { ...available, upToDate: false },
-    update: { action: "START", send: async () => operation("START") },
+    update: { type: "action", action: "START", send: async () => operation("START") },
     want: {
       outcome: "requeueAfter",
       // A minute old: its writer can no longer send it. The resource is looked at once before deciding.
@@ -604,7 +611,7 @@ const rows: Row[] = [
       "a recorded action younger than its writer's hold, with no operation and no change of its resource, is held: never sent again",
     given: resetRecordedJustNow(),
     observe: { ...available, upToDate: false, updatedAt: "2026-11-21T11:50:00Z" },
-    update: { action: "RESET", send: async () => operation("RESET") },
+    update: { type: "action", action: "RESET", send: async () => operation("RESET") },
     want: {
       outcome: "requeueAfter",
       calls: ["findOperation RESET", "observe"],
@@ -620,7 +627,7 @@ const rows: Row[] = [
       "a recorded action whose operation the cloud forgot, but whose resource changed after it, is taken as carried out: not sent again",
     given: resetRecordedJustNow(),
     observe: { ...available, updatedAt: "2026-11-21T11:59:57Z" },
-    update: { action: "RESET", send: async () => operation("RESET") },
+    update: { type: "action", action: "RESET", send: async () => operation("RESET") },
     want: {
       outcome: "done",
       calls: ["findOperation RESET", "observe", "observe"],
@@ -668,7 +675,12 @@ const rows: Row[] = [
     reason: "drift is corrected through update",
     given: object({ finalizers: [FINALIZER], status: { id: "res-1" } }),
     observe: { ...available, upToDate: false },
-    update: { action: "START", send: async () => operation("START"), note: "START to match powerState" },
+    update: {
+      type: "action",
+      action: "START",
+      send: async () => operation("START"),
+      note: "START to match powerState",
+    },
     want: {
       outcome: "requeueAfter",
       calls: ["observe", "update"],
@@ -1182,7 +1194,7 @@ const rows: Row[] = [
     reason: "a refused update (shrink) stalls without sending anything",
     given: object({ finalizers: [FINALIZER], status: { id: "res-1" } }),
     observe: { ...available, upToDate: false },
-    update: { refused: { reason: "InvalidSpec", message: "disks can only grow" } },
+    update: { type: "refused", reason: "InvalidSpec", message: "disks can only grow" },
     want: { outcome: "done", calls: ["observe", "update"], conditionReason: "InvalidSpec" },
   },
   {
@@ -1323,7 +1335,7 @@ describe("ManagedReconciler and a cache behind its own writes", () => {
     const calls: string[] = [];
     const cluster = laggingKube(object({}));
     const external: ExternalClient<TestSpec> = {
-      resolve: async () => ({ type: "ready" }),
+      resolve: async () => ({ type: "ready", resolved: undefined }),
       observe: async () => {
         calls.push("observe");
         return { exists: false };
@@ -1334,10 +1346,10 @@ describe("ManagedReconciler and a cache behind its own writes", () => {
       },
       create: async () => {
         calls.push("create");
-        return { operation: operation("CREATE") };
+        return { type: "started", operation: operation("CREATE") };
       },
-      update: async () => ({}),
-      delete: async () => ({}),
+      update: async () => ({ type: "unchanged" }),
+      delete: async () => ({ type: "action", action: "DELETE", send: async () => operation("DELETE") }),
     };
     const reconciler = new ManagedReconciler<TestSpec>({
       kind: "GpuVm",
@@ -1394,7 +1406,7 @@ describe("quiet resyncs (a resync that would see what the last good pass saw end
       calls: [] as string[],
     };
     const external: ExternalClient<TestSpec> = {
-      resolve: async () => ({ type: "ready" }),
+      resolve: async () => ({ type: "ready", resolved: undefined }),
       observe: async () => {
         state.calls.push("observe");
         return {
@@ -1414,9 +1426,9 @@ describe("quiet resyncs (a resync that would see what the last good pass saw end
         return [state.item];
       },
       findByName: async () => undefined,
-      create: async () => ({}),
-      update: async () => ({}),
-      delete: async () => ({}),
+      create: async () => ({ type: "started", operation: operation("CREATE") }),
+      update: async () => ({ type: "unchanged" }),
+      delete: async () => ({ type: "action", action: "DELETE", send: async () => operation("DELETE") }),
     };
     const connection = plainConnection(external);
     let version = 1;

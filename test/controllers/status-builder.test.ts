@@ -7,10 +7,11 @@ import { Ajv, type ValidateFunction } from "ajv";
 import addFormats from "ajv-formats";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
+import { REASONS } from "../../src/api/common.ts";
 import type { SchemaNode } from "../../src/api/crd.ts";
 import { KUBERNETES_EXTENSIONS } from "../../src/api/structural.ts";
 import { Disk, FirewallRule, Operation, Vm, VpcNetwork } from "../../src/cloud/wire.ts";
-import { REASON, type Verdict } from "../../src/controllers/core/classify.ts";
+import type { Verdict } from "../../src/controllers/core/classify.ts";
 import type { ManagedObject, ManagedStatusBase } from "../../src/controllers/core/object-model.ts";
 import { buildStatus } from "../../src/controllers/core/status-building.ts";
 import { fitStatus, fitStatusInPlace, fitText } from "../../src/controllers/core/status-limits.ts";
@@ -258,7 +259,7 @@ function randomDraft(gen: Gen, kind: KindCase, mr: ManagedObject): ManagedStatus
 }
 
 function randomVerdict(gen: Gen): Verdict {
-  const reason = gen.pick(Object.values(REASON));
+  const reason = gen.pick(Object.values(REASONS));
   return {
     ready: gen.pick([true, false, undefined]),
     reason,
@@ -283,7 +284,7 @@ describe("the status builder, fed random cloud answers", () => {
         fit: (status) => fitStatusInPlace(status, schema),
         rejectedRetryMs: 600_000,
       });
-      if (built.verdict.reason === REASON.StatusRejected) rejected++;
+      if (built.verdict.reason === REASONS.StatusRejected) rejected++;
       const valid = validate(draft);
       expect(valid, `seed ${SEED} run ${run}: ${JSON.stringify(validate.errors)}`).toBe(true);
       // A fitted status fits as it is: fitted again, it comes back itself (no copy) and unchanged.
@@ -304,7 +305,7 @@ describe("the status builder, fed random cloud answers", () => {
 describe("the status builder, on a pass that changes nothing", () => {
   const verdict: Verdict = {
     ready: true,
-    reason: REASON.Available,
+    reason: REASONS.Available,
     message: "cloud resource x (id vm-1) is available",
     progressing: false,
     stalled: false,
@@ -351,7 +352,7 @@ describe("the status builder, on a pass that changes nothing", () => {
       },
       rejectedRetryMs: 600_000,
     });
-    expect(built.verdict.reason).toBe(REASON.StatusRejected);
+    expect(built.verdict.reason).toBe(REASONS.StatusRejected);
     expect(built.readyStatus).toBe("False");
     expect(draft.conditions?.find((c) => c.type === "Stalled")?.status).toBe("True");
     expect(draft.lastError).toContain(problems[0]);

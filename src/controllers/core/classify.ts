@@ -7,16 +7,20 @@ import { isCloudError } from "../../cloud/errors.ts";
 import { KubeApiError, type Outcome } from "../../runtime/index.ts";
 import { isFenced } from "../../util/fence.ts";
 
-export const REASON = REASONS;
-export type { Reason };
+const KNOWN_REASONS: ReadonlySet<string> = new Set(Object.values(REASONS));
+
+/** Whether a condition's reason (read from a status: any text) is one of the fixed set. */
+export function isReason(text: string): text is Reason {
+  return KNOWN_REASONS.has(text);
+}
 
 /** Reasons after which nothing changes until the spec does (or a long backoff passes). */
-export const TERMINAL_REASONS: ReadonlySet<string> = new Set<string>([
-  REASON.InvalidSpec,
-  REASON.ImmutableFieldChanged,
-  REASON.NotSupported,
-  REASON.OperationFailed,
-  REASON.StatusRejected,
+export const TERMINAL_REASONS: ReadonlySet<Reason> = new Set<Reason>([
+  REASONS.InvalidSpec,
+  REASONS.ImmutableFieldChanged,
+  REASONS.NotSupported,
+  REASONS.OperationFailed,
+  REASONS.StatusRejected,
 ]);
 
 /** How long a terminal stall waits before trying again without a spec change. */
@@ -62,7 +66,7 @@ export function cannotDo(error: unknown, whatToDo: string): ReconcileError {
   // The endpoint and what showed it, said once: the error's own message says "not supported" already.
   const evidence = isCloudError(err) && err.detail !== undefined ? `${err.endpoint}: ${err.detail}` : err.message;
   const message = `this server does not support ${what} (${evidence}); ${whatToDo}`;
-  return new ReconcileError(REASON.NotSupported, message, { cause: error });
+  return new ReconcileError(REASONS.NotSupported, message, { cause: error });
 }
 
 /** What to do when the server cannot change a resource: nothing was changed in the cloud. */
@@ -126,7 +130,7 @@ function isCancellation(error: Error): boolean {
 export function classify(error: unknown): Verdict {
   const err = asError(error);
   if (isCancellation(err)) {
-    return { ...backingOff(REASON.ApiUnavailable, err.message, { type: "retry", error: err }), silent: true };
+    return { ...backingOff(REASONS.ApiUnavailable, err.message, { type: "retry", error: err }), silent: true };
   }
   if (err instanceof ReconcileError) {
     const terminal = TERMINAL_REASONS.has(err.reason);
@@ -136,11 +140,11 @@ export function classify(error: unknown): Verdict {
   }
   if (err instanceof KubeApiError) {
     // The Kubernetes API failed a call (a 5xx, a timeout): transient, like an unavailable cloud API.
-    return backingOff(REASON.ApiUnavailable, `Kubernetes API: ${err.message}`, { type: "retry", error: err });
+    return backingOff(REASONS.ApiUnavailable, `Kubernetes API: ${err.message}`, { type: "retry", error: err });
   }
   if (!isCloudError(err)) {
     // Our own bug: never dressed up as an API problem.
-    return backingOff(REASON.InternalError, `internal error: ${err.message}`, { type: "retry", error: err });
+    return backingOff(REASONS.InternalError, `internal error: ${err.message}`, { type: "retry", error: err });
   }
   const status = err.status;
   if (err.code === "account_busy") {
@@ -148,36 +152,36 @@ export function classify(error: unknown): Verdict {
     // status write (nothing is wrong with the object) and without occupying a worker meanwhile.
     // The key is parked until a slot frees (accounts/account-admission.ts); retryAfterMs is the fallback.
     return {
-      ...backingOff(REASON.ApiUnavailable, err.message, { type: "parked", fallbackMs: err.retryAfterMs ?? 1_000 }),
+      ...backingOff(REASONS.ApiUnavailable, err.message, { type: "parked", fallbackMs: err.retryAfterMs ?? 1_000 }),
       silent: true,
     };
   }
   if (err.code === "circuit_open") {
-    return backingOff(REASON.ApiUnavailable, err.message, {
+    return backingOff(REASONS.ApiUnavailable, err.message, {
       type: "requeueAfter",
       ms: err.retryAfterMs ?? DEFAULT_RETRY_AFTER_MS,
     });
   }
   if (err.kind === "unsupported") {
-    return stalled(REASON.NotSupported, err.message, { type: "requeueAfter", ms: TERMINAL_RETRY_MS });
+    return stalled(REASONS.NotSupported, err.message, { type: "requeueAfter", ms: TERMINAL_RETRY_MS });
   }
   if (status === 401 || status === 403) {
-    return stalled(REASON.CredentialsInvalid, err.message, { type: "retry", error: err });
+    return stalled(REASONS.CredentialsInvalid, err.message, { type: "retry", error: err });
   }
   if (status === 429) {
-    return backingOff(REASON.RateLimited, err.message, {
+    return backingOff(REASONS.RateLimited, err.message, {
       type: "requeueAfter",
       ms: err.retryAfterMs ?? DEFAULT_RETRY_AFTER_MS,
     });
   }
   if (status === 503 && err.retryAfterMs !== undefined) {
-    return backingOff(REASON.ApiUnavailable, err.message, { type: "requeueAfter", ms: err.retryAfterMs });
+    return backingOff(REASONS.ApiUnavailable, err.message, { type: "requeueAfter", ms: err.retryAfterMs });
   }
   if (status !== undefined && status >= 400 && status < 500 && !TRANSIENT_REFUSALS.has(status)) {
     return refusedForGood(status, err.message, err);
   }
   // 5xx, 404 and 409 (not proof of anything here), 408, network, timeout, parse: transient → backoff.
-  return backingOff(REASON.ApiUnavailable, err.message, { type: "retry", error: err });
+  return backingOff(REASONS.ApiUnavailable, err.message, { type: "retry", error: err });
 }
 
 /**
@@ -189,20 +193,20 @@ function refusedForGood(status: number, message: string, err: Error): Verdict {
   const terminal: Outcome = { type: "requeueAfter", ms: TERMINAL_RETRY_MS };
   if (status === 402) {
     const text = `${message}: the cloud asks for payment; add a valid payment method to the organization`;
-    return stalled(REASON.PaymentMethodRequired, text, { type: "retry", error: err });
+    return stalled(REASONS.PaymentMethodRequired, text, { type: "retry", error: err });
   }
   if (PROTOCOL_REFUSALS.has(status)) {
     const text = `the cloud refuses the request as this operator sends it (HTTP ${status}: ${message}); the server and the operator disagree about the API: report it`;
-    return stalled(REASON.NotSupported, text, terminal);
+    return stalled(REASONS.NotSupported, text, terminal);
   }
   if (status === 413) {
     const text = `the cloud refused the request as too large (HTTP 413: ${message}): make the values the spec sends (scripts, keys, lists) smaller`;
-    return stalled(REASON.InvalidSpec, text, terminal);
+    return stalled(REASONS.InvalidSpec, text, terminal);
   }
   if (status === 414) {
     const text = `the cloud refused the request's URL as too long (HTTP 414: ${message}): make the names and ids the spec gives shorter`;
-    return stalled(REASON.InvalidSpec, text, terminal);
+    return stalled(REASONS.InvalidSpec, text, terminal);
   }
   // 400, 422 and any other 4xx: the request's content is refused, and would be again.
-  return stalled(REASON.InvalidSpec, message, terminal);
+  return stalled(REASONS.InvalidSpec, message, terminal);
 }

@@ -3,10 +3,11 @@
 // story (status or reason) changed.
 
 import type { Logger } from "pino";
+import { REASONS } from "../../api/common.ts";
 import type { Outcome } from "../../runtime/index.ts";
 import { sameJson } from "../../util/json-values.ts";
 import { after, type PassServices } from "../managed/pass.ts";
-import { REASON, type Verdict } from "./classify.ts";
+import type { Verdict } from "./classify.ts";
 import type { Condition, ManagedObject, ManagedSpecBase, ManagedStatusBase } from "./object-model.ts";
 import { syncedCondition } from "./synced.ts";
 
@@ -80,7 +81,7 @@ export function applyVerdict(
 export function statusRejected(message: string, retryMs: number): Verdict {
   return {
     ready: false,
-    reason: REASON.StatusRejected,
+    reason: REASONS.StatusRejected,
     message,
     progressing: false,
     stalled: true,
@@ -94,7 +95,7 @@ export function statusRejected(message: string, retryMs: number): Verdict {
  * Said at error level: our schema and our writes disagree.
  */
 export function intentRefused(logger: Logger, what: string, message: string, retryMs: number): Verdict {
-  logger.error({ reason: REASON.StatusRejected, detail: message }, `${what} intent refused`);
+  logger.error({ reason: REASONS.StatusRejected, detail: message }, `${what} intent refused`);
   return statusRejected(
     `the ${what} intent could not be recorded, so it was not sent (please report this): ${message}`,
     retryMs,
@@ -159,7 +160,7 @@ export async function finish<Spec extends ManagedSpecBase>(
     services.options.kube.event(mr, "Warning", upToDate.reason, upToDate.message);
   }
   const storyChanged = previousReady?.reason !== verdict.reason || previousReady?.status !== built.readyStatus;
-  if ((storyChanged || verdict.reason === REASON.StatusRejected) && verdict.event !== undefined) {
+  if ((storyChanged || verdict.reason === REASONS.StatusRejected) && verdict.event !== undefined) {
     services.options.kube.event(mr, verdict.event, verdict.reason, verdict.message);
   }
   logger.debug({ reason: verdict.reason, ready: built.readyStatus, outcome: verdict.outcome.type }, "reconciled");
@@ -181,7 +182,7 @@ async function writeRejected<Spec extends ManagedSpecBase>(
     `the Kubernetes API refused the status update (please report this): ${message}`,
     services.timing.terminalRetryMs,
   );
-  logger.error({ reason: REASON.StatusRejected, detail: message }, "status write rejected");
+  logger.error({ reason: REASONS.StatusRejected, detail: message }, "status write rejected");
   const minimal = structuredClone(mr.status);
   applyVerdict(mr, minimal, verdict, services.now());
   services.fit(minimal);

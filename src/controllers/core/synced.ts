@@ -5,23 +5,25 @@
 // could not look (credentials, an unavailable API, paused), the last comparison of the same generation, or
 // Unknown. kstatus and the Argo CD health check do not read it: it informs, it does not gate.
 
-import { REASON, type Reason, type Verdict } from "./classify.ts";
+import type { Reason } from "../../api/common.ts";
+import { REASONS } from "../../api/common.ts";
+import type { Verdict } from "./classify.ts";
 import type { Condition } from "./object-model.ts";
 
 /** Reasons of a pass that did not compare the cloud resource with the spec. */
 const NOT_COMPARED: ReadonlySet<Reason> = new Set<Reason>([
-  REASON.CredentialsMissing,
-  REASON.CredentialsInvalid,
-  REASON.ApiUrlNotAllowed,
-  REASON.RateLimited,
-  REASON.ApiUnavailable,
-  REASON.Paused,
-  REASON.StatusRejected,
-  REASON.InternalError,
+  REASONS.CredentialsMissing,
+  REASONS.CredentialsInvalid,
+  REASONS.ApiUrlNotAllowed,
+  REASONS.RateLimited,
+  REASONS.ApiUnavailable,
+  REASONS.Paused,
+  REASONS.StatusRejected,
+  REASONS.InternalError,
 ]);
 
 /** Reasons of a pass that found the resource in step with the spec (unless a create-only value differs). */
-const IN_STEP: ReadonlySet<Reason> = new Set<Reason>([REASON.Available, REASON.Observed]);
+const IN_STEP: ReadonlySet<Reason> = new Set<Reason>([REASONS.Available, REASONS.Observed]);
 
 export const IN_STEP_MESSAGE = "the cloud resource matches the spec";
 
@@ -50,7 +52,7 @@ export function syncedCondition(options: {
   if (result.synced === false) return condition("False", result.reason, result.message);
   if (IN_STEP.has(result.reason)) {
     if (upToDate?.status === "False") return condition("False", upToDate.reason, upToDate.message ?? "");
-    const message = result.reason === REASON.Observed ? result.message : IN_STEP_MESSAGE;
+    const message = result.reason === REASONS.Observed ? result.message : IN_STEP_MESSAGE;
     return condition("True", result.reason, message);
   }
   return condition("False", result.reason, result.message);

@@ -1,17 +1,12 @@
 // GpuDisk: create, grow-only resize (a shrink is refused, nothing sent), delete once no VM has it attached.
 
-import {
-  type GpuDiskSpec,
-  GpuDiskSpec as GpuDiskSpecSchema,
-  GpuDiskStatus,
-  PRINTABLE_ATTACHED_LENGTH,
-} from "../../api/gpu-disk.ts";
+import { REASONS } from "../../api/common.ts";
+import { type GpuDiskSpec, gpuDiskKind, PRINTABLE_ATTACHED_LENGTH } from "../../api/gpu-disk.ts";
 import { parseSize } from "../../cloud/sizes.ts";
 import type { Disk } from "../../cloud/wire.ts";
-import { REASON } from "../core/classify.ts";
 import type { ManagedObject } from "../core/object-model.ts";
-import type { DeleteBlocker, ExternalClient, Observation } from "../managed/external.ts";
-import { findResource, itemByName, type KindDefinition, managedByCloudId } from "./support.ts";
+import type { DeleteBlocker, ExternalClient, KindDefinition, Observation } from "../managed/external.ts";
+import { findResource, itemByName, managedByCloudId } from "./support.ts";
 
 /** The GpuVm (of the disk's namespace) that manages a VM id, when one does. */
 export type VmNameOf = (vmId: string) => string | undefined;
@@ -119,18 +114,15 @@ export function diskInUse(
   return { message: `waiting to be detached from ${leaving.join(", ")}`, needsAction: false };
 }
 
-export const gpuDisk: KindDefinition<GpuDiskSpec> = {
-  kind: "GpuDisk",
-  plural: "gpudisks",
+export const gpuDisk: KindDefinition<GpuDiskSpec, undefined> = {
+  info: gpuDiskKind,
   family: "disk",
-  specSchema: GpuDiskSpecSchema,
-  statusSchema: GpuDiskStatus,
   locations: (spec) => [spec.location],
   references: () => [],
-  external(account, deps): ExternalClient<GpuDiskSpec> {
+  external(account, deps): ExternalClient<GpuDiskSpec, undefined> {
     const { client, projectId } = account;
     return {
-      resolve: async () => ({ type: "ready" }),
+      resolve: async () => ({ type: "ready", resolved: undefined }),
       async observe(mr, options, signal) {
         const disk = await findResource(account.disks, mr, options, (id) =>
           client.disks.get(projectId, id, { signal }),
@@ -146,7 +138,7 @@ export const gpuDisk: KindDefinition<GpuDiskSpec> = {
           ? undefined
           : { id: disk.id, ...(disk.created_at ? { createdAt: disk.created_at } : {}) };
       },
-      async create(mr, target, signal) {
+      async create(mr, _resolved, target, signal) {
         const operation = await client.disks.create(
           projectId,
           {
@@ -158,29 +150,29 @@ export const gpuDisk: KindDefinition<GpuDiskSpec> = {
           },
           { signal },
         );
-        return { operation, statusFields: { cloudName: target.cloudName } };
+        return { type: "started", operation, statusFields: { cloudName: target.cloudName } };
       },
-      async update(mr, observed, signal) {
+      async update(mr, _resolved, observed, signal) {
         const current = String(observed.atProvider.size ?? "");
         const comparison = compareDiskSize(mr.spec.size, current);
         if (comparison === "shrink") {
           return {
-            refused: {
-              reason: REASON.InvalidSpec,
-              message: `disks can only grow: spec.size ${mr.spec.size} is smaller than ${current}`,
-            },
+            type: "refused",
+            reason: REASONS.InvalidSpec,
+            message: `disks can only grow: spec.size ${mr.spec.size} is smaller than ${current}`,
           };
         }
-        if (comparison !== "grow") return {};
+        if (comparison !== "grow") return { type: "unchanged" };
         const size = mr.spec.size;
         return {
+          type: "action",
           action: "RESIZE",
           send: () => client.disks.resize(projectId, observed.id, size, { signal }),
           note: `RESIZE ${current} → ${size}`,
         };
       },
       async delete(_mr, id, signal) {
-        return { action: "DELETE", send: () => client.disks.delete(projectId, id, { signal }) };
+        return { type: "action", action: "DELETE", send: () => client.disks.delete(projectId, id, { signal }) };
       },
       deleteBlocker(mr, observed) {
         const attached = Array.isArray(observed.atProvider.attachedTo)

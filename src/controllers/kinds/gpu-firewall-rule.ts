@@ -4,26 +4,27 @@
 // change or delete it: rules are found in the list, and a change or a delete stalls as NotSupported with what
 // to do instead.
 import { REASONS } from "../../api/common.ts";
-import {
-  type FirewallEndpoint,
-  type GpuFirewallRuleSpec,
-  GpuFirewallRuleSpec as GpuFirewallRuleSpecSchema,
-  GpuFirewallRuleStatus,
-} from "../../api/gpu-firewall-rule.ts";
+import { type FirewallEndpoint, type GpuFirewallRuleSpec, gpuFirewallRuleKind } from "../../api/gpu-firewall-rule.ts";
 import type { EndpointRequest, FirewallRule, PatchFirewallRuleRequest } from "../../cloud/wire.ts";
-import type { ExternalClient, Observation } from "../managed/external.ts";
+import type { ManagedObject } from "../core/object-model.ts";
+import type {
+  Blocked,
+  ExternalClient,
+  KindDefinition,
+  KindDeps,
+  Observation,
+  Resolution,
+} from "../managed/external.ts";
 import {
-  type Blocked,
   blocked,
   createdAtFromOperations,
   findResource,
   itemByName,
-  type KindDefinition,
-  type KindDeps,
   knownId,
   readyTarget,
   referenceNotFound,
   rereadById,
+  type Waiting,
 } from "./support.ts";
 
 const ALL_PORTS = new Set(["*", "1-65535", "0-65535"]);
@@ -109,7 +110,7 @@ function resolveEndpoints(
   namespace: string,
   endpoints: readonly FirewallEndpoint[] | undefined,
   field: string,
-): { endpoints: EndpointRequest[] } | { waiting: string } | Blocked {
+): { endpoints: EndpointRequest[] } | Waiting | Blocked {
   const resolved: EndpointRequest[] = [];
   for (const [index, endpoint] of (endpoints ?? []).entries()) {
     if (endpoint.cidr !== undefined) resolved.push({ cidr: endpoint.cidr, resource_id: "" });
@@ -126,19 +127,50 @@ function resolveEndpoints(
         );
       }
       // The rule follows the VM's id, Ready or not: it needs only to exist.
-      if (vm.status.id === undefined) return { waiting: `${what} has no cloud id yet` };
+      if (vm.status.id === undefined) return { type: "waiting", message: `${what} has no cloud id yet` };
       resolved.push({ cidr: "", resource_id: vm.status.id });
     }
   }
   return { endpoints: resolved };
 }
 
-export const gpuFirewallRule: KindDefinition<GpuFirewallRuleSpec> = {
-  kind: "GpuFirewallRule",
-  plural: "gpufirewallrules",
+/** What a rule's `resolve` finds: its network and the changeable fields, references resolved to ids. */
+interface RuleResolved {
+  networkId: string;
+  desired: DesiredRule;
+}
+
+function resolveRule(
+  deps: KindDeps,
+  mr: ManagedObject<GpuFirewallRuleSpec>,
+  cloudName: string,
+): Resolution<RuleResolved> {
+  const namespace = mr.metadata.namespace;
+  let networkId = mr.spec.networkId;
+  if (mr.spec.networkRef !== undefined) {
+    const network = readyTarget(deps, "GpuNetwork", namespace, mr.spec.networkRef.name, "spec.networkRef");
+    if ("type" in network) return network;
+    networkId = network.id;
+  }
+  if (networkId === undefined) return { type: "invalid", message: "set exactly one of networkRef and networkId" };
+  const sources = resolveEndpoints(deps, namespace, mr.spec.sources, "sources");
+  if ("type" in sources) return sources;
+  const destinations = resolveEndpoints(deps, namespace, mr.spec.destinations, "destinations");
+  if ("type" in destinations) return destinations;
+  const desired: DesiredRule = {
+    name: cloudName,
+    protocols: [...mr.spec.protocols],
+    sources: sources.endpoints,
+    destinations: destinations.endpoints,
+    source_ports: [...(mr.spec.sourcePorts ?? [])],
+    destination_ports: [...(mr.spec.destinationPorts ?? [])],
+  };
+  return { type: "ready", resolved: { networkId, desired } };
+}
+
+export const gpuFirewallRule: KindDefinition<GpuFirewallRuleSpec, RuleResolved> = {
+  info: gpuFirewallRuleKind,
   family: "firewall-rule",
-  specSchema: GpuFirewallRuleSpecSchema,
-  statusSchema: GpuFirewallRuleStatus,
   locations: () => [],
   references: (spec) => [
     ...(spec.networkRef ? [`GpuNetwork/${spec.networkRef.name}`] : []),
@@ -146,44 +178,16 @@ export const gpuFirewallRule: KindDefinition<GpuFirewallRuleSpec> = {
       e.vmRef ? [`GpuVm/${e.vmRef.name}`] : [],
     ),
   ],
-  external(account, deps): ExternalClient<GpuFirewallRuleSpec> {
+  external(account, deps): ExternalClient<GpuFirewallRuleSpec, RuleResolved> {
     const { client, projectId } = account;
-    let desired: DesiredRule | undefined;
-    let networkId: string | undefined;
     return {
-      async resolve(mr) {
-        const namespace = mr.metadata.namespace;
-        if (mr.spec.networkRef !== undefined) {
-          const network = readyTarget(deps, "GpuNetwork", namespace, mr.spec.networkRef.name, "spec.networkRef");
-          if ("blocked" in network) return { type: "blocked", ...network.blocked };
-          if ("waiting" in network) return { type: "waiting", message: network.waiting };
-          networkId = network.id;
-        } else {
-          networkId = mr.spec.networkId;
-        }
-        const sources = resolveEndpoints(deps, namespace, mr.spec.sources, "sources");
-        if ("blocked" in sources) return { type: "blocked", ...sources.blocked };
-        if ("waiting" in sources) return { type: "waiting", message: sources.waiting };
-        const destinations = resolveEndpoints(deps, namespace, mr.spec.destinations, "destinations");
-        if ("blocked" in destinations) return { type: "blocked", ...destinations.blocked };
-        if ("waiting" in destinations) return { type: "waiting", message: destinations.waiting };
-        desired = {
-          name: mr.spec.cloudName ?? "",
-          protocols: [...mr.spec.protocols],
-          sources: sources.endpoints,
-          destinations: destinations.endpoints,
-          source_ports: [...(mr.spec.sourcePorts ?? [])],
-          destination_ports: [...(mr.spec.destinationPorts ?? [])],
-        };
-        return { type: "ready" };
-      },
+      resolve: async (mr, cloudName) => resolveRule(deps, mr, cloudName),
       async observe(mr, options, signal) {
         const rule = await findResource(account.firewallRules, mr, options, (id) =>
           client.firewallRules.get(projectId, id, { signal }),
         );
         if (rule === undefined) return { exists: false };
-        if (desired !== undefined) desired.name = options.cloudName;
-        const observed = { ...observeRule(desired, rule), reads: [rule] };
+        const observed = { ...observeRule(options.resolved?.desired, rule), reads: [rule] };
         // Found by name only: when it was created decides whether this object may adopt it.
         if (knownId(mr) !== undefined) return observed;
         const createdAt = await createdAtFromOperations(account, "firewall-rule", rule.id, signal);
@@ -196,8 +200,7 @@ export const gpuFirewallRule: KindDefinition<GpuFirewallRuleSpec> = {
         const createdAt = await createdAtFromOperations(account, "firewall-rule", rule.id, signal);
         return { id: rule.id, ...(createdAt !== undefined ? { createdAt } : {}) };
       },
-      async create(mr, target, signal) {
-        if (desired === undefined || networkId === undefined) throw new Error("firewall rule create before resolve");
+      async create(mr, { networkId, desired }, target, signal) {
         const operation = await client.firewallRules.create(
           projectId,
           {
@@ -213,10 +216,9 @@ export const gpuFirewallRule: KindDefinition<GpuFirewallRuleSpec> = {
           },
           { signal },
         );
-        return { operation, statusFields: { cloudName: target.cloudName, networkId } };
+        return { type: "started", operation, statusFields: { cloudName: target.cloudName, networkId } };
       },
-      async update(_mr, observed, signal) {
-        if (desired === undefined) return {};
+      async update(_mr, { desired }, observed, signal) {
         const change: PatchFirewallRuleRequest = {
           name: desired.name,
           protocols: desired.protocols,
@@ -226,13 +228,18 @@ export const gpuFirewallRule: KindDefinition<GpuFirewallRuleSpec> = {
           destination_ports: desired.destination_ports,
         };
         return {
+          type: "action",
           action: "UPDATE",
           send: () => client.firewallRules.patch(projectId, observed.id, change, { signal }),
           note: `PATCH rule (${observed.diff ?? "drift"})`,
         };
       },
       async delete(_mr, id, signal) {
-        return { action: "DELETE", send: () => client.firewallRules.delete(projectId, id, { signal }) };
+        return {
+          type: "action",
+          action: "DELETE",
+          send: () => client.firewallRules.delete(projectId, id, { signal }),
+        };
       },
     };
   },

@@ -1,22 +1,11 @@
 // GpuNetwork: create, read, delete (the contract's endpoint) once no firewall rule or VM uses it. A server with
 // only the spec's endpoints has neither the network list nor delete: networks are read by id, and deleting one
 // stalls as NotSupported (deletionPolicy: Orphan lets the object go).
-import {
-  type GpuNetworkSpec,
-  GpuNetworkSpec as GpuNetworkSpecSchema,
-  GpuNetworkStatus,
-} from "../../api/gpu-network.ts";
+import { REASONS } from "../../api/common.ts";
+import { type GpuNetworkSpec, gpuNetworkKind } from "../../api/gpu-network.ts";
 import type { VpcNetwork } from "../../cloud/wire.ts";
-import { REASON } from "../core/classify.ts";
-import type { ExternalClient, Observation } from "../managed/external.ts";
-import {
-  createdAtFromOperations,
-  findResource,
-  itemByName,
-  type KindDefinition,
-  knownId,
-  rereadById,
-} from "./support.ts";
+import type { ExternalClient, KindDefinition, Observation } from "../managed/external.ts";
+import { createdAtFromOperations, findResource, itemByName, knownId, rereadById } from "./support.ts";
 
 export function networkAtProvider(network: VpcNetwork): Record<string, unknown> {
   return { cloudName: network.name, cidr: network.cidr, gateway: network.gateway, subnets: [...network.subnets] };
@@ -34,7 +23,7 @@ export function observeNetwork(spec: GpuNetworkSpec, network: VpcNetwork): Extra
     ...(cidrChanged
       ? {
           terminal: {
-            reason: REASON.ImmutableFieldChanged,
+            reason: REASONS.ImmutableFieldChanged,
             message: `spec.cidr ${spec.cidr} differs from the network's ${network.cidr}; a network's range cannot change`,
           },
         }
@@ -42,18 +31,15 @@ export function observeNetwork(spec: GpuNetworkSpec, network: VpcNetwork): Extra
   };
 }
 
-export const gpuNetwork: KindDefinition<GpuNetworkSpec> = {
-  kind: "GpuNetwork",
-  plural: "gpunetworks",
+export const gpuNetwork: KindDefinition<GpuNetworkSpec, undefined> = {
+  info: gpuNetworkKind,
   family: "network",
-  specSchema: GpuNetworkSpecSchema,
-  statusSchema: GpuNetworkStatus,
   locations: () => [],
   references: () => [],
-  external(account, deps): ExternalClient<GpuNetworkSpec> {
+  external(account, deps): ExternalClient<GpuNetworkSpec, undefined> {
     const { client, projectId } = account;
     return {
-      resolve: async () => ({ type: "ready" }),
+      resolve: async () => ({ type: "ready", resolved: undefined }),
       async observe(mr, options, signal) {
         // On a server without the network list (beyond the spec), a network is read by the id its create
         // operation named (metadata.id, kept in status.id); it cannot be looked up by name.
@@ -75,17 +61,17 @@ export const gpuNetwork: KindDefinition<GpuNetworkSpec> = {
         const createdAt = await createdAtFromOperations(account, "network", network.id, signal);
         return { id: network.id, ...(createdAt !== undefined ? { createdAt } : {}) };
       },
-      async create(mr, target, signal) {
+      async create(mr, _resolved, target, signal) {
         const operation = await client.networks.create(
           projectId,
           { name: target.cloudName, cidr: mr.spec.cidr },
           { signal },
         );
-        return { operation, statusFields: { cloudName: target.cloudName } };
+        return { type: "started", operation, statusFields: { cloudName: target.cloudName } };
       },
-      update: async () => ({}),
+      update: async () => ({ type: "unchanged" }),
       async delete(_mr, id, signal) {
-        return { action: "DELETE", send: () => client.networks.delete(projectId, id, { signal }) };
+        return { type: "action", action: "DELETE", send: () => client.networks.delete(projectId, id, { signal }) };
       },
       deleteBlocker(mr) {
         // Known impossible on this server: say so at once (NotSupported) rather than wait for the rules to go.

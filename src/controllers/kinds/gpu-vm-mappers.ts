@@ -1,5 +1,6 @@
 // Pure mappers of GpuVm (table-tested in test/controllers/mappers.test.ts): the observed VM as status fields,
 // the one next step towards the spec, and the connection details users get.
+import { REASONS } from "../../api/common.ts";
 import {
   type DiskRef,
   normalizeVmState,
@@ -9,7 +10,6 @@ import {
   type VmType,
   vmFamily,
 } from "../../cloud/wire.ts";
-import { REASON } from "../core/classify.ts";
 import type { Observation } from "../managed/external.ts";
 
 const SETTLED_STATES = new Set(["STATE_RUNNING", "STATE_STOPPED"]);
@@ -172,7 +172,7 @@ export function observeVm(desired: DesiredVm | undefined, vm: VmSummary): Extrac
       upToDate: true,
       atProvider,
       ...(vm.created_at ? { createdAt: vm.created_at } : {}),
-      terminal: { reason: REASON.ImmutableFieldChanged, message },
+      terminal: { reason: REASONS.ImmutableFieldChanged, message },
     };
   }
   const step = desired === undefined ? { action: "none" as const } : nextVmStep(desired, observedVmOf(vm));

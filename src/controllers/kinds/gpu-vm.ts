@@ -5,13 +5,27 @@
 
 import { hash } from "node:crypto";
 import { ANNOTATIONS, REASONS, SECRET_WATCH_HINT } from "../../api/common.ts";
-import { type GpuVmSpec, GpuVmSpec as GpuVmSpecSchema, GpuVmStatus, MAX_RESET_VALUE_LENGTH } from "../../api/gpu-vm.ts";
+import { type GpuVmSpec, gpuVmKind, MAX_RESET_VALUE_LENGTH } from "../../api/gpu-vm.ts";
+import type { CloudClient } from "../../cloud/client.ts";
 import type { CreateVmRequest, DiskRef, Operation } from "../../cloud/wire.ts";
+import type { CloudAccount } from "../accounts/cloud-account.ts";
 import { cloudStatus, ReconcileError } from "../core/classify.ts";
 import type { ManagedObject } from "../core/object-model.ts";
 import { fitText } from "../core/status-limits.ts";
 import type { Account } from "../managed/claims.ts";
-import type { CreateOnlyValue, ExternalClient } from "../managed/external.ts";
+import type {
+  Blocked,
+  CreateAnswer,
+  CreateOnlyValue,
+  CreateTarget,
+  Existing,
+  ExternalClient,
+  KindDefinition,
+  KindDeps,
+  OwnedObject,
+  Resolution,
+  UpdateAnswer,
+} from "../managed/external.ts";
 import {
   connectionDetails,
   type DesiredVm,
@@ -20,17 +34,14 @@ import {
   summarizeVm,
 } from "./gpu-vm-mappers.ts";
 import {
-  type Blocked,
   blocked,
   findResource,
-  type KindDefinition,
-  type KindDeps,
   knownId,
   managedByCloudId,
-  type OwnedObject,
   readyTarget,
   referenceNotFound,
   rereadById,
+  type Waiting,
 } from "./support.ts";
 
 /** Inline value or a key of a Secret/ConfigMap (and where it came from); Blocked names what is missing. */
@@ -86,16 +97,16 @@ function resolveCreateInputs(deps: KindDeps, mr: ManagedObject<GpuVmSpec>): Crea
     { field: "sshPublicKey", value: spec.sshPublicKey },
     secretRef ? { kind: "Secret", ...secretRef, field: "sshPublicKeySecretRef" } : undefined,
   );
-  if ("blocked" in ssh) return ssh;
+  if ("type" in ssh) return ssh;
   if (ssh.value === undefined) {
     return blocked(REASONS.InvalidSpec, "no SSH public key: set spec.sshPublicKey or spec.sshPublicKeySecretRef");
   }
   const startupRef = spec.startupScriptRef ? { ...spec.startupScriptRef, field: "startupScriptRef" } : undefined;
   const startup = valueOrRef(deps, ns, { field: "startupScript", value: spec.startupScript }, startupRef);
-  if ("blocked" in startup) return startup;
+  if ("type" in startup) return startup;
   const shutdownRef = spec.shutdownScriptRef ? { ...spec.shutdownScriptRef, field: "shutdownScriptRef" } : undefined;
   const shutdown = valueOrRef(deps, ns, { field: "shutdownScript", value: spec.shutdownScript }, shutdownRef);
-  if ("blocked" in shutdown) return shutdown;
+  if ("type" in shutdown) return shutdown;
   const createOnly: Record<string, CreateOnlyValue> = {
     image: { digest: digestOf(spec.image ?? ""), source: "spec.image" },
     sshPublicKey: { digest: digestOf(ssh.value), source: ssh.source ?? "spec.sshPublicKey" },
@@ -125,8 +136,6 @@ function ownedObjectsOf(spec: GpuVmSpec): OwnedObject[] {
     ...(target.configMapName !== undefined ? [{ kind: "ConfigMap" as const, name: target.configMapName }] : []),
   ];
 }
-
-const intent = (fields: Record<string, string> | undefined) => (fields ? { intentFields: fields } : {});
 
 /** Values of a create request worth naming when the cloud finds the request too large. */
 const LARGE_VALUE_BYTES = 1024;
@@ -161,14 +170,14 @@ interface ResolvedDisks {
   names: Record<string, string>;
 }
 
-function resolveDisks(deps: KindDeps, mr: ManagedObject<GpuVmSpec>): ResolvedDisks | { waiting: string } | Blocked {
+function resolveDisks(deps: KindDeps, mr: ManagedObject<GpuVmSpec>): ResolvedDisks | Waiting | Blocked {
   const disks: DiskRef[] = [];
   const names: Record<string, string> = {};
   for (const [index, disk] of (mr.spec.disks ?? []).entries()) {
     if (disk.id !== undefined) disks.push({ id: disk.id, mode: disk.mode });
     else if (disk.diskRef !== undefined) {
       const target = readyTarget(deps, "GpuDisk", mr.metadata.namespace, disk.diskRef.name, `spec.disks[${index}]`);
-      if (!("id" in target)) return target;
+      if ("type" in target) return target;
       disks.push({ id: target.id, mode: disk.mode });
       names[target.id] = disk.diskRef.name;
     }
@@ -202,12 +211,104 @@ function pendingReset(mr: ManagedObject<GpuVmSpec>): string | undefined {
   return requested !== mr.status.lastResetRequestedAt ? requested : undefined;
 }
 
-export const gpuVm: KindDefinition<GpuVmSpec> = {
-  kind: "GpuVm",
-  plural: "gpuvms",
+/** What a GpuVm's `resolve` finds: the VM as the spec wants it, and the values it is created with. */
+interface VmResolved {
+  desired: DesiredVm;
+  /** Blocked when an input is missing: an existing VM only compares them, a create waits for them. */
+  inputs: CreateInputs | Blocked;
+}
+
+function resolveVm(deps: KindDeps, mr: ManagedObject<GpuVmSpec>): Resolution<VmResolved> {
+  const disks = resolveDisks(deps, mr);
+  if ("type" in disks) return disks;
+  const reset = pendingReset(mr);
+  const desired: DesiredVm = {
+    type: mr.spec.type,
+    powerState: mr.spec.powerState,
+    disks: disks.disks,
+    diskNames: disks.names,
+    ...(reset ? { resetRequestedAt: reset } : {}),
+  };
+  const inputs = resolveCreateInputs(deps, mr);
+  // An existing VM needs its create inputs only to compare them (a Secret gone since is no reason to wait).
+  if ("type" in inputs && knownId(mr) === undefined) return inputs;
+  return { type: "ready", resolved: { desired, inputs } };
+}
+
+async function createVm(
+  account: CloudAccount,
+  mr: ManagedObject<GpuVmSpec>,
+  { desired, inputs }: VmResolved,
+  target: CreateTarget,
+  signal: AbortSignal,
+): Promise<CreateAnswer> {
+  // A VM re-created after it vanished needs its create inputs again: it waits for them, like a first create.
+  if ("type" in inputs) return inputs;
+  const location = target.location;
+  if (location === undefined) throw new Error("VM create without a location");
+  if (!(await account.isAvailable(mr.spec.type, location, signal))) {
+    return { type: "capacityUnavailable", message: `${mr.spec.type} is not available in ${location}` };
+  }
+  const body: CreateVmRequest = {
+    name: target.cloudName,
+    type: mr.spec.type,
+    location,
+    ssh_public_key: inputs.sshPublicKey,
+    ...(mr.spec.image ? { image: mr.spec.image } : {}),
+    ...(desired.disks.length > 0 ? { disks: desired.disks } : {}),
+    ...(inputs.startupScript !== undefined ? { startup_script: inputs.startupScript } : {}),
+    ...(inputs.shutdownScript !== undefined ? { shutdown_script: inputs.shutdownScript } : {}),
+  };
+  let operation: Operation;
+  try {
+    operation = await account.client.vms.create(account.projectId, body, { signal });
+  } catch (error) {
+    throw tooLarge(error, body, inputs) ?? error;
+  }
+  const createOnlyDigests = Object.fromEntries(
+    Object.entries(inputs.createOnly).map(([field, value]) => [field, value.digest]),
+  );
+  return { type: "started", operation, statusFields: { cloudName: target.cloudName, location, createOnlyDigests } };
+}
+
+/** The one next step of a VM towards the spec, as a request to send once its intent is recorded. */
+function updateVm(
+  vms: CloudClient["vms"],
+  projectId: string,
+  mr: ManagedObject<GpuVmSpec>,
+  desired: DesiredVm,
+  observed: Existing,
+  signal: AbortSignal,
+): UpdateAnswer {
+  const step = nextVmStepFromObservation(desired, observed);
+  const reset = desired.resetRequestedAt;
+  // A reset asked while the VM is meant to be stopped is acknowledged without a call.
+  const acknowledgeReset = reset !== undefined && (step.action === "RESET" || mr.spec.powerState === "Stopped");
+  const fields = acknowledgeReset ? { lastResetRequestedAt: reset } : undefined;
+  const id = observed.id;
+  if (step.action === "none" || step.action === "wait") {
+    return fields ? { type: "unchanged", statusFields: fields } : { type: "unchanged" };
+  }
+  const send = (): Promise<Operation> => {
+    switch (step.action) {
+      case "UPDATE": {
+        const change = { ...(step.type ? { type: step.type } : {}), ...(step.disks ? { disks: step.disks } : {}) };
+        return vms.update(projectId, id, change, { signal });
+      }
+      case "START":
+        return vms.start(projectId, id, { signal });
+      case "STOP":
+        return vms.stop(projectId, id, { signal });
+      case "RESET":
+        return vms.reset(projectId, id, { signal });
+    }
+  };
+  return { type: "action", action: step.action, send, note: step.why, ...(fields ? { intentFields: fields } : {}) };
+}
+
+export const gpuVm: KindDefinition<GpuVmSpec, VmResolved> = {
+  info: gpuVmKind,
   family: "vm",
-  specSchema: GpuVmSpecSchema,
-  statusSchema: GpuVmStatus,
   locations: (spec) => spec.locations ?? (spec.location !== undefined ? [spec.location] : []),
   references: (spec) => [
     ...(spec.disks ?? []).flatMap((d) => (d.diskRef ? [`GpuDisk/${d.diskRef.name}`] : [])),
@@ -215,37 +316,19 @@ export const gpuVm: KindDefinition<GpuVmSpec> = {
     ...[spec.startupScriptRef, spec.shutdownScriptRef].flatMap((ref) => (ref ? [`${ref.kind}/${ref.name}`] : [])),
   ],
   ownedObjects: (spec) => ownedObjectsOf(spec),
-  external(account, deps): ExternalClient<GpuVmSpec> {
+  external(account, deps): ExternalClient<GpuVmSpec, VmResolved> {
     const { client, projectId } = account;
-    let desired: DesiredVm | undefined;
-    let inputs: CreateInputs | undefined;
     return {
-      async resolve(mr) {
-        const resolvedDisks = resolveDisks(deps, mr);
-        if ("blocked" in resolvedDisks) return { type: "blocked", ...resolvedDisks.blocked };
-        if ("waiting" in resolvedDisks) return { type: "waiting", message: resolvedDisks.waiting };
-        const reset = pendingReset(mr);
-        desired = {
-          type: mr.spec.type,
-          powerState: mr.spec.powerState,
-          disks: resolvedDisks.disks,
-          diskNames: resolvedDisks.names,
-          ...(reset ? { resetRequestedAt: reset } : {}),
-        };
-        const resolved = resolveCreateInputs(deps, mr);
-        inputs = "blocked" in resolved ? undefined : resolved;
-        // An existing VM needs its create inputs only to compare them (a Secret gone since is no reason to wait).
-        if ("blocked" in resolved && knownId(mr) === undefined) return { type: "blocked", ...resolved.blocked };
-        return { type: "ready" };
-      },
+      resolve: async (mr) => resolveVm(deps, mr),
       async observe(mr, options, signal) {
         const vm = await findResource(account.vms, mr, options, async (id) =>
           summarizeVm(await client.vms.get(projectId, id, { signal })),
         );
         if (vm === undefined) return { exists: false };
-        const found = observeVm(desired, vm);
+        const found = observeVm(options.resolved?.desired, vm);
         const observed = { ...found, atProvider: namedDisks(deps, mr, account, found.atProvider), reads: [vm] };
-        return inputs !== undefined ? { ...observed, createOnly: inputs.createOnly } : observed;
+        const inputs = options.resolved?.inputs;
+        return inputs !== undefined && !("type" in inputs) ? { ...observed, createOnly: inputs.createOnly } : observed;
       },
       reread: (mr) => rereadById(account.vms, mr),
       async findByName(cloudName, signal) {
@@ -253,83 +336,11 @@ export const gpuVm: KindDefinition<GpuVmSpec> = {
         const vm = page.items.find((item) => item.name === cloudName);
         return vm === undefined ? undefined : { id: vm.id, ...(vm.created_at ? { createdAt: vm.created_at } : {}) };
       },
-      async create(mr, target, signal) {
-        // A VM re-created after it vanished needs its create inputs again: wait for them, like a first create.
-        const resolved = inputs ?? resolveCreateInputs(deps, mr);
-        if ("blocked" in resolved) return { blocked: resolved.blocked };
-        if (desired === undefined) throw new Error("VM create before resolve");
-        const location = target.location;
-        if (location === undefined) throw new Error("VM create without a location");
-        if (!(await account.isAvailable(mr.spec.type, location, signal))) {
-          return { capacityUnavailable: `${mr.spec.type} is not available in ${location}` };
-        }
-        const body: CreateVmRequest = {
-          name: target.cloudName,
-          type: mr.spec.type,
-          location,
-          ssh_public_key: resolved.sshPublicKey,
-          ...(mr.spec.image ? { image: mr.spec.image } : {}),
-          ...(desired.disks.length > 0 ? { disks: desired.disks } : {}),
-          ...(resolved.startupScript !== undefined ? { startup_script: resolved.startupScript } : {}),
-          ...(resolved.shutdownScript !== undefined ? { shutdown_script: resolved.shutdownScript } : {}),
-        };
-        let operation: Operation;
-        try {
-          operation = await client.vms.create(projectId, body, { signal });
-        } catch (error) {
-          throw tooLarge(error, body, resolved) ?? error;
-        }
-        const createOnlyDigests = Object.fromEntries(
-          Object.entries(resolved.createOnly).map(([field, value]) => [field, value.digest]),
-        );
-        return { operation, statusFields: { cloudName: target.cloudName, location, createOnlyDigests } };
-      },
-      async update(mr, observed, signal) {
-        if (desired === undefined) return {};
-        const step = nextVmStepFromObservation(desired, observed);
-        const reset = desired.resetRequestedAt;
-        // A reset asked while the VM is meant to be stopped is acknowledged without a call.
-        const acknowledgeReset = reset !== undefined && (step.action === "RESET" || mr.spec.powerState === "Stopped");
-        const fields = acknowledgeReset ? { lastResetRequestedAt: reset } : undefined;
-        const id = observed.id;
-        switch (step.action) {
-          case "none":
-          case "wait":
-            return fields ? { statusFields: fields } : {};
-          case "UPDATE": {
-            const change = { ...(step.type ? { type: step.type } : {}), ...(step.disks ? { disks: step.disks } : {}) };
-            return {
-              action: "UPDATE",
-              send: () => client.vms.update(projectId, id, change, { signal }),
-              note: step.why,
-              ...intent(fields),
-            };
-          }
-          case "START":
-            return {
-              action: "START",
-              send: () => client.vms.start(projectId, id, { signal }),
-              note: step.why,
-              ...intent(fields),
-            };
-          case "STOP":
-            return {
-              action: "STOP",
-              send: () => client.vms.stop(projectId, id, { signal }),
-              note: step.why,
-              ...intent(fields),
-            };
-          case "RESET":
-            return {
-              action: "RESET",
-              send: () => client.vms.reset(projectId, id, { signal }),
-              note: step.why,
-              ...intent(fields),
-            };
-        }
-      },
+      create: (mr, resolved, target, signal) => createVm(account, mr, resolved, target, signal),
+      update: async (mr, resolved, observed, signal) =>
+        updateVm(client.vms, projectId, mr, resolved.desired, observed, signal),
       async delete(_mr, id, signal) {
-        return { action: "DELETE", send: () => client.vms.terminate(projectId, id, { signal }) };
+        return { type: "action", action: "DELETE", send: () => client.vms.terminate(projectId, id, { signal }) };
       },
       async publish(mr, observed) {
         if (deps.publish === undefined) return undefined;

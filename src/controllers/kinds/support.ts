@@ -1,61 +1,13 @@
-// Pieces every kind file shares: parsing an informer object into the reconciler's view, looking a resource up
-// in its family snapshot (a direct GET only to confirm an id that a fresh list no longer shows), and the
-// dependencies a kind reads from Kubernetes (other objects, Secrets, ConfigMaps).
-import type { z } from "zod";
+// Pieces every kind file shares: looking a resource up in its family snapshot (a direct GET only to confirm an id
+// that a fresh list no longer shows), and resolving what a kind refers to (other objects, by their claimed ids).
 import { REASONS, type Reason } from "../../api/common.ts";
 import { isCloudError, isUnsupported } from "../../cloud/errors.ts";
 import type { OperationFamily } from "../../cloud/wire.ts";
 import type { CloudAccount } from "../accounts/cloud-account.ts";
 import type { SnapshotView } from "../accounts/snapshots.ts";
-import { isReady, type ManagedObject, type ManagedSpecBase } from "../core/object-model.ts";
+import { isReady, type ManagedObject } from "../core/object-model.ts";
 import type { Account } from "../managed/claims.ts";
-import type { ExternalClient, ObserveOptions } from "../managed/external.ts";
-
-/** Read access to Kubernetes objects a kind depends on (informer caches; same namespace only). */
-export interface KindDeps {
-  /** Another managed object, parsed; undefined when absent or unparseable. */
-  managed(kind: string, namespace: string, name: string): ManagedObject | undefined;
-  /** Every managed object of a kind in a namespace (deletion order checks). */
-  listManaged(kind: string, namespace: string): ManagedObject[];
-  /**
-   * The object of a kind in a namespace that manages the cloud resource `id` of `projectId` (an index lookup);
-   * absent in small tests, where managedByCloudId scans listManaged instead.
-   */
-  managedById?(kind: string, namespace: string, account: Account, id: string): ManagedObject | undefined;
-  /** A key of a Secret or ConfigMap, decoded; undefined when the object or key is absent. */
-  dataKey(kind: "Secret" | "ConfigMap", namespace: string, name: string, key: string): string | undefined;
-  /**
-   * Create or update the Secret/ConfigMap with the connection details, owned by the object (owner reference and
-   * label). One that exists and is not owned by the object is never written: the answer says so.
-   */
-  publish?(
-    kind: "Secret" | "ConfigMap",
-    owner: ManagedObject,
-    name: string,
-    data: Record<string, string>,
-  ): Promise<string | undefined>;
-}
-
-/** A Secret or ConfigMap an object writes (and deletes when it goes). */
-export interface OwnedObject {
-  kind: "Secret" | "ConfigMap";
-  name: string;
-}
-
-/** A kind: its API info, where it lives and how to talk to the cloud about one object. */
-export interface KindDefinition<Spec extends ManagedSpecBase> {
-  kind: string;
-  plural: string;
-  family: OperationFamily;
-  specSchema: z.ZodType<Spec>;
-  statusSchema: z.ZodType;
-  locations(spec: Spec): string[];
-  /** Names of objects this one refers to, as `Kind/name` (same namespace): their changes wake it. */
-  references(spec: Spec): string[];
-  external(account: CloudAccount, deps: KindDeps): ExternalClient<Spec>;
-  /** The Secrets/ConfigMaps an object of this kind writes (deleted with it when it carries its owner reference). */
-  ownedObjects?(spec: Spec): OwnedObject[];
-}
+import type { Blocked, KindDeps, ObserveOptions, Resolution } from "../managed/external.ts";
 
 /** The id to observe: status first (what we created or adopted), then spec.id (import). */
 export function knownId(mr: ManagedObject): string | undefined {
@@ -146,15 +98,14 @@ export async function createdAtFromOperations(
   return creates.at(-1)?.started_at || undefined;
 }
 
+/** An input that will be there by itself (a referenced object becoming Ready), as `resolve` answers it. */
+export type Waiting = Extract<Resolution<never>, { type: "waiting" }>;
+
 /**
  * Something only the user can fix (a reference to an object that does not exist or is being deleted): the object
  * stalls with the fix in the message, and is looked at again when the target changes (the dependency index).
  */
-export interface Blocked {
-  blocked: { reason: Reason; message: string };
-}
-
-export const blocked = (reason: Reason, message: string): Blocked => ({ blocked: { reason, message } });
+export const blocked = (reason: Reason, message: string): Blocked => ({ type: "blocked", reason, message });
 
 /** The object of `kind` in `namespace` that manages the cloud resource `id`, if any. */
 export function managedByCloudId(
@@ -186,7 +137,7 @@ export function readyTarget(
   namespace: string,
   name: string,
   field: string,
-): { id: string } | { waiting: string } | Blocked {
+): { id: string } | Waiting | Blocked {
   const target = deps.managed(kind, namespace, name);
   const what = `${kind} ${namespace}/${name}`;
   if (target === undefined) return referenceNotFound(what, field);
@@ -198,7 +149,7 @@ export function readyTarget(
   }
   if (target.status.id === undefined || !isReady(target.status)) {
     const reason = target.status.conditions?.find((c) => c.type === "Ready")?.reason;
-    return { waiting: `${what} is not Ready yet${reason === undefined ? "" : ` (${reason})`}` };
+    return { type: "waiting", message: `${what} is not Ready yet${reason === undefined ? "" : ` (${reason})`}` };
   }
   return { id: target.status.id };
 }

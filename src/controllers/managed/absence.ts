@@ -3,7 +3,8 @@
 // second resource or lets the first one leak. It counts as gone once every read has missed it for
 // `goneConfirmMs`; until then the object says what it waits for.
 
-import { REASON, type Verdict } from "../core/classify.ts";
+import { REASONS } from "../../api/common.ts";
+import type { Verdict } from "../core/classify.ts";
 import type { ManagedSpecBase } from "../core/object-model.ts";
 import { after, type Pass, verdict } from "./pass.ts";
 
@@ -33,7 +34,7 @@ export function confirmAbsence<Spec extends ManagedSpecBase>(
   const message =
     `cloud resource ${what} is not found since ${new Date(since).toISOString()}; ${doing} only once it stays ` +
     `unseen until ${new Date(since + services.timing.goneConfirmMs).toISOString()} (reads may lag behind the cloud)`;
-  const waiting = verdict(REASON.WaitingForOperation, message, after(Math.min(remaining, LOOK_AGAIN_MS)), {
+  const waiting = verdict(REASONS.WaitingForOperation, message, after(Math.min(remaining, LOOK_AGAIN_MS)), {
     progressing: true,
     event: "Warning",
   });

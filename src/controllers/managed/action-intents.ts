@@ -8,20 +8,15 @@
 // ReconcileTiming.intentHoldMs: the Lease duration plus the API timeout), or when this process's own request
 // ended with an answer (the server had finished with it).
 
+import { REASONS } from "../../api/common.ts";
 import { isCloudError } from "../../cloud/errors.ts";
 import type { Operation } from "../../cloud/wire.ts";
-import { REASON, requestRefused, type Verdict } from "../core/classify.ts";
+import { requestRefused, type Verdict } from "../core/classify.ts";
 import type { ActionPending, ManagedSpecBase } from "../core/object-model.ts";
 import { intentRefused } from "../core/status-building.ts";
-import type { Mutation } from "./external.ts";
+import type { Action } from "./external.ts";
 import { recordOperation } from "./operation-tracking.ts";
 import { after, type CloudConnection, conflict, type Pass, verdict, withDraft } from "./pass.ts";
-
-type Sendable = Mutation & { send: () => Promise<Operation>; action: string };
-
-export function isSendable(mutation: Mutation): mutation is Sendable {
-  return mutation.send !== undefined && mutation.action !== undefined;
-}
 
 /**
  * Record the intent, then send. Returns the operation, or the verdict that ends the pass without sending (the
@@ -31,28 +26,28 @@ export function isSendable(mutation: Mutation): mutation is Sendable {
 export async function sendAction<Spec extends ManagedSpecBase>(
   pass: Pass<Spec>,
   connection: CloudConnection<Spec>,
-  mutation: Sendable,
+  action: Action,
   resourceId: string,
 ): Promise<{ operation: Operation } | { verdict: Verdict }> {
   const { mr, draft, services } = pass;
   const requestedAt = new Date(services.now()).toISOString();
   draft.actionPending = {
-    name: mutation.action,
+    name: action.action,
     id: resourceId,
     requestedAt,
     ...(pass.observedUpdatedAt !== undefined ? { resourceUpdatedAt: pass.observedUpdatedAt } : {}),
-    ...(mutation.intentFields ? { fields: mutation.intentFields } : {}),
+    ...(action.intentFields ? { fields: action.intentFields } : {}),
   };
   const written = await services.writeStatus(mr, draft);
   if (written.type !== "written") delete draft.actionPending;
   if (written.type === "invalid") {
-    return { verdict: intentRefused(pass.logger, mutation.action, written.message, services.timing.terminalRetryMs) };
+    return { verdict: intentRefused(pass.logger, action.action, written.message, services.timing.terminalRetryMs) };
   }
   if (written.type !== "written") return { verdict: conflict() };
   mr.status = structuredClone(draft);
   let operation: Operation;
   try {
-    operation = await mutation.send();
+    operation = await action.send();
   } catch (error) {
     if (requestRefused(error)) delete draft.actionPending;
     else services.sentActions.set(pass.key, { requestedAt, answered: isCloudError(error) && error.kind === "http" });
@@ -60,7 +55,6 @@ export async function sendAction<Spec extends ManagedSpecBase>(
   }
   services.sentActions.set(pass.key, { requestedAt, operation });
   confirm(pass, connection, operation);
-  Object.assign(draft, mutation.statusFields);
   return { operation };
 }
 
@@ -182,7 +176,7 @@ async function confirmFromResource<Spec extends ManagedSpecBase>(
   const waitMs = decideAt - now;
   const message = `${pending.name} recorded at ${pending.requestedAt} shows no operation and no change of the resource yet: the replica that recorded it may still send it; decided afresh in ${Math.ceil(waitMs / 1000)} s unless it shows`;
   return {
-    hold: verdict(REASON.WaitingForOperation, message, after(Math.min(waitMs, services.timing.shortMs * 5)), {
+    hold: verdict(REASONS.WaitingForOperation, message, after(Math.min(waitMs, services.timing.shortMs * 5)), {
       progressing: true,
     }),
   };

@@ -3,13 +3,14 @@
 // (explicit adoption), or this object's own create intent proves it made it. Anything else is NameConflict:
 // Stalled, the message says who holds it (or how to adopt it), and nothing is sent to the resource.
 
-import { REASON, type Verdict } from "../core/classify.ts";
+import { REASONS } from "../../api/common.ts";
+import type { Verdict } from "../core/classify.ts";
 import type { ManagedSpecBase } from "../core/object-model.ts";
 import type { Claim } from "./claims.ts";
 import { release } from "./deletion.ts";
-import type { FoundResource } from "./external.ts";
+import type { Existing, FoundResource } from "./external.ts";
 import { holderOf, holderText, provesOwnCreate, slotOf } from "./ownership.ts";
-import { after, type CloudConnection, conflict, type Existing, type Pass, type Step, verdict } from "./pass.ts";
+import { after, type CloudConnection, conflict, type Pass, type Step, verdict } from "./pass.ts";
 
 /** Owned, or not: why (and the verdict to end the pass with, when it is not the plain NameConflict). */
 export type Ownership = { owned: true } | { owned: false; message: string; verdict?: Verdict };
@@ -29,7 +30,7 @@ export function foreignResourceMessage(cloudName: string, id: string): string {
 }
 
 export function nameConflict(message: string, retryMs: number): Verdict {
-  return verdict(REASON.NameConflict, message, after(retryMs), { stalled: true, event: "Warning" });
+  return verdict(REASONS.NameConflict, message, after(retryMs), { stalled: true, event: "Warning" });
 }
 
 /** Another object's claim on this resource id (cached; `fresh` reads the API server). */
@@ -40,7 +41,7 @@ async function otherClaimOfId<Spec extends ManagedSpecBase>(
   fresh: boolean,
 ): Promise<Claim | undefined> {
   const { claims, options } = pass.services;
-  const kind = options.kind as Claim["kind"];
+  const kind = options.kind;
   const cached = claims.ofId(kind, connection.account, id);
   if (cached !== undefined && cached.holder.uid !== pass.mr.metadata.uid) return cached;
   if (!fresh) return undefined;
@@ -156,7 +157,7 @@ export async function adoptFound<Spec extends ManagedSpecBase>(
   const stop = await take(pass, connection, pass.cloudName, found.id);
   if (stop !== undefined) return stop;
   adopted(pass, found.id);
-  return verdict(REASON.Creating, `adopted ${found.id}`, after(0), { progressing: true });
+  return verdict(REASONS.Creating, `adopted ${found.id}`, after(0), { progressing: true });
 }
 
 /** Record the resource our own create made (found by its name). */
@@ -165,7 +166,7 @@ function adopted<Spec extends ManagedSpecBase>(pass: Pass<Spec>, id: string): vo
   pass.services.options.kube.event(
     pass.mr,
     "Normal",
-    REASON.Creating,
+    REASONS.Creating,
     `adopted cloud resource ${id} named ${pass.cloudName} (created by this object's own request)`,
   );
 }

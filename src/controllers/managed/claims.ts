@@ -4,8 +4,15 @@
 // cannot write claims: a spec or status edit can point an object at anything, but it acts only on the resource
 // its claim names. This file keeps the claims as the informer shows them (plus this process's own writes the
 // cache has not shown yet) and makes the few writes a claim ever needs.
-import { type ClaimedKind, type ClaimSlot, claimNameOf } from "../../api/gpu-cloud-claim.ts";
+import { CLAIMED_KINDS, type ClaimedKind, type ClaimSlot, claimNameOf } from "../../api/gpu-cloud-claim.ts";
 import { normalizeApiUrl } from "../../util/api-url.ts";
+
+/** A kind's name as its claims record it; throws for a kind that holds no cloud resource (a wiring mistake). */
+export function claimedKind(kind: string): ClaimedKind {
+  const claimed = CLAIMED_KINDS.find((candidate) => candidate === kind);
+  if (claimed === undefined) throw new Error(`${kind} holds no cloud resources: it has no claims`);
+  return claimed;
+}
 
 /** The object holding a claim. */
 export interface Holder {

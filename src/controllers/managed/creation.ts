@@ -5,7 +5,8 @@
 // created again only once its absence is confirmed (absence.ts). Also the location walk when a location has no
 // capacity.
 
-import { cloudStatus, isCloudConflict, REASON, type Reason, requestRefused, type Verdict } from "../core/classify.ts";
+import { REASONS } from "../../api/common.ts";
+import { cloudStatus, isCloudConflict, requestRefused, type Verdict } from "../core/classify.ts";
 import type { ManagedSpecBase, ManagedStatusBase } from "../core/object-model.ts";
 import { intentRefused } from "../core/status-building.ts";
 import { confirmAbsence } from "./absence.ts";
@@ -18,18 +19,19 @@ import { after, type CloudConnection, conflict, DONE, type Pass, verdict } from 
 export async function createAbsent<Spec extends ManagedSpecBase>(
   pass: Pass<Spec>,
   connection: CloudConnection<Spec>,
+  resolved: unknown,
 ): Promise<Verdict> {
   const { mr, draft } = pass;
   const { timing } = pass.services;
   if (mr.spec.id !== undefined) {
-    return verdict(REASON.InvalidSpec, `cloud resource ${mr.spec.id} (spec.id) does not exist`, DONE, {
+    return verdict(REASONS.InvalidSpec, `cloud resource ${mr.spec.id} (spec.id) does not exist`, DONE, {
       stalled: true,
       event: "Warning",
     });
   }
   const held = pass.claim?.id;
   if (held !== undefined && withinCreateGrace(pass, draft)) {
-    return verdict(REASON.Creating, `waiting for ${held} to become readable`, after(timing.shortMs), {
+    return verdict(REASONS.Creating, `waiting for ${held} to become readable`, after(timing.shortMs), {
       progressing: true,
     });
   }
@@ -42,12 +44,12 @@ export async function createAbsent<Spec extends ManagedSpecBase>(
     pass.services.options.kube.event(
       mr,
       "Warning",
-      REASON.Creating,
+      REASONS.Creating,
       `cloud resource ${held} is gone; creating it again`,
     );
     delete draft.id;
   }
-  return create(pass, connection);
+  return create(pass, connection, resolved);
 }
 
 /** A create that succeeded (or whose outcome is unknown) moments ago may not be readable yet. */
@@ -73,7 +75,7 @@ async function paymentRefusal<Spec extends ManagedSpecBase>(
   const problem = await connection.paymentProblem(pass.signal, { fresh: true });
   if (problem === undefined) return undefined;
   delete pass.draft.createPending;
-  return verdict(REASON.PaymentMethodRequired, problem, after(pass.services.timing.dependencyMs * 2), {
+  return verdict(REASONS.PaymentMethodRequired, problem, after(pass.services.timing.dependencyMs * 2), {
     stalled: true,
     event: "Warning",
   });
@@ -82,12 +84,13 @@ async function paymentRefusal<Spec extends ManagedSpecBase>(
 async function create<Spec extends ManagedSpecBase>(
   pass: Pass<Spec>,
   connection: CloudConnection<Spec>,
+  resolved: unknown,
 ): Promise<Verdict> {
   const { mr, draft, services } = pass;
   const { timing } = services;
   const paymentProblem = await connection.paymentProblem(pass.signal);
   if (paymentProblem !== undefined) {
-    return verdict(REASON.PaymentMethodRequired, paymentProblem, after(timing.dependencyMs * 2), {
+    return verdict(REASONS.PaymentMethodRequired, paymentProblem, after(timing.dependencyMs * 2), {
       stalled: true,
       event: "Warning",
     });
@@ -108,7 +111,7 @@ async function create<Spec extends ManagedSpecBase>(
     if (existing !== undefined) return adoptFound(pass, connection, existing);
   }
   try {
-    return await sendCreate(pass, connection, location);
+    return await sendCreate(pass, connection, resolved, location);
   } catch (error) {
     const refused = await paymentRefusal(pass, connection, error);
     if (refused !== undefined) return refused;
@@ -174,36 +177,24 @@ async function recordIntent<Spec extends ManagedSpecBase>(
 async function sendCreate<Spec extends ManagedSpecBase>(
   pass: Pass<Spec>,
   connection: CloudConnection<Spec>,
+  resolved: unknown,
   location: string | undefined,
 ): Promise<Verdict> {
   const { mr, draft } = pass;
   const { timing } = pass.services;
   const target = { cloudName: pass.cloudName, ...(location !== undefined ? { location } : {}) };
-  const mutation = await connection.external.create(mr, target, pass.signal);
-  if (mutation.capacityUnavailable !== undefined) {
+  const answer = await connection.external.create(mr, resolved, target, pass.signal);
+  if (answer.type === "capacityUnavailable") {
     delete draft.createPending;
-    return nextLocation(pass, mutation.capacityUnavailable);
+    return nextLocation(pass, answer.message);
   }
-  if (mutation.refused !== undefined) {
-    return verdict(mutation.refused.reason as Reason, mutation.refused.message, DONE, {
-      stalled: true,
-      event: "Warning",
-    });
+  if (answer.type === "blocked") {
+    return verdict(answer.reason, answer.message, after(timing.dependencyMs), { stalled: true, event: "Warning" });
   }
-  if (mutation.blocked !== undefined) {
-    return verdict(mutation.blocked.reason, mutation.blocked.message, after(timing.dependencyMs), {
-      stalled: true,
-      event: "Warning",
-    });
-  }
-  if (mutation.waiting !== undefined) {
-    return verdict(REASON.WaitingForDependency, mutation.waiting, after(timing.dependencyMs), { progressing: true });
-  }
-  if (mutation.operation === undefined)
-    return verdict(REASON.Creating, "create requested", after(timing.shortMs), { progressing: true });
-  draft.id = mutation.operation.metadata.id;
-  Object.assign(draft, mutation.statusFields);
-  recordOperation(pass, connection, mutation.operation);
+  const { operation } = answer;
+  draft.id = operation.metadata.id;
+  Object.assign(draft, answer.statusFields);
+  recordOperation(pass, connection, operation);
   // The resource is this object's from now on; a failed write is made good by the next pass, which finds it by
   // name with the create intent as proof.
   if (pass.claim !== undefined) {
@@ -214,9 +205,9 @@ async function sendCreate<Spec extends ManagedSpecBase>(
       pass.logger.info({ err: error, id: draft.id }, "the claim could not record the new id yet");
     }
   }
-  pass.logger.info({ id: draft.id, location, operation: mutation.operation.operation_id }, "create requested");
+  pass.logger.info({ id: draft.id, location, operation: operation.operation_id }, "create requested");
   const where = location ? ` in ${location}` : "";
-  return verdict(REASON.Creating, `creating ${pass.cloudName}${where}`, after(timing.operationFallbackMs), {
+  return verdict(REASONS.Creating, `creating ${pass.cloudName}${where}`, after(timing.operationFallbackMs), {
     progressing: true,
     event: "Normal",
   });
@@ -238,7 +229,7 @@ async function nameInUse<Spec extends ManagedSpecBase>(
     return nameConflict(foreignResourceMessage(pass.cloudName, found.id), timing.nameConflictRetryMs);
   }
   if (found !== undefined) return adoptFound(pass, connection, found);
-  return verdict(REASON.Creating, `name ${pass.cloudName} is in use but not readable yet`, after(timing.shortMs), {
+  return verdict(REASONS.Creating, `name ${pass.cloudName} is in use but not readable yet`, after(timing.shortMs), {
     progressing: true,
   });
 }
@@ -249,7 +240,7 @@ export function nextLocation<Spec extends ManagedSpecBase>(pass: Pass<Spec>, mes
   const index = (pass.draft.locationIndex ?? 0) + 1;
   if (index < locations.length) {
     pass.draft.locationIndex = index;
-    return verdict(REASON.CapacityUnavailable, `${message}; trying location ${locations[index]}`, after(0), {
+    return verdict(REASONS.CapacityUnavailable, `${message}; trying location ${locations[index]}`, after(0), {
       progressing: true,
       event: "Warning",
     });
@@ -257,7 +248,7 @@ export function nextLocation<Spec extends ManagedSpecBase>(pass: Pass<Spec>, mes
   pass.draft.locationIndex = 0;
   const all = locations.length > 0 ? ` in ${locations.join(", ")}` : "";
   return verdict(
-    REASON.CapacityUnavailable,
+    REASONS.CapacityUnavailable,
     `no capacity${all}: ${message}`,
     after(pass.services.timing.capacityRetryMs),
     {

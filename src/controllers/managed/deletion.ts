@@ -1,20 +1,19 @@
 // Letting an object go: delete its cloud resource (after its dependents let go of it), or release it without a
 // cloud call (paused, Orphan, Observe, nothing ever created). Releasing removes our finalizer and says why.
 
-import { ANNOTATIONS, FINALIZER } from "../../api/common.ts";
+import { ANNOTATIONS, FINALIZER, REASONS } from "../../api/common.ts";
 import { isUnsupported } from "../../cloud/errors.ts";
 import {
   cannotDo,
   isCloudConflict,
   isCloudNotFound,
   ORPHAN_TO_RELEASE,
-  REASON,
   ReconcileError,
   type Verdict,
 } from "../core/classify.ts";
 import type { ManagedSpecBase } from "../core/object-model.ts";
 import { confirmAbsence } from "./absence.ts";
-import { isSendable, sendAction } from "./action-intents.ts";
+import { sendAction } from "./action-intents.ts";
 import type { Observation } from "./external.ts";
 import {
   after,
@@ -40,7 +39,7 @@ export async function paused(pass: LifecyclePass, deleting: boolean): Promise<St
   }
   const verdictOfPause: Verdict = {
     ready: undefined,
-    reason: REASON.Paused,
+    reason: REASONS.Paused,
     message: `${ANNOTATIONS.paused} is "true": no cloud calls`,
     progressing: false,
     stalled: false,
@@ -62,7 +61,7 @@ export async function release(pass: LifecyclePass, type: "Normal" | "Warning", n
     const written = await pass.services.setFinalizer(pass.mr, false);
     if (written.type === "conflict") return conflict();
   }
-  pass.services.options.kube.event(pass.mr, type, REASON.Deleting, note);
+  pass.services.options.kube.event(pass.mr, type, REASONS.Deleting, note);
   pass.logger.info({ note }, "finalizer removed");
   return RELEASED;
 }
@@ -86,22 +85,21 @@ export async function deleteResource<Spec extends ManagedSpecBase>(
   if (blocker !== undefined) {
     // Looked at again either way: a blocker the user lifts is seen at the next look, and the deletion goes on.
     return blocker.needsAction
-      ? verdict(REASON.InUse, blocker.message, after(timing.shortMs * 5), { stalled: true, event: "Warning" })
-      : verdict(REASON.WaitingForDependency, blocker.message, after(timing.shortMs * 5), { progressing: true });
+      ? verdict(REASONS.InUse, blocker.message, after(timing.shortMs * 5), { stalled: true, event: "Warning" })
+      : verdict(REASONS.WaitingForDependency, blocker.message, after(timing.shortMs * 5), { progressing: true });
   }
   if (observed.busy) {
-    return verdict(REASON.Deleting, "waiting for the resource to settle before deleting", after(timing.shortMs), {
+    return verdict(REASONS.Deleting, "waiting for the resource to settle before deleting", after(timing.shortMs), {
       progressing: true,
     });
   }
   try {
-    const mutation = await connection.external.delete(pass.mr, observed.id, pass.signal);
-    if (!isSendable(mutation)) return release(pass, "Normal", "cloud resource deleted");
-    const sent = await sendAction(pass, connection, mutation, observed.id);
+    const action = await connection.external.delete(pass.mr, observed.id, pass.signal);
+    const sent = await sendAction(pass, connection, action, observed.id);
     if ("verdict" in sent) return sent.verdict;
     pass.logger.info({ id: observed.id, operation: sent.operation.operation_id }, "delete requested");
     return verdict(
-      REASON.Deleting,
+      REASONS.Deleting,
       `deleting cloud resource ${pass.cloudName} (id ${observed.id})`,
       after(timing.operationFallbackMs),
       {
@@ -114,7 +112,7 @@ export async function deleteResource<Spec extends ManagedSpecBase>(
     if (isUnsupported(error)) throw cannotDo(error, ORPHAN_TO_RELEASE);
     if (isCloudConflict(error)) {
       const text = error instanceof Error ? error.message : String(error);
-      return verdict(REASON.WaitingForDependency, text, after(timing.shortMs * 5), { progressing: true });
+      return verdict(REASONS.WaitingForDependency, text, after(timing.shortMs * 5), { progressing: true });
     }
     throw error;
   }
@@ -144,7 +142,7 @@ async function goneOrNotSupported<Spec extends ManagedSpecBase>(
   if (!again.exists) return release(pass, "Normal", "cloud resource already gone");
   const detail = error instanceof Error ? error.message : String(error);
   throw new ReconcileError(
-    REASON.NotSupported,
+    REASONS.NotSupported,
     `the delete was answered "not found" (${detail}) but the cloud still shows ${again.id}: this server cannot delete it; ${ORPHAN_TO_RELEASE}`,
     { cause: error },
   );

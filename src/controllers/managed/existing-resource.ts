@@ -1,19 +1,21 @@
 // A resource that exists: bring it to the spec one step at a time (an update answers the operation it started),
 // wait while it is in transition, publish connection details once it is ready. Observe-only objects mirror it.
 
-import type { ClaimedKind } from "../../api/gpu-cloud-claim.ts";
+import { REASONS } from "../../api/common.ts";
 import { isUnsupported } from "../../cloud/errors.ts";
-import { CHANGE_INSTEAD, cannotDo, REASON, type Reason, type Verdict } from "../core/classify.ts";
+import { CHANGE_INSTEAD, cannotDo, type Verdict } from "../core/classify.ts";
 import type { ManagedSpecBase } from "../core/object-model.ts";
-import { isSendable, sendAction } from "./action-intents.ts";
+import { sendAction } from "./action-intents.ts";
 import { claimHolderText } from "./adoption.ts";
+import type { Existing } from "./external.ts";
 import { slotOf } from "./ownership.ts";
-import { after, type CloudConnection, DONE, type Existing, type Pass, verdict, withDraft } from "./pass.ts";
+import { after, type CloudConnection, DONE, type Pass, verdict, withDraft } from "./pass.ts";
 
 export async function reconcileExisting<Spec extends ManagedSpecBase>(
   pass: Pass<Spec>,
   connection: CloudConnection<Spec>,
   observed: Existing,
+  resolved: unknown,
 ): Promise<Verdict> {
   const { mr, draft } = pass;
   const { timing } = pass.services;
@@ -22,32 +24,28 @@ export async function reconcileExisting<Spec extends ManagedSpecBase>(
   Object.assign(draft, observed.atProvider);
   pass.upToDate = createOnlyState(pass, observed);
   if (observed.terminal !== undefined) {
-    return verdict(observed.terminal.reason as Reason, observed.terminal.message, DONE, {
+    return verdict(observed.terminal.reason, observed.terminal.message, DONE, {
       stalled: true,
       event: "Warning",
       ready: false,
     });
   }
   if (observed.busy) {
-    return verdict(REASON.WaitingForOperation, "the cloud resource is in transition", after(timing.shortMs), {
+    return verdict(REASONS.WaitingForOperation, "the cloud resource is in transition", after(timing.shortMs), {
       progressing: true,
     });
   }
   if (!observed.upToDate) {
     pass.logger.debug({ diff: observed.diff }, "not up to date");
-    const mutation = await connection.external.update(withDraft(mr, draft), observed, pass.signal);
-    Object.assign(draft, mutation.statusFields);
-    if (mutation.refused !== undefined) {
-      return verdict(mutation.refused.reason as Reason, mutation.refused.message, DONE, {
-        stalled: true,
-        event: "Warning",
-        ready: observed.ready,
-      });
+    const answer = await connection.external.update(withDraft(mr, draft), resolved, observed, pass.signal);
+    if (answer.type === "unchanged") Object.assign(draft, answer.statusFields);
+    if (answer.type === "refused") {
+      return verdict(answer.reason, answer.message, DONE, { stalled: true, event: "Warning", ready: observed.ready });
     }
-    if (isSendable(mutation)) {
+    if (answer.type === "action") {
       let sent: Awaited<ReturnType<typeof sendAction>>;
       try {
-        sent = await sendAction(pass, connection, mutation, observed.id);
+        sent = await sendAction(pass, connection, answer, observed.id);
       } catch (error) {
         if (!isUnsupported(error)) throw error;
         // Nothing was changed in the cloud; the resource still works as it is (Ready keeps its value).
@@ -59,26 +57,26 @@ export async function reconcileExisting<Spec extends ManagedSpecBase>(
         });
       }
       if ("verdict" in sent) return sent.verdict;
-      const note = mutation.note ?? `${mutation.action} requested`;
-      pass.services.options.kube.event(mr, "Normal", REASON.Updating, note);
+      const note = answer.note ?? `${answer.action} requested`;
+      pass.services.options.kube.event(mr, "Normal", REASONS.Updating, note);
       pass.logger.info({ id: observed.id, operation: sent.operation.operation_id, note }, "update requested");
-      return verdict(REASON.Updating, note, after(timing.operationFallbackMs), { progressing: true });
+      return verdict(REASONS.Updating, note, after(timing.operationFallbackMs), { progressing: true });
     }
   }
   if (!observed.ready) {
-    return verdict(REASON.Creating, "waiting for the cloud resource to become ready", after(timing.shortMs), {
+    return verdict(REASONS.Creating, "waiting for the cloud resource to become ready", after(timing.shortMs), {
       progressing: true,
     });
   }
   const notPublished = await connection.external.publish?.(mr, observed, pass.signal);
   if (notPublished !== undefined) {
-    return verdict(REASON.NameConflict, notPublished, after(timing.nameConflictRetryMs), {
+    return verdict(REASONS.NameConflict, notPublished, after(timing.nameConflictRetryMs), {
       stalled: true,
       event: "Warning",
     });
   }
   delete draft.lastError;
-  return verdict(REASON.Available, `cloud resource ${pass.cloudName} (id ${observed.id}) is available`, DONE, {
+  return verdict(REASONS.Available, `cloud resource ${pass.cloudName} (id ${observed.id}) is available`, DONE, {
     ready: true,
     event: "Normal",
   });
@@ -86,7 +84,7 @@ export async function reconcileExisting<Spec extends ManagedSpecBase>(
 
 const CREATE_ONLY_APPLIED = {
   status: "True",
-  reason: REASON.CreateOnlyFieldsApplied,
+  reason: REASONS.CreateOnlyFieldsApplied,
   message: "created with the current create-only values",
 } as const;
 
@@ -113,7 +111,7 @@ function createOnlyState<Spec extends ManagedSpecBase>(pass: Pass<Spec>, observe
   const what = changed.map((field) => `${field} (${current[field]?.source ?? "removed"})`).join(", ");
   return {
     status: "False",
-    reason: REASON.CreateOnlyFieldChanged,
+    reason: REASONS.CreateOnlyFieldChanged,
     message:
       `${what} changed after the resource was created and is not applied: the cloud takes it only at creation. ` +
       "Restore the previous value, or delete and re-create the object to use the new one",
@@ -134,14 +132,14 @@ export async function mirror<Spec extends ManagedSpecBase>(
   if (!observed.exists) {
     const what = pass.mr.spec.id ?? pass.cloudName;
     const missing = verdict(
-      REASON.Observed,
+      REASONS.Observed,
       `no cloud resource ${what} to observe`,
       after(pass.services.timing.dependencyMs),
     );
     return { ...missing, synced: false };
   }
   const { claims, options } = pass.services;
-  const kind = options.kind as ClaimedKind;
+  const kind = options.kind;
   const claim =
     claims.ofId(kind, connection.account, observed.id) ??
     claims.ofSlot(slotOf(kind, connection.account, observed.name));
@@ -153,7 +151,7 @@ export async function mirror<Spec extends ManagedSpecBase>(
     // Nothing of it is shown: its addresses and state are another namespace's to see.
     claims.block(claim, pass.key);
     return verdict(
-      REASON.NotPermitted,
+      REASONS.NotPermitted,
       `cloud resource ${observed.id} is managed by ${claimHolderText(pass, claim)}; this operator does not let objects observe what another namespace manages (its --allow-cross-namespace-observe is off)`,
       after(pass.services.timing.nameConflictRetryMs),
       { stalled: true, event: "Warning" },
@@ -161,7 +159,7 @@ export async function mirror<Spec extends ManagedSpecBase>(
   }
   Object.assign(pass.draft, observed.atProvider);
   pass.draft.id = observed.id;
-  return verdict(REASON.Observed, "observing the cloud resource (no changes are made)", DONE, {
+  return verdict(REASONS.Observed, "observing the cloud resource (no changes are made)", DONE, {
     ready: observed.ready,
   });
 }

@@ -2,7 +2,8 @@
 // docs/operator.md): a transient failure is retried with backoff (Reconciling), `out_of_stock` walks to the next
 // location, a failed create with `already_exists` adopts by name only with proof, and anything else stalls.
 
-import { REASON, type Verdict } from "../core/classify.ts";
+import { REASONS } from "../../api/common.ts";
+import type { Verdict } from "../core/classify.ts";
 import type { ManagedSpecBase } from "../core/object-model.ts";
 import { adoptFound } from "./adoption.ts";
 import { nextLocation } from "./creation.ts";
@@ -51,7 +52,7 @@ export async function handleFailedOperation<Spec extends ManagedSpecBase>(
       const found = await connection.external.findByName(pass.cloudName, pass.signal);
       if (found !== undefined) return adoptFound(pass, connection, found);
       delete pass.draft.createPending;
-      return verdict(REASON.Creating, `${message}; looking again`, after(pass.services.timing.shortMs), {
+      return verdict(REASONS.Creating, `${message}; looking again`, after(pass.services.timing.shortMs), {
         progressing: true,
       });
     }
@@ -60,7 +61,7 @@ export async function handleFailedOperation<Spec extends ManagedSpecBase>(
   }
   if (failureClass === "retryable") {
     return verdict(
-      REASON.OperationFailed,
+      REASONS.OperationFailed,
       `${message} (transient; retrying)`,
       { type: "retry", error: new Error(message) },
       { progressing: true, event: "Warning", ready: false },
@@ -68,13 +69,13 @@ export async function handleFailedOperation<Spec extends ManagedSpecBase>(
   }
   if (failureClass === "capacity") {
     return verdict(
-      REASON.CapacityUnavailable,
+      REASONS.CapacityUnavailable,
       message,
       { type: "retry", error: new Error(message) },
       { stalled: true, event: "Warning" },
     );
   }
-  return verdict(REASON.OperationFailed, message, after(pass.services.timing.terminalRetryMs), {
+  return verdict(REASONS.OperationFailed, message, after(pass.services.timing.terminalRetryMs), {
     stalled: true,
     event: "Warning",
   });

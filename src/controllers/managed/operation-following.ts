@@ -4,7 +4,8 @@
 // it is gone, any other (RESIZE, UPDATE) when it matches the spec again. Objects take turns, one poll interval
 // apart per family (CloudAccount.nextFollowTurnMs), so waiting costs one request per interval per family.
 
-import { REASON, type Verdict } from "../core/classify.ts";
+import { REASONS } from "../../api/common.ts";
+import type { Verdict } from "../core/classify.ts";
 import type { ManagedSpecBase, OperationRecord } from "../core/object-model.ts";
 import { isReady } from "../core/object-model.ts";
 import { formatKubeTime } from "../core/status-building.ts";
@@ -43,15 +44,15 @@ export function followOperation<Spec extends ManagedSpecBase>(
     const message = `${operation.name} operation ${operation.id} did not show in the cloud resource within ${minutes} min (this server cannot show the operation); going on from the resource as it is`;
     closeOperation(pass, { ...operation, state: UNKNOWN_OUTCOME, completedAt: formatKubeTime(nowMs) });
     pass.draft.lastError = message;
-    options.kube.event(pass.mr, "Warning", REASON.OperationFailed, message);
+    options.kube.event(pass.mr, "Warning", REASONS.OperationFailed, message);
     return undefined;
   }
   const reason =
     operation.name === "DELETE"
-      ? REASON.Deleting
+      ? REASONS.Deleting
       : operation.name === "CREATE"
-        ? REASON.Creating
-        : REASON.WaitingForOperation;
+        ? REASONS.Creating
+        : REASONS.WaitingForOperation;
   const awaited =
     operation.name === "CREATE"
       ? `${pass.draft.id ?? pass.cloudName} to appear`

@@ -2,9 +2,9 @@
 // newest-first history), and moved to history when the per-credential trackers see them settle. No worker ever
 // waits on an operation: the trackers wake the key, and a fallback requeue covers lost wake-ups.
 
-import { MAX_OPERATION_HISTORY } from "../../api/common.ts";
+import { MAX_OPERATION_HISTORY, REASONS } from "../../api/common.ts";
 import type { Operation } from "../../cloud/wire.ts";
-import { REASON, type Reason, type Verdict } from "../core/classify.ts";
+import { isReason, type Verdict } from "../core/classify.ts";
 import type { ManagedSpecBase, OperationRecord } from "../core/object-model.ts";
 import { isReady } from "../core/object-model.ts";
 import { after, type CloudConnection, type Pass, verdict } from "./pass.ts";
@@ -86,18 +86,18 @@ export function settleOperation<Spec extends ManagedSpecBase>(
     const conditions = pass.mr.status.conditions ?? [];
     const said = conditions.find((c) => c.type === "Ready");
     const progressing = conditions.some((c) => c.type === "Reconciling" && c.status === "True");
-    const keep = progressing && said !== undefined && said.observedGeneration === pass.mr.metadata.generation;
-    const reason = current.name === "DELETE" ? REASON.Deleting : REASON.WaitingForOperation;
+    const story =
+      progressing && said?.observedGeneration === pass.mr.metadata.generation && isReason(said.reason)
+        ? { reason: said.reason, message: said.message ?? "" }
+        : {
+            reason: current.name === "DELETE" ? REASONS.Deleting : REASONS.WaitingForOperation,
+            message: `waiting for ${current.name} operation ${current.id}`,
+          };
     return {
-      verdict: verdict(
-        keep ? (said.reason as Reason) : reason,
-        keep ? (said.message ?? "") : `waiting for ${current.name} operation ${current.id}`,
-        after(pass.services.timing.operationFallbackMs),
-        {
-          progressing: true,
-          ready: isReady(pass.mr.status),
-        },
-      ),
+      verdict: verdict(story.reason, story.message, after(pass.services.timing.operationFallbackMs), {
+        progressing: true,
+        ready: isReady(pass.mr.status),
+      }),
     };
   }
   if (progress.state === "unreadable") return { follow: current };

@@ -3,9 +3,9 @@
 // the claim it holds (checked against the account its credentials name now) and the proof an object needs to
 // take a resource it found by name (its own create intent, older than the resource).
 
-import { defaultCloudName } from "../../api/common.ts";
+import { defaultCloudName, REASONS } from "../../api/common.ts";
 import type { ClaimedKind, ClaimSlot } from "../../api/gpu-cloud-claim.ts";
-import { REASON, type Verdict } from "../core/classify.ts";
+import type { Verdict } from "../core/classify.ts";
 import type { ManagedObject, ManagedSpecBase, ManagedStatusBase } from "../core/object-model.ts";
 import { type Account, type Claim, type Holder, sameAccount } from "./claims.ts";
 import { after, type Pass, verdict } from "./pass.ts";
@@ -37,8 +37,8 @@ export function holderOf(mr: ManagedObject): Holder {
   return { namespace: mr.metadata.namespace, name: mr.metadata.name, uid: mr.metadata.uid };
 }
 
-export function slotOf(kind: string, account: Account, cloudName: string): ClaimSlot {
-  return { kind: kind as ClaimedKind, apiUrl: account.apiUrl, projectId: account.projectId, cloudName };
+export function slotOf(kind: ClaimedKind, account: Account, cloudName: string): ClaimSlot {
+  return { kind, apiUrl: account.apiUrl, projectId: account.projectId, cloudName };
 }
 
 /**
@@ -68,7 +68,7 @@ export function reconcileClaim<Spec extends ManagedSpecBase>(
   deleting: boolean,
 ): Verdict | undefined {
   const { mr, draft, services } = pass;
-  const claim = services.claims.heldBy(services.options.kind as ClaimedKind, mr.metadata.uid);
+  const claim = services.claims.heldBy(services.options.kind, mr.metadata.uid);
   if (claim !== undefined && !sameAccount(claim, account)) {
     const message =
       `this object's cloud resource${claim.id ? ` ${claim.id}` : ""} (${claim.cloudName}) is in ${accountText(claim)}, ` +
@@ -77,7 +77,7 @@ export function reconcileClaim<Spec extends ManagedSpecBase>(
       `set spec.deletionPolicy: Orphan and delete this object (the resource stays in project ${claim.projectId}), then ` +
       `create a new one${deleting ? "" : " (with spec.id to adopt a resource in the new project)"}`;
     draft.lastError = message;
-    return verdict(REASON.AccountChanged, message, after(services.timing.dependencyMs), {
+    return verdict(REASONS.AccountChanged, message, after(services.timing.dependencyMs), {
       stalled: true,
       event: "Warning",
     });
@@ -88,7 +88,7 @@ export function reconcileClaim<Spec extends ManagedSpecBase>(
       services.options.kube.event(
         mr,
         "Warning",
-        REASON.Updating,
+        REASONS.Updating,
         `status.id ${draft.id} is not the resource this object manages: ${claim.id} (recorded in its claim) is`,
       );
     }

@@ -3,14 +3,14 @@
 // parts: creation.ts, existing-resource.ts, deletion.ts, operation-tracking.ts, core/status-building.ts.
 
 import type { Logger } from "pino";
+import { REASONS, type Reason } from "../../api/common.ts";
+import type { ClaimedKind } from "../../api/gpu-cloud-claim.ts";
 import type { Operation } from "../../cloud/wire.ts";
 import type { Outcome } from "../../runtime/index.ts";
-import { REASON, type Reason, type Verdict } from "../core/classify.ts";
+import { TERMINAL_RETRY_MS, type Verdict } from "../core/classify.ts";
 import type { ManagedObject, ManagedSpecBase, ManagedStatusBase } from "../core/object-model.ts";
 import type { Account, Claim, ClaimStore } from "./claims.ts";
-import type { ExternalClient, Observation } from "./external.ts";
-
-export type Existing = Extract<Observation, { exists: true }>;
+import type { ExternalClient } from "./external.ts";
 
 /**
  * Progress of a cloud operation as the per-credential trackers know it. `vanished`: the server no longer knows
@@ -84,7 +84,8 @@ export interface KubeAccess {
 }
 
 export interface ManagedReconcilerOptions<Spec extends ManagedSpecBase> {
-  kind: string;
+  /** The kind reconciled (its claims name it: claims.ts). */
+  kind: ClaimedKind;
   /** Parse an informer object; a message when its spec is invalid. */
   parse(
     raw: unknown,
@@ -146,7 +147,7 @@ export interface ReconcileTiming {
 }
 
 export const DEFAULT_TIMING: ReconcileTiming = {
-  terminalRetryMs: 10 * 60_000,
+  terminalRetryMs: TERMINAL_RETRY_MS,
   capacityRetryMs: 60_000,
   operationFallbackMs: 15_000,
   createGraceMs: 30_000,
@@ -235,7 +236,7 @@ export const DONE: Outcome = { type: "done" };
 
 /** A Kubernetes 409 on our own write: the cache is behind. Requeue silently; the next pass re-reads. */
 export function conflict(): Verdict {
-  return { ...verdict(REASON.Updating, "", after(0)), silent: true };
+  return { ...verdict(REASONS.Updating, "", after(0)), silent: true };
 }
 
 export function withDraft<Spec extends ManagedSpecBase>(

@@ -9,8 +9,7 @@
 // No worker ever waits on a cloud operation: the operation id goes into status, trackers wake the key, and a
 // fallback requeue covers lost wake-ups.
 
-import { ANNOTATIONS, FINALIZER, MIN_SYNC_PERIOD_MS } from "../../api/common.ts";
-import type { ClaimedKind } from "../../api/gpu-cloud-claim.ts";
+import { ANNOTATIONS, FINALIZER, MIN_SYNC_PERIOD_MS, REASONS } from "../../api/common.ts";
 import {
   formatDuration,
   keyOf,
@@ -20,7 +19,7 @@ import {
   syncPeriodOf,
 } from "../../runtime/index.ts";
 import { cloneJson } from "../../util/json-values.ts";
-import { classify, REASON, type Reason, TERMINAL_REASONS, type Verdict } from "../core/classify.ts";
+import { classify, isReason, TERMINAL_REASONS, type Verdict } from "../core/classify.ts";
 import type { ManagedObject, ManagedSpecBase } from "../core/object-model.ts";
 import { GuardedWrites } from "../core/own-writes.ts";
 import { finish } from "../core/status-building.ts";
@@ -85,7 +84,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
       setFinalizer: (mr, present) => this.#ownWrites.setFinalizer(mr, present),
       claims: options.claims,
       releaseClaim: async (mr) => {
-        const claim = options.claims.heldBy(options.kind as ClaimedKind, mr.metadata.uid);
+        const claim = options.claims.heldBy(options.kind, mr.metadata.uid);
         if (claim !== undefined) await options.claims.release(claim);
       },
       missingSince: new Map(),
@@ -172,7 +171,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     if (!parsed.ok) {
       if (parsed.object === undefined) return { type: "terminal", error: new Error(parsed.message) };
       const draft = cloneJson(parsed.object.status);
-      const invalid = verdict(REASON.InvalidSpec, parsed.message, DONE, {
+      const invalid = verdict(REASONS.InvalidSpec, parsed.message, DONE, {
         stalled: true,
         event: "Warning",
       });
@@ -194,13 +193,13 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
       step = await this.#lifecycle(pass);
     } catch (error) {
       step = classify(error);
-      if (step.reason === REASON.CredentialsInvalid && pass.credentialsSource !== undefined) {
+      if (step.reason === REASONS.CredentialsInvalid && pass.credentialsSource !== undefined) {
         // Say which Secret and key to fix, not only what the cloud said.
         const message = `the cloud rejected the credentials in ${pass.credentialsSource}: ${step.message}; correct the key in the Secret (the change is picked up at once)`;
         step = { ...step, message };
       }
       // An expected failure (the cloud or Kubernetes answered an error) is said in status; a bug is logged loudly.
-      if (step.reason === REASON.InternalError) ctx.logger.error({ err: error }, "reconcile failed: internal error");
+      if (step.reason === REASONS.InternalError) ctx.logger.error({ err: error }, "reconcile failed: internal error");
       else ctx.logger.debug({ reason: step.reason, detail: step.message }, "reconcile failed");
     }
     if (ctx.signal.aborted) {
@@ -213,7 +212,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
       this.#quiet.forget(key);
       return { type: "done" };
     }
-    const available = step.reason === REASON.Available && step.outcome.type === "done";
+    const available = step.reason === REASONS.Available && step.outcome.type === "done";
     this.#quiet.record(key, mr.metadata.resourceVersion, available ? pass.reads : undefined);
     this.#options.onReconciled?.(mr);
     const ended = pass.upToDate !== undefined ? { ...step, upToDate: pass.upToDate } : step;
@@ -245,7 +244,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
         ? `${connected.message}; the cloud resource cannot be deleted without them (or set deletionPolicy: Orphan to keep it and release the object)`
         : connected.message;
       pass.draft.lastError = message;
-      return verdict(connected.reason ?? REASON.CredentialsMissing, message, after(this.#timing.dependencyMs), {
+      return verdict(connected.reason ?? REASONS.CredentialsMissing, message, after(this.#timing.dependencyMs), {
         stalled: true,
         event: "Warning",
       });
@@ -258,7 +257,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
       const source = connection.credentialsSource ?? "the credentials Secret";
       const message = `${source} is being deleted, gone or unreadable: its credentials are kept only to delete the resources created with them; restore the Secret to create or change anything`;
       pass.draft.lastError = message;
-      return verdict(REASON.CredentialsMissing, message, after(this.#timing.dependencyMs), {
+      return verdict(REASONS.CredentialsMissing, message, after(this.#timing.dependencyMs), {
         stalled: true,
         event: "Warning",
       });
@@ -305,10 +304,9 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     const ownPeriodMs = this.#ownSyncPeriod(pass);
     const periodic = ownPeriodMs !== undefined ? this.#now() - ownPeriodMs : undefined;
     if (mr.spec.managementPolicy === "Observe") return mirror(pass, connection, settled.notBefore ?? periodic);
-    if (!deleting) {
-      const waiting = await this.#resolve(pass, connection);
-      if (waiting !== undefined) return waiting;
-    }
+    // A deletion resolves nothing: a reference being deleted too must not hold it up.
+    const inputs = deleting ? undefined : await this.#resolve(pass, connection);
+    if (inputs !== undefined && !("resolved" in inputs)) return inputs;
     // A recorded action just resolved (found or dropped) changed what the lists show: observe afresh.
     const fresh = settled.notBefore ?? resolvedAt;
     const look = await this.#look(
@@ -316,6 +314,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
       connection,
       { ...settled, ...(fresh !== undefined ? { notBefore: fresh } : {}) },
       periodic,
+      inputs,
     );
     if ("waiting" in look) return look.waiting;
     const { observed } = look;
@@ -325,13 +324,13 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
       const notOwned = await unlessOwned(pass, connection, observed, deleting);
       if (notOwned !== undefined) return notOwned;
     }
-    if (deleting) return deleteResource(pass, connection, observed);
+    if (inputs === undefined) return deleteResource(pass, connection, observed);
     if (!holdsFinalizer) {
       const written = await this.#ownWrites.setFinalizer(mr, true);
       if (written.type !== "written") return conflict();
     }
-    if (!observed.exists) return createAbsent(pass, connection);
-    return reconcileExisting(pass, connection, observed);
+    if (!observed.exists) return createAbsent(pass, connection, inputs.resolved);
+    return reconcileExisting(pass, connection, observed, inputs.resolved);
   }
 
   /**
@@ -347,7 +346,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     if (pass.draft.id === undefined) return pass.draft.createPending !== undefined;
     if (mr.status.observedGeneration !== mr.metadata.generation) return true;
     const lastReason = mr.status.conditions?.find((c) => c.type === "Ready")?.reason;
-    return lastReason === REASON.WaitingForOperation || lastReason === REASON.Creating;
+    return lastReason === REASONS.WaitingForOperation || lastReason === REASONS.Creating;
   }
 
   /**
@@ -360,6 +359,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     connection: CloudConnection<Spec>,
     settled: Settlement,
     periodic: number | undefined,
+    inputs: { resolved: unknown } | undefined,
   ): Promise<{ waiting: Verdict } | { observed: Observation }> {
     const following = settled.follow !== undefined;
     const notBefore = following
@@ -374,6 +374,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
         ...(notBefore !== undefined ? { notBefore } : {}),
         trustList: following,
         ...(urgent ? { urgent } : {}),
+        ...(inputs !== undefined ? { resolved: inputs.resolved } : {}),
       },
       pass.signal,
     );
@@ -386,12 +387,15 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     return { observed };
   }
 
-  /** References and inputs (other objects, Secrets, ConfigMaps) must be there before the cloud is touched. */
-  async #resolve(pass: Pass<Spec>, connection: CloudConnection<Spec>): Promise<Verdict | undefined> {
+  /**
+   * References and inputs (other objects, Secrets, ConfigMaps) must be there before the cloud is touched: what
+   * the kind resolved (handed back to it by observe, create and update), or the verdict to stop with.
+   */
+  async #resolve(pass: Pass<Spec>, connection: CloudConnection<Spec>): Promise<Verdict | { resolved: unknown }> {
     // The draft, not the status as read: this pass may already have settled an operation (and what it served).
-    const resolution = await connection.external.resolve(withDraft(pass.mr, pass.draft), pass.signal);
+    const resolution = await connection.external.resolve(withDraft(pass.mr, pass.draft), pass.cloudName, pass.signal);
     if (resolution.type === "waiting") {
-      return verdict(REASON.WaitingForDependency, resolution.message, after(this.#timing.dependencyMs), {
+      return verdict(REASONS.WaitingForDependency, resolution.message, after(this.#timing.dependencyMs), {
         progressing: true,
       });
     }
@@ -403,30 +407,31 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
       });
     }
     if (resolution.type === "invalid") {
-      return verdict(REASON.InvalidSpec, resolution.message, DONE, {
+      return verdict(REASONS.InvalidSpec, resolution.message, DONE, {
         stalled: true,
         event: "Warning",
       });
     }
-    return undefined;
+    return { resolved: resolution.resolved };
   }
 
   /** A terminal stall stays put until the spec changes or a long backoff passes: no hot loop. */
   #stillStalled(pass: Pass<Spec>, deleting: boolean): Verdict | undefined {
     if (pass.mr.status.observedGeneration !== pass.mr.metadata.generation) return undefined;
     const stalledCondition = pass.mr.status.conditions?.find((c) => c.type === "Stalled");
-    if (stalledCondition?.status !== "True") return undefined;
+    if (stalledCondition?.status !== "True" || !isReason(stalledCondition.reason)) return undefined;
+    const reason = stalledCondition.reason;
     // A stall from before the deletion must not delay it; a NotSupported met while deleting holds. (The
     // deletion timestamp has whole seconds: a stall counts as "while deleting" from the next second on.)
     if (deleting) {
       const deletedAt = Date.parse(pass.mr.metadata.deletionTimestamp ?? "");
       const stalledAt = Date.parse(stalledCondition.lastTransitionTime);
-      if (stalledCondition.reason !== REASON.NotSupported || !(stalledAt >= deletedAt + 1000)) return undefined;
+      if (reason !== REASONS.NotSupported || !(stalledAt >= deletedAt + 1000)) return undefined;
     }
     // Capacity is retried on a timer: the location walk rewrites status, and our own write must not restart it.
-    const retryMs = TERMINAL_REASONS.has(stalledCondition.reason)
+    const retryMs = TERMINAL_REASONS.has(reason)
       ? this.#timing.terminalRetryMs
-      : stalledCondition.reason === REASON.CapacityUnavailable
+      : reason === REASONS.CapacityUnavailable
         ? this.#timing.capacityRetryMs
         : undefined;
     if (retryMs === undefined) return undefined;
@@ -434,7 +439,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     const waited = Number.isNaN(since) ? Number.POSITIVE_INFINITY : this.#now() - since;
     const remaining = retryMs - waited;
     if (remaining <= 0) return undefined;
-    return verdict(stalledCondition.reason as Reason, stalledCondition.message ?? "", after(remaining), {
+    return verdict(reason, stalledCondition.message ?? "", after(remaining), {
       stalled: true,
     });
   }

@@ -5,7 +5,7 @@
 // guarded by the object's resourceVersion: the shard's owner, back meanwhile, wins and writes its own verdict.
 
 import type { Logger } from "pino";
-import { REASON } from "../core/classify.ts";
+import { REASONS } from "../../api/common.ts";
 import type { Condition, ManagedObject } from "../core/object-model.ts";
 import { formatKubeTime } from "../core/status-building.ts";
 import type { KubeAccess } from "./pass.ts";
@@ -19,7 +19,7 @@ export function withoutOwnerStatus(mr: ManagedObject, nowMs: number): ManagedObj
   const waiting: Condition = {
     type: "Synced",
     status: "False",
-    reason: REASON.WaitingForOwner,
+    reason: REASONS.WaitingForOwner,
     message: `no replica of this object's shard holds its Lease: generation ${generation} waits for one (status describes generation ${mr.status.observedGeneration ?? "none"})`,
     lastTransitionTime: formatKubeTime(nowMs),
     observedGeneration: generation,

@@ -4,8 +4,8 @@
 // pool's owner reference from every member instead (they keep the pool label: a new pool of that name adopts
 // them).
 
+import { REASONS } from "../../api/common.ts";
 import { GpuVmPoolStatus } from "../../api/gpu-vm-pool.ts";
-import { REASON } from "../core/classify.ts";
 import type { ManagedStatusBase } from "../core/object-model.ts";
 import { release } from "../managed/deletion.ts";
 import { after, conflict, type LifecyclePass, type Step, verdict } from "../managed/pass.ts";
@@ -33,7 +33,7 @@ export async function deletePool(
     if (!seen.has(name)) await context.members.delete("GpuVm", pool.namespace, name);
   }
   for (const vm of vms) {
-    await removeReplica(context, vm, [], REASON.Deleting, `deleting replica ${vm.name} (the pool is deleted)`);
+    await removeReplica(context, vm, [], REASONS.Deleting, `deleting replica ${vm.name} (the pool is deleted)`);
   }
   await letDisksGo(context, disks);
   const remainingDisks = context.spec.persistentDiskPolicy === "Delete" ? disks.length : 0;
@@ -45,5 +45,5 @@ export async function deletePool(
   (pass.draft as ManagedStatusBase).slots = [];
   const disksLeft = remainingDisks > 0 ? ` and ${remainingDisks} GpuDisks` : "";
   const waiting = `waiting for ${vms.length + unseen} GpuVms${disksLeft} to be deleted`;
-  return verdict(REASON.Deleting, waiting, after(timing.shortMs * 5), { progressing: true, event: "Normal" });
+  return verdict(REASONS.Deleting, waiting, after(timing.shortMs * 5), { progressing: true, event: "Normal" });
 }

@@ -8,7 +8,7 @@
 // conditions (status-building.ts), error classification (classify.ts), our-own-writes tracking (own-writes.ts).
 
 import { isDeepStrictEqual } from "node:util";
-import { ANNOTATIONS, FINALIZER, POOL_LABELS } from "../../api/common.ts";
+import { ANNOTATIONS, FINALIZER, POOL_LABELS, REASONS } from "../../api/common.ts";
 import {
   GpuVmPoolSpec,
   GpuVmPoolStatus,
@@ -18,7 +18,7 @@ import {
 } from "../../api/gpu-vm-pool.ts";
 import { keyOf, type Outcome, type ReconcileContext, type ReconcileRequest } from "../../runtime/index.ts";
 import type { AvailabilityReading } from "../accounts/cloud-account.ts";
-import { classify, REASON, type Verdict } from "../core/classify.ts";
+import { classify, type Verdict } from "../core/classify.ts";
 import type { ManagedObject, ManagedStatusBase } from "../core/object-model.ts";
 import { objectKey, parseManaged } from "../core/object-model.ts";
 import { GuardedWrites } from "../core/own-writes.ts";
@@ -164,7 +164,7 @@ export class PoolReconciler {
     }
     if (!parsed.ok) {
       if (parsed.object === undefined) return { type: "terminal", error: new Error(parsed.message) };
-      const invalid = verdict(REASON.InvalidSpec, parsed.message, DONE, { stalled: true, event: "Warning" });
+      const invalid = verdict(REASONS.InvalidSpec, parsed.message, DONE, { stalled: true, event: "Warning" });
       const previous = parsed.object.status.conditions?.find((c) => c.type === "Ready");
       return this.#finish(parsed.object, structuredClone(parsed.object.status), invalid, ctx, previous);
     }
@@ -201,7 +201,7 @@ export class PoolReconciler {
     }
     if (mr.metadata.name.length > MAX_POOL_NAME_LENGTH) {
       const message = `the pool's name is longer than ${MAX_POOL_NAME_LENGTH} characters (its replicas' names and its label would not fit)`;
-      return verdict(REASON.InvalidSpec, message, DONE, { stalled: true, event: "Warning" });
+      return verdict(REASONS.InvalidSpec, message, DONE, { stalled: true, event: "Warning" });
     }
     if (!holdsFinalizer) {
       const written = await this.#writes.setFinalizer(mr, true);
@@ -536,16 +536,16 @@ export class PoolReconciler {
     switch (entry.why) {
       case "capacity":
         return {
-          reason: REASON.CapacityUnavailable,
+          reason: REASONS.CapacityUnavailable,
           text: `moving replica ${name}: no capacity in ${slot?.location ?? "its location"}`,
         };
       case "replace":
         return {
-          reason: REASON.RollingUpdate,
+          reason: REASONS.RollingUpdate,
           text: `replacing replica ${name} (revision ${slot?.revision ?? "?"} → ${revision})`,
         };
       case "scale-down":
-        return { reason: REASON.Scaling, text: `removing replica ${name} (scale-down)` };
+        return { reason: REASONS.Scaling, text: `removing replica ${name} (scale-down)` };
     }
   }
 

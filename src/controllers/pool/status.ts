@@ -1,7 +1,8 @@
 // A GpuVmPool's status after a pass: the counts (replicas, ready, updated, available, pending), the replicas per
 // location, the price, and the verdict that becomes its Ready/Reconciling/Stalled conditions.
+import { REASONS } from "../../api/common.ts";
 import type { GpuVmPoolStatus, PoolSlot } from "../../api/gpu-vm-pool.ts";
-import { REASON, type Verdict } from "../core/classify.ts";
+import type { Verdict } from "../core/classify.ts";
 import { after, DONE, verdict } from "../managed/pass.ts";
 import type { Member } from "./members.ts";
 import type { PoolPlan } from "./rollout.ts";
@@ -94,7 +95,7 @@ export function poolVerdict(picture: PoolPicture, counts: Partial<GpuVmPoolStatu
   if (failure !== undefined) {
     const more = picture.failures.length > 1 ? ` (and ${picture.failures.length - 1} more)` : "";
     return verdict(
-      REASON.ReplicaFailure,
+      REASONS.ReplicaFailure,
       `replica ${failure.name} is stalled${more}: ${failure.reason}: ${failure.message}`,
       after(picture.pollMs),
       { stalled: true, event: "Warning" },
@@ -114,8 +115,8 @@ export function poolVerdict(picture: PoolPicture, counts: Partial<GpuVmPoolStatu
     ready === (counts.replicas ?? 0);
   if (!settled) {
     const progress = `${ready}/${picture.replicas} ready, ${counts.updatedReplicas ?? 0} up to date`;
-    const rolling = replacing || outdatedLeft || picture.previousReason === REASON.RollingUpdate;
-    const reason = rolling ? REASON.RollingUpdate : REASON.Scaling;
+    const rolling = replacing || outdatedLeft || picture.previousReason === REASONS.RollingUpdate;
+    const reason = rolling ? REASONS.RollingUpdate : REASONS.Scaling;
     const held = plan.held > 0 ? `; ${plan.held} held back by maxUnavailable/maxSurge` : "";
     const batched =
       picture.batched > 0
@@ -127,7 +128,7 @@ export function poolVerdict(picture: PoolPicture, counts: Partial<GpuVmPoolStatu
   }
   if (pending > 0) {
     return verdict(
-      REASON.CapacityUnavailable,
+      REASONS.CapacityUnavailable,
       `${ready}/${picture.replicas} ready${capacityNote}; retried every ${Math.round(picture.capacityRetryMs / 1000)}s`,
       after(picture.capacityRetryMs),
       { stalled: true, event: "Warning" },
@@ -135,7 +136,7 @@ export function poolVerdict(picture: PoolPicture, counts: Partial<GpuVmPoolStatu
   }
   const older = picture.stale;
   const kept = older > 0 ? `; ${plural(older, "replica")} of an older template kept (updateStrategy OnDelete)` : "";
-  return verdict(REASON.Available, `${ready}/${picture.replicas} replicas ready${kept}`, DONE, {
+  return verdict(REASONS.Available, `${ready}/${picture.replicas} replicas ready${kept}`, DONE, {
     ready: true,
     event: "Normal",
   });
