@@ -2,12 +2,12 @@
 // look like (names, labels, owner reference, spec from the template), the template revision that decides
 // replacement, and the in-place change a member needs.
 import { createHash } from "node:crypto";
-import { isDeepStrictEqual } from "node:util";
 import { z } from "zod";
 import { ANNOTATIONS, API_VERSION, ObjectMeta, POOL_LABELS } from "../../api/common.ts";
 import type { GpuDiskSpec } from "../../api/gpu-disk.ts";
 import { CREATE_ONLY_FIELDS, GpuVmSpec, VmDiskAttachment } from "../../api/gpu-vm.ts";
 import type { GpuVmPoolSpec, PoolSlot } from "../../api/gpu-vm-pool.ts";
+import { sameJson } from "../../util/json-values.ts";
 import { isReady } from "../core/object-model.ts";
 
 const OwnerReference = z.looseObject({
@@ -296,7 +296,7 @@ export function inPlaceChangeOf(spec: GpuVmPoolSpec, member: Member): InPlaceCha
   const current = parsed.success ? parsed.data : undefined;
   for (const field of ["type", "powerState", "disks", "deletionPolicy"] as const) {
     const have = field === "disks" ? (current?.disks ?? []) : current?.[field];
-    if (isDeepStrictEqual(have, wanted[field])) continue;
+    if (sameJson(have, wanted[field])) continue;
     specPatch[field] = field === "disks" && wanted.disks.length === 0 ? null : wanted[field];
     notes.push(`${field} ${describe(have)} → ${describe(wanted[field])}`);
     if (field !== "deletionPolicy") disruptive = true;

@@ -7,7 +7,6 @@
 // Shared with the managed kinds: parsing, the finalizer, pause and release (deletion.ts), the verdict and its
 // conditions (status-building.ts), error classification (classify.ts), our-own-writes tracking (own-writes.ts).
 
-import { isDeepStrictEqual } from "node:util";
 import { ANNOTATIONS, FINALIZER, POOL_LABELS, REASONS } from "../../api/common.ts";
 import {
   GpuVmPoolSpec,
@@ -17,6 +16,7 @@ import {
   type PoolSlot,
 } from "../../api/gpu-vm-pool.ts";
 import { keyOf, type Outcome, type ReconcileContext, type ReconcileRequest } from "../../runtime/index.ts";
+import { sameJson } from "../../util/json-values.ts";
 import type { AvailabilityReading } from "../accounts/cloud-account.ts";
 import { classify, type Verdict } from "../core/classify.ts";
 import type { ManagedObject, ManagedStatusBase } from "../core/object-model.ts";
@@ -560,7 +560,7 @@ export class PoolReconciler {
     if (result.silent) return result.outcome;
     // mr.status is what was last written in this pass (the write-ahead), so an unchanged verdict writes nothing.
     const readyStatus = applyVerdict(mr, draft, result, this.#now());
-    if (!isDeepStrictEqual(mr.status, draft)) {
+    if (!sameJson(mr.status, draft)) {
       const written = await this.#writes.writeStatus(mr, draft);
       if (written.type === "conflict") return after(0);
     }
