@@ -20,6 +20,7 @@ import type { Controller, KubeResource, Manager } from "../runtime/index.ts";
 import { CONFIG_MAPS, KubeApiError, NAMESPACES, ownsKey, SECRETS } from "../runtime/index.ts";
 import { ApiUrlPolicy } from "../util/api-url.ts";
 import { isRecord } from "../util/is-record.ts";
+import { type Account, accountOf } from "./accounts/account.ts";
 import { AccountAdmissions } from "./accounts/account-admission.ts";
 import { CloudAccount } from "./accounts/cloud-account.ts";
 import {
@@ -41,7 +42,7 @@ import { gpuNetwork } from "./kinds/gpu-network.ts";
 import { gpuVm } from "./kinds/gpu-vm.ts";
 import { CLAIMS_RESOURCE, claimOfObject, kubeClaimRecords } from "./managed/claim-records.ts";
 import { registerClaimSweep } from "./managed/claim-sweep.ts";
-import { type Account, accountOf, type Claim, ClaimStore, claimedKind } from "./managed/claims.ts";
+import { type Claim, ClaimStore, claimedKind } from "./managed/claims.ts";
 import { DependencyIndex } from "./managed/dependency-index.ts";
 import type { KindDefinition, KindDeps, OwnedObject } from "./managed/external.ts";
 import type { KubeAccess, ReconcileTiming } from "./managed/pass.ts";

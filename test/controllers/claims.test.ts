@@ -1,10 +1,11 @@
 // The claim store: one winner per slot, whoever races; what a process wrote is seen before its cache shows it;
 // a key that lost is woken when the claim changes hands; a claim whose holder is gone is swept only on a live read.
+
 import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { claimNameOf } from "../../src/api/gpu-cloud-claim.ts";
+import { accountOf } from "../../src/controllers/accounts/account.ts";
 import { claimSweepReconciler } from "../../src/controllers/managed/claim-sweep.ts";
-import { accountOf } from "../../src/controllers/managed/claims.ts";
 import { MemoryClaimRecords, memoryClaims } from "./memory-claims.ts";
 
 const account = accountOf("https://cloud.test/v0.1/", "project-1");

@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { FINALIZER } from "../../src/api/common.ts";
 import { CloudError } from "../../src/cloud/errors.ts";
 import type { Operation } from "../../src/cloud/wire.ts";
+import type { OperationProgress } from "../../src/controllers/accounts/cloud-account.ts";
 import type { ManagedObject, ManagedSpecBase, ManagedStatusBase } from "../../src/controllers/core/object-model.ts";
 import type {
   CreateAnswer,
@@ -13,12 +14,7 @@ import type {
   Observation,
   UpdateAnswer,
 } from "../../src/controllers/managed/external.ts";
-import type {
-  CloudConnection,
-  KubeAccess,
-  OperationProgress,
-  ReconcileTiming,
-} from "../../src/controllers/managed/pass.ts";
+import type { CloudConnection, KubeAccess, ReconcileTiming } from "../../src/controllers/managed/pass.ts";
 import { ManagedReconciler } from "../../src/controllers/managed/reconciler.ts";
 import { memoryClaims } from "./memory-claims.ts";
 

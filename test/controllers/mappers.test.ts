@@ -1,6 +1,8 @@
 // Table tests of the per-kind pure mappers: normalisation before comparison, the VM's next step, sizes.
+
 import { describe, expect, it } from "vitest";
 import type { FirewallRule, Vm } from "../../src/cloud/wire.ts";
+import { summarizeVm } from "../../src/controllers/accounts/vm-summary.ts";
 import { compareDiskSize } from "../../src/controllers/kinds/gpu-disk.ts";
 import { type DesiredRule, normalizePorts, ruleDrift } from "../../src/controllers/kinds/gpu-firewall-rule.ts";
 import {
@@ -8,7 +10,6 @@ import {
   type DesiredVm,
   nextVmStep,
   observeVm,
-  summarizeVm,
 } from "../../src/controllers/kinds/gpu-vm-mappers.ts";
 
 describe("compareDiskSize", () => {

@@ -8,10 +8,9 @@ import type { Logger } from "pino";
 import type { CloudClient } from "../../cloud/client.ts";
 import { isCloudError, OperationTracker, TrackerStoppedError } from "../../cloud/index.ts";
 import type { Disk, FirewallRule, Operation, OperationFamily, VpcNetwork } from "../../cloud/wire.ts";
-import { summarizeVm, type VmSummary } from "../kinds/gpu-vm-mappers.ts";
-import { accountOf } from "../managed/claims.ts";
-import type { OperationProgress } from "../managed/pass.ts";
+import { accountOf } from "./account.ts";
 import { FamilySnapshot } from "./snapshots.ts";
+import { summarizeVm, type VmSummary } from "./vm-summary.ts";
 
 export interface CloudAccountOptions {
   client: CloudClient;
@@ -48,6 +47,17 @@ export interface CloudAccountOptions {
   onChanged?(family: OperationFamily, ids: string[]): void;
   onOperationSettled?(family: OperationFamily, name: string, result: string, durationMs: number): void;
 }
+
+/**
+ * Progress of a cloud operation as the per-credential trackers know it. `vanished`: the server no longer knows
+ * the id (taken as done; the resource tells the rest). `unreadable`: this server cannot show operations of the
+ * family at all, so the resource itself must show when the operation is over.
+ */
+export type OperationProgress =
+  | { state: "pending" }
+  | { state: "settled"; operation: Operation; settledAt: number }
+  | { state: "vanished"; settledAt: number }
+  | { state: "unreadable"; settledAt: number };
 
 const VM_PAGE_LIMIT = 500;
 const PAYMENT_CACHE_MS = 5 * 60_000;

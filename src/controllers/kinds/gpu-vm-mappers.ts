@@ -1,59 +1,14 @@
 // Pure mappers of GpuVm (table-tested in test/controllers/mappers.test.ts): the observed VM as status fields,
 // the one next step towards the spec, and the connection details users get.
 import { REASONS } from "../../api/common.ts";
-import {
-  type DiskRef,
-  normalizeVmState,
-  VM_TYPE_INFO,
-  type Vm,
-  type VmDisk,
-  type VmType,
-  vmFamily,
-} from "../../cloud/wire.ts";
+import { type DiskRef, normalizeVmState, VM_TYPE_INFO, type VmType, vmFamily } from "../../cloud/wire.ts";
+import type { VmSummary } from "../accounts/vm-summary.ts";
 import type { Observation } from "../managed/external.ts";
 
 const SETTLED_STATES = new Set(["STATE_RUNNING", "STATE_STOPPED"]);
 
 export function isTransitional(state: string): boolean {
   return !SETTLED_STATES.has(normalizeVmState(state));
-}
-
-/**
- * What the controllers read of a VM: the VM family's snapshot holds this, not the cloud's whole answer (each
- * disk's serial number, block size, type, location and timestamps; each interface's MAC, network, subnet; the
- * commitment, template and group fields...), which was twice the size for every VM it holds.
- */
-export type VmSummary = Pick<
-  Vm,
-  "id" | "name" | "type" | "state" | "location" | "ssh_destination" | "created_at" | "updated_at"
-> & {
-  disks: Pick<VmDisk, "id" | "name" | "mode" | "attachment_type">[];
-  network_interfaces: { ips: { private_ipv4: { address: string }; public_ipv4: { address: string } }[] }[];
-};
-
-export function summarizeVm(vm: Vm): VmSummary {
-  return {
-    id: vm.id,
-    name: vm.name,
-    type: vm.type,
-    state: vm.state,
-    location: vm.location,
-    ssh_destination: vm.ssh_destination,
-    created_at: vm.created_at,
-    updated_at: vm.updated_at,
-    disks: vm.disks.map((disk) => ({
-      id: disk.id,
-      name: disk.name,
-      mode: disk.mode,
-      attachment_type: disk.attachment_type,
-    })),
-    network_interfaces: vm.network_interfaces.map((nic) => ({
-      ips: nic.ips.map((ip) => ({
-        private_ipv4: { address: ip.private_ipv4.address },
-        public_ipv4: { address: ip.public_ipv4.address },
-      })),
-    })),
-  };
 }
 
 /** Data disks of a VM (the boot disk has attachment_type `os`). */

@@ -8,11 +8,12 @@ import { ANNOTATIONS, REASONS, SECRET_WATCH_HINT } from "../../api/common.ts";
 import { type GpuVmSpec, gpuVmKind, MAX_RESET_VALUE_LENGTH } from "../../api/gpu-vm.ts";
 import type { CloudClient } from "../../cloud/client.ts";
 import type { CreateVmRequest, DiskRef, Operation } from "../../cloud/wire.ts";
+import type { Account } from "../accounts/account.ts";
 import type { CloudAccount } from "../accounts/cloud-account.ts";
+import { summarizeVm } from "../accounts/vm-summary.ts";
 import { cloudStatus, ReconcileError } from "../core/classify.ts";
 import type { ManagedObject } from "../core/object-model.ts";
 import { fitText } from "../core/status-limits.ts";
-import type { Account } from "../managed/claims.ts";
 import type {
   Blocked,
   CreateAnswer,
@@ -26,13 +27,7 @@ import type {
   Resolution,
   UpdateAnswer,
 } from "../managed/external.ts";
-import {
-  connectionDetails,
-  type DesiredVm,
-  nextVmStepFromObservation,
-  observeVm,
-  summarizeVm,
-} from "./gpu-vm-mappers.ts";
+import { connectionDetails, type DesiredVm, nextVmStepFromObservation, observeVm } from "./gpu-vm-mappers.ts";
 import {
   blocked,
   findResource,

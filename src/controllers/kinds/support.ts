@@ -1,12 +1,13 @@
 // Pieces every kind file shares: looking a resource up in its family snapshot (a direct GET only to confirm an id
 // that a fresh list no longer shows), and resolving what a kind refers to (other objects, by their claimed ids).
+
 import { REASONS, type Reason } from "../../api/common.ts";
 import { isCloudError, isUnsupported } from "../../cloud/errors.ts";
 import type { OperationFamily } from "../../cloud/wire.ts";
+import type { Account } from "../accounts/account.ts";
 import type { CloudAccount } from "../accounts/cloud-account.ts";
 import type { SnapshotView } from "../accounts/snapshots.ts";
 import { isReady, type ManagedObject } from "../core/object-model.ts";
-import type { Account } from "../managed/claims.ts";
 import type { Blocked, KindDeps, ObserveOptions, Resolution } from "../managed/external.ts";
 
 /** The id to observe: status first (what we created or adopted), then spec.id (import). */

@@ -1,5 +1,6 @@
 // GpuCloudClaims as Kubernetes objects: the claim store's records (claims.ts) on the runtime's KubeClient, and
 // the parse of an informer object into a Claim. Every write is create-only or guarded (uid or resourceVersion).
+
 import { GROUP, VERSION } from "../../api/common.ts";
 import {
   CLAIM_LABELS,
@@ -10,7 +11,8 @@ import {
 } from "../../api/gpu-cloud-claim.ts";
 import type { KubeClient, KubeResource } from "../../runtime/index.ts";
 import { isRecord } from "../../util/is-record.ts";
-import type { Account, Claim, ClaimRecords, ClaimWrite, Holder } from "./claims.ts";
+import type { Account } from "../accounts/account.ts";
+import type { Claim, ClaimRecords, ClaimWrite, Holder } from "./claims.ts";
 
 export const CLAIMS_RESOURCE: KubeResource = {
   group: GROUP,

@@ -5,7 +5,7 @@
 // its claim names. This file keeps the claims as the informer shows them (plus this process's own writes the
 // cache has not shown yet) and makes the few writes a claim ever needs.
 import { CLAIMED_KINDS, type ClaimedKind, type ClaimSlot, claimNameOf } from "../../api/gpu-cloud-claim.ts";
-import { normalizeApiUrl } from "../../util/api-url.ts";
+import type { Account } from "../accounts/account.ts";
 
 /** A kind's name as its claims record it; throws for a kind that holds no cloud resource (a wiring mistake). */
 export function claimedKind(kind: string): ClaimedKind {
@@ -19,12 +19,6 @@ export interface Holder {
   namespace: string;
   name: string;
   uid: string;
-}
-
-/** The account a resource lives in: the normalised API URL and the project. */
-export interface Account {
-  apiUrl: string;
-  projectId: string;
 }
 
 export interface Claim extends ClaimSlot {
@@ -55,14 +49,6 @@ export interface ClaimRecords {
 }
 
 export type Acquired = { type: "held"; claim: Claim } | { type: "taken"; claim: Claim };
-
-/** The account of an API URL as a Secret or flag gives it (normalised, so two spellings are one account). */
-export function accountOf(apiUrl: string, projectId: string): Account {
-  const parsed = normalizeApiUrl(apiUrl);
-  return { apiUrl: parsed.ok ? parsed.url.href : apiUrl, projectId };
-}
-
-export const sameAccount = (a: Account, b: Account): boolean => a.apiUrl === b.apiUrl && a.projectId === b.projectId;
 
 const idKey = (kind: string, account: Account, id: string): string =>
   `${kind}\u0000${account.apiUrl}\u0000${account.projectId}\u0000${id}`;

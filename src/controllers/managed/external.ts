@@ -4,12 +4,13 @@
 // is handed back to `observe`, `create` and `update` by the reconciler, so a kind keeps no state between calls.
 // Every method is idempotent and returns without waiting for a long operation: a change answers with the cloud
 // operation it started (a create), or with the request to send once its intent is recorded (any other change).
+
 import type { z } from "zod";
 import type { KindInfo, Reason } from "../../api/common.ts";
 import type { Operation, OperationFamily } from "../../cloud/wire.ts";
+import type { Account } from "../accounts/account.ts";
 import type { CloudAccount } from "../accounts/cloud-account.ts";
 import type { ManagedObject, ManagedSpecBase } from "../core/object-model.ts";
-import type { Account } from "./claims.ts";
 
 /** What the cloud looks like for one object, as data. The reconciler picks the branch from it. */
 export type Observation =

@@ -7,21 +7,12 @@ import { REASONS, type Reason } from "../../api/common.ts";
 import type { ClaimedKind } from "../../api/gpu-cloud-claim.ts";
 import type { Operation } from "../../cloud/wire.ts";
 import type { Outcome } from "../../runtime/index.ts";
+import type { Account } from "../accounts/account.ts";
+import type { OperationProgress } from "../accounts/cloud-account.ts";
 import { TERMINAL_RETRY_MS, type Verdict } from "../core/classify.ts";
 import type { ManagedObject, ManagedSpecBase, ManagedStatusBase } from "../core/object-model.ts";
-import type { Account, Claim, ClaimStore } from "./claims.ts";
+import type { Claim, ClaimStore } from "./claims.ts";
 import type { ExternalClient } from "./external.ts";
-
-/**
- * Progress of a cloud operation as the per-credential trackers know it. `vanished`: the server no longer knows
- * the id (taken as done; the resource tells the rest). `unreadable`: this server cannot show operations of the
- * family at all, so the resource itself must show when the operation is over.
- */
-export type OperationProgress =
-  | { state: "pending" }
-  | { state: "settled"; operation: Operation; settledAt: number }
-  | { state: "vanished"; settledAt: number }
-  | { state: "unreadable"; settledAt: number };
 
 /** A working connection to the cloud for one object: credentials resolved, kind client bound. */
 export interface CloudConnection<Spec extends ManagedSpecBase> {
