@@ -31,6 +31,8 @@ import {
   unlabelledMessage,
 } from "./accounts/credentials.ts";
 import { CREDENTIALS_FINALIZER, CredentialsUsage, SecretUsageReconciler } from "./accounts/secret-usage.ts";
+import type { KubeAccess } from "./core/kube-access.ts";
+import type { ReconcileTiming } from "./core/lifecycle.ts";
 import { cloudOperationsSample, registerOperatorMetrics } from "./core/metrics.ts";
 import type { ManagedObject, ManagedSpecBase, ManagedStatusBase } from "./core/object-model.ts";
 import { ManagedParser } from "./core/object-model.ts";
@@ -45,7 +47,6 @@ import { registerClaimSweep } from "./managed/claim-sweep.ts";
 import { type Claim, ClaimStore, claimedKind } from "./managed/claims.ts";
 import { DependencyIndex } from "./managed/dependency-index.ts";
 import type { KindDefinition, KindDeps, OwnedObject } from "./managed/external.ts";
-import type { KubeAccess, ReconcileTiming } from "./managed/pass.ts";
 import { ManagedReconciler } from "./managed/reconciler.ts";
 import { markWithoutOwner } from "./managed/without-owner.ts";
 import { POOL_RESOURCE, registerPoolController } from "./pool/controller.ts";

@@ -13,8 +13,8 @@ import {
 import { type Logger, pino } from "pino";
 import { GROUP, VERSION } from "../../src/api/common.ts";
 import { kindInfo } from "../../src/api/kinds.ts";
+import type { ReconcileTiming } from "../../src/controllers/core/lifecycle.ts";
 import { type OperatorControllers, registerControllers } from "../../src/controllers/index.ts";
-import type { ReconcileTiming } from "../../src/controllers/managed/pass.ts";
 import { type RunningKubeDouble, startKubeDouble } from "../../src/kube-double/index.ts";
 import { defaultConfig, Manager, type OperatorConfig } from "../../src/runtime/index.ts";
 import { type RunningSimulator, type SimulatorOptions, startSimulator } from "../../src/simulator/index.ts";

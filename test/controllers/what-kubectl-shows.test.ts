@@ -4,9 +4,9 @@
 import { describe, expect, it } from "vitest";
 import { REASONS } from "../../src/api/common.ts";
 import type { Disk, FirewallRule } from "../../src/cloud/wire.ts";
-import type { Verdict } from "../../src/controllers/core/classify.ts";
 import type { Condition, ManagedObject } from "../../src/controllers/core/object-model.ts";
 import { IN_STEP_MESSAGE, syncedCondition } from "../../src/controllers/core/synced.ts";
+import type { Verdict } from "../../src/controllers/core/verdict.ts";
 import { diskAtProvider, diskInUse, printableAttachments } from "../../src/controllers/kinds/gpu-disk.ts";
 import { observeRule } from "../../src/controllers/kinds/gpu-firewall-rule.ts";
 import { diskChange, nextVmStep, vmAtProvider } from "../../src/controllers/kinds/gpu-vm-mappers.ts";

@@ -3,8 +3,8 @@
 
 import pino from "pino";
 import { describe, expect, it } from "vitest";
+import type { WriteResult } from "../../src/controllers/core/kube-access.ts";
 import type { Condition, ManagedObject } from "../../src/controllers/core/object-model.ts";
-import type { WriteResult } from "../../src/controllers/managed/pass.ts";
 import { markWithoutOwner, withoutOwnerStatus } from "../../src/controllers/managed/without-owner.ts";
 import { FencedError } from "../../src/util/fence.ts";
 

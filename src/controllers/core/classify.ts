@@ -6,45 +6,7 @@ import { CAPABILITIES, capabilityOf } from "../../cloud/capabilities.ts";
 import { isCloudError } from "../../cloud/errors.ts";
 import { KubeApiError, type Outcome } from "../../runtime/index.ts";
 import { isFenced } from "../../util/fence.ts";
-
-const KNOWN_REASONS: ReadonlySet<string> = new Set(Object.values(REASONS));
-
-/** Whether a condition's reason (read from a status: any text) is one of the fixed set. */
-export function isReason(text: string): text is Reason {
-  return KNOWN_REASONS.has(text);
-}
-
-/** Reasons after which nothing changes until the spec does (or a long backoff passes). */
-export const TERMINAL_REASONS: ReadonlySet<Reason> = new Set<Reason>([
-  REASONS.InvalidSpec,
-  REASONS.ImmutableFieldChanged,
-  REASONS.NotSupported,
-  REASONS.OperationFailed,
-  REASONS.StatusRejected,
-]);
-
-/** How long a terminal stall waits before trying again without a spec change. */
-export const TERMINAL_RETRY_MS = 10 * 60_000;
-
-export interface Verdict {
-  /** Ready condition; undefined keeps the previous value (pause). */
-  ready: boolean | undefined;
-  reason: Reason;
-  message: string;
-  /** Reconciling=True: work is under way. */
-  progressing: boolean;
-  /** Stalled=True: no progress without outside help. */
-  stalled: boolean;
-  outcome: Outcome;
-  /** An Event to record (reason = verdict reason); only emitted when the condition changes. */
-  event?: "Normal" | "Warning";
-  /** Nothing to write (a Kubernetes 409 on our own write): requeue quietly and re-read. */
-  silent?: boolean;
-  /** false: the resource is not in step with the spec although the reason alone would say so (synced.ts). */
-  synced?: false;
-  /** The UpToDate condition (create-only values); undefined keeps the previous one. */
-  upToDate?: { status: "True" | "False"; reason: Reason; message: string };
-}
+import { TERMINAL_REASONS, TERMINAL_RETRY_MS, type Verdict } from "./verdict.ts";
 
 export class ReconcileError extends Error {
   readonly reason: Reason;

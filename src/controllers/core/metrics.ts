@@ -6,12 +6,22 @@
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { Gauge, type Registry } from "prom-client";
-import { DISK_PRICE_PER_GB_HOUR, OPERATION_FAMILIES } from "../../cloud/wire.ts";
+import type { CloudClient } from "../../cloud/client.ts";
+import { DISK_PRICE_PER_GB_HOUR, OPERATION_FAMILIES, type OperationFamily } from "../../cloud/wire.ts";
 import type { CloudOperationsSample, InformerEvent } from "../../runtime/index.ts";
-import type { CloudAccount } from "../accounts/cloud-account.ts";
 
 /** What the usage gauge reads of an account. */
-export type MetricsAccount = Pick<CloudAccount, "projectId" | "client">;
+export interface MetricsAccount {
+  projectId: string;
+  client: Pick<CloudClient, "usage">;
+}
+
+/** What the cloud operation gauges read of an account (its trackers, accounts/cloud-account.ts). */
+export interface OperationsInFlight {
+  inFlight(family: OperationFamily): number;
+  /** When the oldest operation of the family still pending began to be tracked; undefined when none. */
+  oldestInFlightSince(family: OperationFamily): number | undefined;
+}
 
 /** The informer of a kind as the gauges read it: the objects there now, then every change. */
 export interface CountedKind {
@@ -71,7 +81,7 @@ export function estimatedHourlyCost(kind: string, status: StatusView): number {
 }
 
 /** The runtime's cloud operation gauges, per family, from the accounts' trackers. */
-export function cloudOperationsSample(accounts: readonly CloudAccount[], now: number): CloudOperationsSample[] {
+export function cloudOperationsSample(accounts: readonly OperationsInFlight[], now: number): CloudOperationsSample[] {
   return OPERATION_FAMILIES.map((family) => {
     const inFlight = accounts.reduce((sum, account) => sum + account.inFlight(family), 0);
     const since = accounts.flatMap((account) => account.oldestInFlightSince(family) ?? []);

@@ -4,7 +4,7 @@
 // the pass that wrote has decided what comes next, so the echo starts no pass of its own (`isEcho`), unless a
 // pass is waiting for it (it found the cache behind). Shared by the managed reconciler and the GpuVmPool reconciler.
 
-import type { KubeAccess, WriteResult } from "../managed/pass.ts";
+import type { KubeAccess, WriteResult } from "./kube-access.ts";
 import { type ManagedObject, type ManagedStatusBase, objectKey } from "./object-model.ts";
 
 interface Written {

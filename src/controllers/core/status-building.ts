@@ -1,15 +1,16 @@
 // The end of every pass: the verdict becomes the three kstatus conditions (Ready, Reconciling, Stalled), Synced
-// (synced.ts) and observedGeneration; status is written once and only when it changed; an event is emitted only when the Ready
-// story (status or reason) changed.
+// (synced.ts) and observedGeneration; status is written once and only when it changed; an event is emitted only
+// when the Ready story (status or reason) changed.
 
 import type { Logger } from "pino";
 import { REASONS } from "../../api/common.ts";
 import type { Outcome } from "../../runtime/index.ts";
 import { sameJson } from "../../util/json-values.ts";
-import { after, type PassServices } from "../managed/pass.ts";
-import type { Verdict } from "./classify.ts";
-import type { Condition, ManagedObject, ManagedSpecBase, ManagedStatusBase } from "./object-model.ts";
+import type { KubeAccess, WriteResult } from "./kube-access.ts";
+import type { ReconcileTiming } from "./lifecycle.ts";
+import type { Condition, ManagedObject, ManagedStatusBase } from "./object-model.ts";
 import { syncedCondition } from "./synced.ts";
+import { after, type Verdict } from "./verdict.ts";
 
 /** Kubernetes writes metav1.Time (condition lastTransitionTime) at whole seconds: RFC 3339 without a fraction. */
 export function formatKubeTime(ms: number): string {
@@ -136,9 +137,19 @@ export function buildStatus(
   return { verdict, readyStatus: rejectedStatus, unchanged: sameJson(mr.status, draft) };
 }
 
+/** What the end of a pass writes with (a managed pass's services provide it). */
+export interface StatusWrites {
+  timing: Pick<ReconcileTiming, "terminalRetryMs">;
+  now(): number;
+  /** Fit a status to the CRD in place; what could not be fitted. */
+  fit(status: ManagedStatusBase): string[];
+  writeStatus(mr: ManagedObject, status: ManagedStatusBase): Promise<WriteResult>;
+  options: { kube: Pick<KubeAccess, "event"> };
+}
+
 /** Write conditions, observedGeneration and status once; emit an event when the Ready story changed. */
-export async function finish<Spec extends ManagedSpecBase>(
-  services: PassServices<Spec>,
+export async function finish(
+  services: StatusWrites,
   mr: ManagedObject,
   draft: ManagedStatusBase,
   result: Verdict,
@@ -172,8 +183,8 @@ export async function finish<Spec extends ManagedSpecBase>(
  * Event), recorded as Stalled on top of the last status it accepted, and never retried in a loop: the stall
  * holds (no cloud call) until the spec changes or the terminal backoff passes.
  */
-async function writeRejected<Spec extends ManagedSpecBase>(
-  services: PassServices<Spec>,
+async function writeRejected(
+  services: StatusWrites,
   mr: ManagedObject,
   message: string,
   logger: Logger,

@@ -7,8 +7,8 @@
 
 import type { Reason } from "../../api/common.ts";
 import { REASONS } from "../../api/common.ts";
-import type { Verdict } from "./classify.ts";
 import type { Condition } from "./object-model.ts";
+import type { Verdict } from "./verdict.ts";
 
 /** Reasons of a pass that did not compare the cloud resource with the spec. */
 const NOT_COMPARED: ReadonlySet<Reason> = new Set<Reason>([

@@ -4,9 +4,9 @@
 // `goneConfirmMs`; until then the object says what it waits for.
 
 import { REASONS } from "../../api/common.ts";
-import type { Verdict } from "../core/classify.ts";
 import type { ManagedSpecBase } from "../core/object-model.ts";
-import { after, type Pass, verdict } from "./pass.ts";
+import { after, type Verdict, verdict } from "../core/verdict.ts";
+import type { Pass } from "./pass.ts";
 
 /** How often a missing resource is looked for again while its absence is being confirmed. */
 const LOOK_AGAIN_MS = 10_000;

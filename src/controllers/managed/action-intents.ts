@@ -11,12 +11,13 @@
 import { REASONS } from "../../api/common.ts";
 import { isCloudError } from "../../cloud/errors.ts";
 import type { Operation } from "../../cloud/wire.ts";
-import { requestRefused, type Verdict } from "../core/classify.ts";
+import { requestRefused } from "../core/classify.ts";
 import type { ActionPending, ManagedSpecBase } from "../core/object-model.ts";
 import { intentRefused } from "../core/status-building.ts";
+import { after, conflict, type Verdict, verdict } from "../core/verdict.ts";
 import type { Action } from "./external.ts";
 import { recordOperation } from "./operation-tracking.ts";
-import { after, type CloudConnection, conflict, type Pass, verdict, withDraft } from "./pass.ts";
+import { type CloudConnection, type Pass, withDraft } from "./pass.ts";
 
 /**
  * Record the intent, then send. Returns the operation, or the verdict that ends the pass without sending (the

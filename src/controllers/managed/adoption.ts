@@ -4,13 +4,13 @@
 // Stalled, the message says who holds it (or how to adopt it), and nothing is sent to the resource.
 
 import { REASONS } from "../../api/common.ts";
-import type { Verdict } from "../core/classify.ts";
+import { release } from "../core/lifecycle.ts";
 import type { ManagedSpecBase } from "../core/object-model.ts";
+import { after, conflict, type Step, type Verdict, verdict } from "../core/verdict.ts";
 import type { Claim } from "./claims.ts";
-import { release } from "./deletion.ts";
 import type { Existing, FoundResource } from "./external.ts";
 import { holderOf, holderText, provesOwnCreate, slotOf } from "./ownership.ts";
-import { after, type CloudConnection, conflict, type Pass, type Step, verdict } from "./pass.ts";
+import type { CloudConnection, Pass } from "./pass.ts";
 
 /** Owned, or not: why (and the verdict to end the pass with, when it is not the plain NameConflict). */
 export type Ownership = { owned: true } | { owned: false; message: string; verdict?: Verdict };

@@ -6,14 +6,15 @@
 // capacity.
 
 import { REASONS } from "../../api/common.ts";
-import { cloudStatus, isCloudConflict, requestRefused, type Verdict } from "../core/classify.ts";
+import { cloudStatus, isCloudConflict, requestRefused } from "../core/classify.ts";
 import type { ManagedSpecBase, ManagedStatusBase } from "../core/object-model.ts";
 import { intentRefused } from "../core/status-building.ts";
+import { after, conflict, DONE, type Verdict, verdict } from "../core/verdict.ts";
 import { confirmAbsence } from "./absence.ts";
 import { adoptFound, foreignResourceMessage, heldByOtherMessage, nameConflict } from "./adoption.ts";
 import { recordOperation, UNKNOWN_OUTCOME } from "./operation-tracking.ts";
 import { holderOf, slotOf } from "./ownership.ts";
-import { after, type CloudConnection, conflict, DONE, type Pass, verdict } from "./pass.ts";
+import type { CloudConnection, Pass } from "./pass.ts";
 
 /** The observation found nothing: wait for a fresh create to become readable, or (re)create. */
 export async function createAbsent<Spec extends ManagedSpecBase>(

@@ -1,70 +1,16 @@
-// Letting an object go: delete its cloud resource (after its dependents let go of it), or release it without a
-// cloud call (paused, Orphan, Observe, nothing ever created). Releasing removes our finalizer and says why.
+// Deleting an object's cloud resource (after its dependents let go of it), trusting no absence but our own
+// DELETE's success or a confirmed one; then the object is released (core/lifecycle.ts).
 
-import { ANNOTATIONS, FINALIZER, REASONS } from "../../api/common.ts";
+import { REASONS } from "../../api/common.ts";
 import { isUnsupported } from "../../cloud/errors.ts";
-import {
-  cannotDo,
-  isCloudConflict,
-  isCloudNotFound,
-  ORPHAN_TO_RELEASE,
-  ReconcileError,
-  type Verdict,
-} from "../core/classify.ts";
+import { cannotDo, isCloudConflict, isCloudNotFound, ORPHAN_TO_RELEASE, ReconcileError } from "../core/classify.ts";
+import { release } from "../core/lifecycle.ts";
 import type { ManagedSpecBase } from "../core/object-model.ts";
+import { after, type Step, verdict } from "../core/verdict.ts";
 import { confirmAbsence } from "./absence.ts";
 import { sendAction } from "./action-intents.ts";
 import type { Observation } from "./external.ts";
-import {
-  after,
-  type CloudConnection,
-  conflict,
-  DONE,
-  type LifecyclePass,
-  type Pass,
-  RELEASED,
-  type Step,
-  verdict,
-  withDraft,
-} from "./pass.ts";
-
-/** Paused: no cloud call at all. Deleting a paused object releases it and says what was left behind. */
-export async function paused(pass: LifecyclePass, deleting: boolean): Promise<Step> {
-  if (deleting) {
-    const leftBehind = pass.mr.spec.deletionPolicy !== "Orphan" && pass.draft.id !== undefined;
-    const note = leftBehind
-      ? `paused object deleted: cloud resource ${pass.draft.id} was left behind (no cloud call while paused)`
-      : "paused object deleted without a cloud call";
-    return release(pass, leftBehind ? "Warning" : "Normal", note);
-  }
-  const verdictOfPause: Verdict = {
-    ready: undefined,
-    reason: REASONS.Paused,
-    message: `${ANNOTATIONS.paused} is "true": no cloud calls`,
-    progressing: false,
-    stalled: false,
-    outcome: DONE,
-  };
-  return verdictOfPause;
-}
-
-/**
- * Give up the object's claim (its cloud resource, if any, is nobody's from now on), remove our finalizer (when
- * held) and record why the object was let go. The claim goes first: a crash in between leaves an object that
- * releases again, never a claim without its holder.
- */
-export async function release(pass: LifecyclePass, type: "Normal" | "Warning", note: string): Promise<Step> {
-  await pass.services.releaseClaim?.(pass.mr);
-  if (pass.mr.metadata.finalizers.includes(FINALIZER)) {
-    // What the object wrote goes with it (its owner reference would have Kubernetes do it too).
-    await pass.services.options.onReleased?.(pass.mr);
-    const written = await pass.services.setFinalizer(pass.mr, false);
-    if (written.type === "conflict") return conflict();
-  }
-  pass.services.options.kube.event(pass.mr, type, REASONS.Deleting, note);
-  pass.logger.info({ note }, "finalizer removed");
-  return RELEASED;
-}
+import { type CloudConnection, type Pass, withDraft } from "./pass.ts";
 
 export async function deleteResource<Spec extends ManagedSpecBase>(
   pass: Pass<Spec>,

@@ -3,13 +3,14 @@
 
 import { REASONS } from "../../api/common.ts";
 import { isUnsupported } from "../../cloud/errors.ts";
-import { CHANGE_INSTEAD, cannotDo, type Verdict } from "../core/classify.ts";
+import { CHANGE_INSTEAD, cannotDo } from "../core/classify.ts";
 import type { ManagedSpecBase } from "../core/object-model.ts";
+import { after, DONE, type Verdict, verdict } from "../core/verdict.ts";
 import { sendAction } from "./action-intents.ts";
 import { claimHolderText } from "./adoption.ts";
 import type { Existing } from "./external.ts";
 import { slotOf } from "./ownership.ts";
-import { after, type CloudConnection, DONE, type Pass, verdict, withDraft } from "./pass.ts";
+import { type CloudConnection, type Pass, withDraft } from "./pass.ts";
 
 export async function reconcileExisting<Spec extends ManagedSpecBase>(
   pass: Pass<Spec>,

@@ -3,12 +3,12 @@
 // location, a failed create with `already_exists` adopts by name only with proof, and anything else stalls.
 
 import { REASONS } from "../../api/common.ts";
-import type { Verdict } from "../core/classify.ts";
 import type { ManagedSpecBase } from "../core/object-model.ts";
+import { after, conflict, type Verdict, verdict } from "../core/verdict.ts";
 import { adoptFound } from "./adoption.ts";
 import { nextLocation } from "./creation.ts";
 import type { OperationFailure } from "./operation-tracking.ts";
-import { after, type CloudConnection, conflict, type Pass, verdict } from "./pass.ts";
+import type { CloudConnection, Pass } from "./pass.ts";
 
 /** Failure codes after which the same request may well succeed: retried with backoff, never a stall. */
 export const RETRYABLE_FAILURE_CODES: ReadonlySet<string> = new Set([

@@ -5,13 +5,13 @@
 // apart per family (CloudAccount.nextFollowTurnMs), so waiting costs one request per interval per family.
 
 import { REASONS } from "../../api/common.ts";
-import type { Verdict } from "../core/classify.ts";
 import type { ManagedSpecBase, OperationRecord } from "../core/object-model.ts";
 import { isReady } from "../core/object-model.ts";
 import { formatKubeTime } from "../core/status-building.ts";
+import { after, type Verdict, verdict } from "../core/verdict.ts";
 import type { Observation } from "./external.ts";
 import { closeOperation, UNKNOWN_OUTCOME } from "./operation-tracking.ts";
-import { after, type CloudConnection, type Pass, verdict } from "./pass.ts";
+import type { CloudConnection, Pass } from "./pass.ts";
 
 /** Whether the resource shows the operation's effect. */
 export function showsEffect(operationName: string, observed: Observation): boolean {

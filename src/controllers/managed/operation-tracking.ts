@@ -4,10 +4,10 @@
 
 import { MAX_OPERATION_HISTORY, REASONS } from "../../api/common.ts";
 import type { Operation } from "../../cloud/wire.ts";
-import { isReason, type Verdict } from "../core/classify.ts";
 import type { ManagedSpecBase, OperationRecord } from "../core/object-model.ts";
 import { isReady } from "../core/object-model.ts";
-import { after, type CloudConnection, type Pass, verdict } from "./pass.ts";
+import { after, isReason, type Verdict, verdict } from "../core/verdict.ts";
+import type { CloudConnection, Pass } from "./pass.ts";
 
 /**
  * Put a just-started operation into the draft status and start tracking it. `fields` are what the action

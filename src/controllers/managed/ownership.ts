@@ -6,10 +6,10 @@
 import { defaultCloudName, REASONS } from "../../api/common.ts";
 import type { ClaimedKind, ClaimSlot } from "../../api/gpu-cloud-claim.ts";
 import { type Account, sameAccount } from "../accounts/account.ts";
-import type { Verdict } from "../core/classify.ts";
 import type { ManagedObject, ManagedSpecBase, ManagedStatusBase } from "../core/object-model.ts";
+import { after, type Verdict, verdict } from "../core/verdict.ts";
 import type { Claim, Holder } from "./claims.ts";
-import { after, type Pass, verdict } from "./pass.ts";
+import type { Pass } from "./pass.ts";
 
 /** The cloud name a pass works with: the name of a create in flight; spec.cloudName; else the default. */
 export function cloudNameFor(mr: ManagedObject): string {

@@ -1,16 +1,17 @@
-// What one pass of the managed lifecycle carries (the object, its status draft, the services it may use) and
-// what its steps hand back (a verdict, or RELEASED). Shared by the lifecycle (reconciler.ts) and its
-// parts: creation.ts, existing-resource.ts, deletion.ts, operation-tracking.ts, core/status-building.ts.
+// What one pass of the managed lifecycle carries (the object, its status draft, the services it may use) and its
+// contracts with the outside (the cloud connection, the reconciler's options). Shared by the lifecycle
+// (reconciler.ts) and its steps (creation.ts, existing-resource.ts, deletion.ts, operation-tracking.ts, …).
 
 import type { Logger } from "pino";
-import { REASONS, type Reason } from "../../api/common.ts";
+import type { Reason } from "../../api/common.ts";
 import type { ClaimedKind } from "../../api/gpu-cloud-claim.ts";
 import type { Operation } from "../../cloud/wire.ts";
-import type { Outcome } from "../../runtime/index.ts";
 import type { Account } from "../accounts/account.ts";
 import type { OperationProgress } from "../accounts/cloud-account.ts";
-import { TERMINAL_RETRY_MS, type Verdict } from "../core/classify.ts";
+import type { KubeAccess, WriteResult } from "../core/kube-access.ts";
+import type { ReconcileTiming } from "../core/lifecycle.ts";
 import type { ManagedObject, ManagedSpecBase, ManagedStatusBase } from "../core/object-model.ts";
+import type { Verdict } from "../core/verdict.ts";
 import type { Claim, ClaimStore } from "./claims.ts";
 import type { ExternalClient } from "./external.ts";
 
@@ -55,25 +56,6 @@ export type Connect<Spec extends ManagedSpecBase> = (
   { type: "connected"; connection: CloudConnection<Spec> } | { type: "missing"; message: string; reason?: Reason }
 >;
 
-/**
- * A guarded write: written, lost to another writer (409: re-read), gone, or refused (the API server rejected it,
- * or a value in it does not fit the CRD and cannot be shortened): `invalid` is a bug to report, never retried.
- */
-export type WriteResult =
-  | { type: "written"; resourceVersion: string }
-  | { type: "conflict" }
-  | { type: "gone" }
-  | { type: "invalid"; message: string };
-
-/** What the reconciler needs from Kubernetes (adapted onto the runtime in index.ts; plain fakes in tests). */
-export interface KubeAccess {
-  /** The object from the informer cache, unparsed. */
-  get(namespace: string, name: string): unknown;
-  writeStatus(mr: ManagedObject, status: ManagedStatusBase): Promise<WriteResult>;
-  setFinalizer(mr: ManagedObject, present: boolean): Promise<WriteResult>;
-  event(mr: ManagedObject, type: "Normal" | "Warning", reason: string, note: string): void;
-}
-
 export interface ManagedReconcilerOptions<Spec extends ManagedSpecBase> {
   /** The kind reconciled (its claims name it: claims.ts). */
   kind: ClaimedKind;
@@ -103,53 +85,6 @@ export interface ManagedReconcilerOptions<Spec extends ManagedSpecBase> {
    */
   fitStatus?(status: ManagedStatusBase): string[];
 }
-
-export interface ReconcileTiming {
-  /** How long a terminal stall of the current generation waits before one more try. */
-  terminalRetryMs: number;
-  /** How long every location stays unasked after all of them answered out of capacity. */
-  capacityRetryMs: number;
-  /** Fallback requeue while an operation is in flight (the tracker normally wakes the key first). */
-  operationFallbackMs: number;
-  /** A resource may read as missing this long after its create succeeded (eventual consistency). */
-  createGraceMs: number;
-  /** Requeue while waiting for a transition we did not start or for a dependency. */
-  shortMs: number;
-  dependencyMs: number;
-  /**
-   * How long an operation the server cannot show is followed through its resource before it is given up
-   * (then the resource is taken as it is: created again if absent, deleted again if present).
-   */
-  followTimeoutMs: number;
-  /** How often a NameConflict is looked at again (the claims also wake it when the other object's claim changes). */
-  nameConflictRetryMs: number;
-  /**
-   * How long a resource this object holds must stay unseen (every read, a direct GET included, answering "not
-   * found") before it counts as gone and is created again. A missing resource proves nothing at first: reads
-   * after a create may lag (the eventual consistency a cloud controller manager waits two minutes out).
-   */
-  goneConfirmMs: number;
-  /**
-   * How long a recorded action whose operation cannot be found, and whose resource shows no change, may still be
-   * sent by the replica that recorded it: the Lease duration plus the API timeout (a replica that lost its Lease
-   * sends nothing after it, and a request sent before it has ended). Only then is it decided afresh.
-   */
-  intentHoldMs: number;
-}
-
-export const DEFAULT_TIMING: ReconcileTiming = {
-  terminalRetryMs: TERMINAL_RETRY_MS,
-  capacityRetryMs: 60_000,
-  operationFallbackMs: 15_000,
-  createGraceMs: 30_000,
-  shortMs: 2_000,
-  dependencyMs: 30_000,
-  followTimeoutMs: 15 * 60_000,
-  nameConflictRetryMs: 2 * 60_000,
-  goneConfirmMs: 2 * 60_000,
-  // --leader-election-lease-duration (15 s) + --api-timeout (10 s) by default; index.ts passes the flags'.
-  intentHoldMs: 25_000,
-};
 
 /**
  * An action this process sent: its operation, or how its request ended without one (`answered`: the server
@@ -199,56 +134,9 @@ export interface Pass<Spec extends ManagedSpecBase> {
   observedUpdatedAt?: string;
 }
 
-/** The object is released (finalizer removed or never held): no status to write. */
-export const RELEASED = Symbol("released");
-export type Step = Verdict | typeof RELEASED;
-
-export function verdict(
-  reason: Reason,
-  message: string,
-  outcome: Outcome,
-  flags: { ready?: boolean; progressing?: boolean; stalled?: boolean; event?: "Normal" | "Warning" } = {},
-): Verdict {
-  return {
-    ready: flags.ready ?? false,
-    reason,
-    message,
-    progressing: flags.progressing ?? false,
-    stalled: flags.stalled ?? false,
-    outcome,
-    ...(flags.event ? { event: flags.event } : {}),
-  };
-}
-
-export const after = (ms: number): Outcome => ({ type: "requeueAfter", ms });
-
-/** Nothing to poll: the runtime resyncs the key after its sync period (jittered, per-object annotation). */
-export const DONE: Outcome = { type: "done" };
-
-/** A Kubernetes 409 on our own write: the cache is behind. Requeue silently; the next pass re-reads. */
-export function conflict(): Verdict {
-  return { ...verdict(REASONS.Updating, "", after(0)), silent: true };
-}
-
 export function withDraft<Spec extends ManagedSpecBase>(
   mr: ManagedObject<Spec>,
   draft: ManagedStatusBase,
 ): ManagedObject<Spec> {
   return { ...mr, status: draft };
-}
-
-/**
- * What the shared lifecycle steps that need no cloud (pause, release of the finalizer) use of a pass. A
- * GpuVmPool's pass, which owns Kubernetes objects and no cloud resource, provides it too.
- */
-export interface LifecyclePass {
-  mr: ManagedObject;
-  draft: ManagedStatusBase;
-  logger: Logger;
-  services: {
-    setFinalizer(mr: ManagedObject, present: boolean): Promise<WriteResult>;
-    /** Give up the claim the object holds (managed kinds; a GpuVmPool holds none). */
-    releaseClaim?(mr: ManagedObject): Promise<void>;
-    options: { kube: Pick<KubeAccess, "event">; onReleased?(mr: ManagedObject): Promise<void> };
-  };
 }

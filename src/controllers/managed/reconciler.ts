@@ -19,15 +19,27 @@ import {
   syncPeriodOf,
 } from "../../runtime/index.ts";
 import { cloneJson } from "../../util/json-values.ts";
-import { classify, isReason, TERMINAL_REASONS, type Verdict } from "../core/classify.ts";
+import { classify } from "../core/classify.ts";
+import { DEFAULT_TIMING, paused, type ReconcileTiming, release } from "../core/lifecycle.ts";
 import type { ManagedObject, ManagedSpecBase } from "../core/object-model.ts";
 import { GuardedWrites } from "../core/own-writes.ts";
 import { finish } from "../core/status-building.ts";
+import {
+  after,
+  conflict,
+  DONE,
+  isReason,
+  RELEASED,
+  type Step,
+  TERMINAL_REASONS,
+  type Verdict,
+  verdict,
+} from "../core/verdict.ts";
 import { resourceSeen } from "./absence.ts";
 import { resolvePendingAction } from "./action-intents.ts";
 import { unlessOwned } from "./adoption.ts";
 import { createAbsent } from "./creation.ts";
-import { deleteResource, paused, release } from "./deletion.ts";
+import { deleteResource } from "./deletion.ts";
 import { mirror, reconcileExisting } from "./existing-resource.ts";
 import type { Observation } from "./external.ts";
 import { handleFailedOperation } from "./operation-failures.ts";
@@ -35,18 +47,10 @@ import { followOperation } from "./operation-following.ts";
 import { type Settlement, settleOperation } from "./operation-tracking.ts";
 import { cloudNameFor, reconcileClaim } from "./ownership.ts";
 import {
-  after,
   type CloudConnection,
-  conflict,
-  DEFAULT_TIMING,
-  DONE,
   type ManagedReconcilerOptions,
   type Pass,
   type PassServices,
-  RELEASED,
-  type ReconcileTiming,
-  type Step,
-  verdict,
   withDraft,
 } from "./pass.ts";
 import { QuietResyncs } from "./quiet-resyncs.ts";

@@ -6,9 +6,9 @@
 
 import type { Logger } from "pino";
 import { REASONS } from "../../api/common.ts";
+import type { KubeAccess } from "../core/kube-access.ts";
 import type { Condition, ManagedObject } from "../core/object-model.ts";
 import { formatKubeTime } from "../core/status-building.ts";
-import type { KubeAccess } from "./pass.ts";
 
 /** The status to write for an object without an owner, or undefined when it says nothing untrue. */
 export function withoutOwnerStatus(mr: ManagedObject, nowMs: number): ManagedObject["status"] | undefined {

@@ -9,8 +9,8 @@ import type { Logger } from "pino";
 import { POOL_LABELS } from "../../api/common.ts";
 import type { GpuVmPoolSpec, PoolSlot } from "../../api/gpu-vm-pool.ts";
 import { isRecord } from "../../util/is-record.ts";
+import type { KubeAccess } from "../core/kube-access.ts";
 import type { ManagedObject } from "../core/object-model.ts";
-import type { KubeAccess } from "../managed/pass.ts";
 import type { Expectations } from "./expectations.ts";
 import {
   belongingOf,

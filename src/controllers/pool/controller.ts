@@ -1,6 +1,7 @@
 // Wiring of the GpuVmPool controller on the runtime: its members' access (the GpuVm and GpuDisk informers for
 // reads, guarded creates, deletes and patches for writes), the availability reads through the pool's credentials,
 // the watches that wake a pool when one of its members changes, and the per-pool replica gauges.
+
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { Gauge } from "prom-client";
 import { GROUP, POOL_LABELS, VERSION } from "../../api/common.ts";
@@ -8,7 +9,8 @@ import { gpuVmPoolKind } from "../../api/gpu-vm-pool.ts";
 import type { Controller, KubeResource, Manager, ObjectInformer } from "../../runtime/index.ts";
 import type { CloudAccount } from "../accounts/cloud-account.ts";
 import type { CredentialStore } from "../accounts/credentials.ts";
-import type { KubeAccess, ReconcileTiming } from "../managed/pass.ts";
+import type { KubeAccess } from "../core/kube-access.ts";
+import type { ReconcileTiming } from "../core/lifecycle.ts";
 import type { MemberAccess, MemberKind } from "./actions.ts";
 import { PoolReconciler } from "./reconciler.ts";
 

@@ -6,9 +6,10 @@
 
 import { REASONS } from "../../api/common.ts";
 import { GpuVmPoolStatus } from "../../api/gpu-vm-pool.ts";
+import type { LifecyclePass } from "../core/lifecycle.ts";
+import { release } from "../core/lifecycle.ts";
 import type { ManagedStatusBase } from "../core/object-model.ts";
-import { release } from "../managed/deletion.ts";
-import { after, conflict, type LifecyclePass, type Step, verdict } from "../managed/pass.ts";
+import { after, conflict, type Step, verdict } from "../core/verdict.ts";
 import { type ActionContext, letDisksGo, orphanMembers, readMembers, removeReplica } from "./actions.ts";
 
 export async function deletePool(

@@ -4,8 +4,8 @@
 // show them → adopt orphans → capacity → plan (rollout.ts) → place new replicas (placement.ts) → record
 // the slots and the verdict in status → only then create, delete and change members, and make the disks of the
 // replicas whose VM holds a place (actions.ts).
-// Shared with the managed kinds: parsing, the finalizer, pause and release (deletion.ts), the verdict and its
-// conditions (status-building.ts), error classification (classify.ts), our-own-writes tracking (own-writes.ts).
+// Shared with the managed kinds (core/): parsing, the finalizer, pause and release (lifecycle.ts), the verdict and
+// its conditions (status-building.ts), error classification (classify.ts), our-own-writes tracking (own-writes.ts).
 
 import { ANNOTATIONS, FINALIZER, POOL_LABELS, REASONS } from "../../api/common.ts";
 import {
@@ -18,24 +18,14 @@ import {
 import { keyOf, type Outcome, type ReconcileContext, type ReconcileRequest } from "../../runtime/index.ts";
 import { sameJson } from "../../util/json-values.ts";
 import type { AvailabilityReading } from "../accounts/cloud-account.ts";
-import { classify, type Verdict } from "../core/classify.ts";
+import { classify } from "../core/classify.ts";
+import type { KubeAccess } from "../core/kube-access.ts";
+import { DEFAULT_TIMING, type LifecyclePass, paused, type ReconcileTiming } from "../core/lifecycle.ts";
 import type { ManagedObject, ManagedStatusBase } from "../core/object-model.ts";
 import { objectKey, parseManaged } from "../core/object-model.ts";
 import { GuardedWrites } from "../core/own-writes.ts";
 import { applyVerdict, formatKubeTime, intentRefused } from "../core/status-building.ts";
-import { paused } from "../managed/deletion.ts";
-import {
-  after,
-  conflict,
-  DEFAULT_TIMING,
-  DONE,
-  type KubeAccess,
-  type LifecyclePass,
-  RELEASED,
-  type ReconcileTiming,
-  type Step,
-  verdict,
-} from "../managed/pass.ts";
+import { after, conflict, DONE, RELEASED, type Step, type Verdict, verdict } from "../core/verdict.ts";
 import {
   type ActionContext,
   adopt,

@@ -1,9 +1,9 @@
 // A GpuVmPool's status after a pass: the counts (replicas, ready, updated, available, pending), the replicas per
 // location, the price, and the verdict that becomes its Ready/Reconciling/Stalled conditions.
+
 import { REASONS } from "../../api/common.ts";
 import type { GpuVmPoolStatus, PoolSlot } from "../../api/gpu-vm-pool.ts";
-import type { Verdict } from "../core/classify.ts";
-import { after, DONE, verdict } from "../managed/pass.ts";
+import { after, DONE, type Verdict, verdict } from "../core/verdict.ts";
 import type { Member } from "./members.ts";
 import type { PoolPlan } from "./rollout.ts";
 
