@@ -5,17 +5,23 @@
 // wakes a Secret only when an object starts or stops using it, instead of re-reading every object each time.
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { DEFAULT_CREDENTIALS_SECRET, FINALIZER } from "../../api/common.ts";
-import type {
-  KubeClient,
-  ObjectInformer,
-  Outcome,
-  ReconcileContext,
-  ReconcileRequest,
-  Reconciler,
+import {
+  type Controller,
+  type KubeClient,
+  keyOf,
+  type Manager,
+  type ObjectInformer,
+  type Outcome,
+  parseKey,
+  type ReconcileContext,
+  type ReconcileRequest,
+  type Reconciler,
+  SECRETS,
 } from "../../runtime/index.ts";
 import { sharedInterner } from "../../util/intern.ts";
 import { isRecord } from "../../util/is-record.ts";
 import { credentialsRefNameOf } from "./credentials.ts";
+import type { SecretSources } from "./secret-sources.ts";
 
 export const CREDENTIALS_FINALIZER = "gpucloud.dev/credentials-in-use";
 
@@ -186,4 +192,57 @@ export class CredentialsUsage {
     const secret = this.#resolve(reference.slice(0, slash), reference.slice(slash + 1));
     return secret === undefined ? undefined : `${secret.namespace}/${secret.name}`;
   }
+}
+
+/** The credentials-in-use controller on the runtime, fed by the informers of the kinds that use credentials. */
+export function registerSecretUsage(
+  manager: Manager,
+  options: {
+    secrets: SecretSources;
+    /** The Secret a reference resolves to (the credential store's rule). */
+    resolve: ResolveSecret;
+    /** The informers of the kinds whose objects use credentials, by kind. */
+    kinds: readonly { kind: string; informer: ObjectInformer }[];
+  },
+): { usage: CredentialsUsage; controller: Controller } {
+  const { secrets } = options;
+  const usage = new CredentialsUsage(options.resolve);
+  const reconciler = new SecretUsageReconciler({
+    kube: manager.kube,
+    secrets: { get: secrets.read },
+    usersOf: (namespace, name, limit) => usage.usersOf(namespace, name, limit),
+    event: (secret, type, reason, note) =>
+      manager.events.record(
+        { apiVersion: "v1", kind: "Secret", metadata: secret.metadata ?? {} },
+        { type, reason, note, action: "Delete" },
+      ),
+  });
+  const defaultSecret = secrets.defaultSecret?.ref;
+  const controller = manager.addController({
+    name: "credentials-usage",
+    resource: SECRETS,
+    ...secrets.labelledSelection,
+    reconciler,
+    workers: 1,
+    // A Secret of the default name appearing in (or leaving) a namespace moves that namespace's objects from
+    // (or back to) the operator's default Secret: it is looked at again.
+    watches: defaultSecret
+      ? [
+          {
+            resource: SECRETS,
+            ...secrets.labelledSelection,
+            mapToKeys: () => [keyOf(defaultSecret.namespace, defaultSecret.name)],
+          },
+        ]
+      : [],
+  });
+  for (const { kind, informer } of options.kinds) {
+    informer.on((event) => {
+      for (const key of usage.apply(kind, event.type, event.object)) {
+        const { namespace, name } = parseKey(key);
+        if (reconciler.needsLook(namespace, name)) controller.enqueue(key);
+      }
+    });
+  }
+  return { usage, controller };
 }

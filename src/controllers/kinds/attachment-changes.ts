@@ -4,7 +4,11 @@
 // status.attachedDisks the VM's shard writes once the cloud shows the change. That status change is the
 // evidence this file reads: the disks it names (before and after) are woken, and the disk list of their account
 // is read afresh, so that ATTACHED converges as fast across shards as within one.
+import { keyOf, type ObjectInformer } from "../../runtime/index.ts";
 import { isRecord } from "../../util/is-record.ts";
+import type { CloudAccount } from "../accounts/cloud-account.ts";
+import { type CredentialStore, credentialsRefNameOf } from "../accounts/credentials.ts";
+import type { ClaimStore } from "../managed/claims.ts";
 
 export interface AttachmentChange {
   projectId: string;
@@ -34,4 +38,35 @@ export function attachmentChange(previous: unknown, current: unknown): Attachmen
   if (projectId === undefined) return undefined;
   const diskIds = [...before.ids, ...after.ids].filter((id) => before.ids.has(id) !== after.ids.has(id));
   return diskIds.length === 0 ? undefined : { projectId, diskIds };
+}
+
+/**
+ * Watches the GpuVms of other shards (`informer`, all GpuVms): a change of their attached disks invalidates the
+ * account's disk list and wakes the GpuDisks that hold those disks (`wakeDisk`, by key). Our own GpuVms'
+ * settlements do both already.
+ */
+export function watchForeignAttachments(options: {
+  informer: ObjectInformer;
+  /** Whether a key is this replica's shard's (runtime ownsKey). */
+  ownsKey(key: string): boolean;
+  credentials: CredentialStore<CloudAccount>;
+  claims: Pick<ClaimStore, "ofId">;
+  wakeDisk(key: string): void;
+}): void {
+  const { credentials, claims } = options;
+  options.informer.on((event) => {
+    const namespace = event.object.metadata?.namespace ?? "";
+    if (options.ownsKey(keyOf(namespace, event.object.metadata?.name ?? ""))) return;
+    const deleted = event.type === "delete";
+    const change = attachmentChange(deleted ? event.object : event.previous, deleted ? undefined : event.object);
+    if (change === undefined) return;
+    const resolved = credentials.resolve(namespace, credentialsRefNameOf(event.object));
+    if (resolved.type !== "ok" || resolved.handle.account.projectId !== change.projectId) return;
+    const account = resolved.handle.account;
+    account.disks.invalidate();
+    for (const id of change.diskIds) {
+      const holder = claims.ofId("GpuDisk", account, id)?.holder;
+      if (holder !== undefined) options.wakeDisk(keyOf(holder.namespace, holder.name));
+    }
+  });
 }

@@ -1,7 +1,6 @@
 // GpuCloudClaims as Kubernetes objects: the claim store's records (claims.ts) on the runtime's KubeClient, and
 // the parse of an informer object into a Claim. Every write is create-only or guarded (uid or resourceVersion).
 
-import { GROUP, VERSION } from "../../api/common.ts";
 import {
   CLAIM_LABELS,
   claimNameOf,
@@ -9,18 +8,13 @@ import {
   gpuCloudClaimKind,
   resourceIdLabel,
 } from "../../api/gpu-cloud-claim.ts";
-import type { KubeClient, KubeResource } from "../../runtime/index.ts";
+import type { KubeClient, KubeResource, Manager } from "../../runtime/index.ts";
 import { isRecord } from "../../util/is-record.ts";
 import type { Account } from "../accounts/account.ts";
-import type { Claim, ClaimRecords, ClaimWrite, Holder } from "./claims.ts";
+import { resourceOf } from "../core/kube-access.ts";
+import { type Claim, type ClaimRecords, ClaimStore, type ClaimWrite, type Holder } from "./claims.ts";
 
-export const CLAIMS_RESOURCE: KubeResource = {
-  group: GROUP,
-  version: VERSION,
-  plural: gpuCloudClaimKind.plural,
-  kind: gpuCloudClaimKind.kind,
-  namespaced: true,
-};
+export const CLAIMS_RESOURCE: KubeResource = resourceOf(gpuCloudClaimKind);
 
 /** An informer object (or an API answer) as a Claim; undefined when it is not a well-formed claim. */
 export function claimOfObject(raw: unknown): Claim | undefined {
@@ -56,7 +50,7 @@ export function kubeClaimRecords(kube: KubeClient, namespace: string): ClaimReco
     async create(slot, holder) {
       const name = claimNameOf(slot);
       const body = {
-        apiVersion: `${GROUP}/${VERSION}`,
+        apiVersion: gpuCloudClaimKind.apiVersion,
         kind: gpuCloudClaimKind.kind,
         metadata: { name, namespace, labels: labelsOf(holder, undefined) },
         spec: { ...slot, holder },
@@ -96,4 +90,26 @@ export function kubeClaimRecords(kube: KubeClient, namespace: string): ClaimReco
         );
     },
   };
+}
+
+/**
+ * The claim store of the operator's namespace, fed by the claims informer; `wake` is told the keys that stopped on a
+ * claim when it changes or goes.
+ */
+export function watchClaims(
+  manager: Manager,
+  namespace: string,
+  wake: (kind: string, key: string) => void,
+): ClaimStore {
+  const claims = new ClaimStore(kubeClaimRecords(manager.kube, namespace), { wake });
+  manager.informerFor(CLAIMS_RESOURCE, [namespace]).on((event) => {
+    if (event.type === "delete") {
+      const name = event.object.metadata?.name;
+      if (name !== undefined) claims.remove(name);
+      return;
+    }
+    const claim = claimOfObject(event.object);
+    if (claim !== undefined) claims.upsert(claim);
+  });
+  return claims;
 }

@@ -4,23 +4,17 @@
 
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { Gauge } from "prom-client";
-import { GROUP, POOL_LABELS, VERSION } from "../../api/common.ts";
+import { POOL_LABELS } from "../../api/common.ts";
 import { gpuVmPoolKind } from "../../api/gpu-vm-pool.ts";
 import type { Controller, KubeResource, Manager, ObjectInformer } from "../../runtime/index.ts";
 import type { CloudAccount } from "../accounts/cloud-account.ts";
 import type { CredentialStore } from "../accounts/credentials.ts";
-import type { KubeAccess } from "../core/kube-access.ts";
+import { type KubeAccess, resourceOf } from "../core/kube-access.ts";
 import type { ReconcileTiming } from "../core/lifecycle.ts";
 import type { MemberAccess, MemberKind } from "./actions.ts";
 import { PoolReconciler } from "./reconciler.ts";
 
-export const POOL_RESOURCE: KubeResource = {
-  group: GROUP,
-  version: VERSION,
-  plural: gpuVmPoolKind.plural,
-  kind: gpuVmPoolKind.kind,
-  namespaced: true,
-};
+export const POOL_RESOURCE: KubeResource = resourceOf(gpuVmPoolKind);
 
 export interface PoolControllerDeps {
   /** The pools: the informer's get, guarded status/finalizer writes, events. */
