@@ -6,7 +6,7 @@
 // next pass looks again.
 
 import type { Logger } from "pino";
-import { POOL_LABELS } from "../../api/common.ts";
+import { POOL_LABELS, REASONS } from "../../api/common.ts";
 import type { GpuVmPoolSpec, PoolSlot } from "../../api/gpu-vm-pool.ts";
 import { isRecord } from "../../util/is-record.ts";
 import type { KubeAccess } from "../core/kube-access.ts";
@@ -17,12 +17,15 @@ import {
   controllerReference,
   desiredDisks,
   desiredVm,
+  hasPoolDisks,
+  holdsPlace,
   type InPlaceChange,
   type Member,
   memberOf,
   type PoolIdentity,
   poolDisksPatch,
 } from "./members.ts";
+import type { PoolPlan } from "./rollout.ts";
 
 export type MemberKind = "GpuVm" | "GpuDisk";
 
@@ -205,4 +208,83 @@ export async function orphanMembers(context: ActionContext, kind: MemberKind, ow
     if (written.type === "conflict") complete = false;
   }
   return complete;
+}
+
+/** The reason and note of a replica's removal, for its Event. */
+function removalNote(entry: PoolPlan["remove"][number], slot: PoolSlot | undefined, revision: string) {
+  const name = entry.name;
+  switch (entry.why) {
+    case "capacity":
+      return {
+        reason: REASONS.CapacityUnavailable,
+        text: `moving replica ${name}: no capacity in ${slot?.location ?? "its location"}`,
+      };
+    case "replace":
+      return {
+        reason: REASONS.RollingUpdate,
+        text: `replacing replica ${name} (revision ${slot?.revision ?? "?"} → ${revision})`,
+      };
+    case "scale-down":
+      return { reason: REASONS.Scaling, text: `removing replica ${name} (scale-down)` };
+  }
+}
+
+/** What a pass decided and recorded, for its writes. */
+export interface Decided {
+  vms: ReturnType<typeof readMembers>;
+  disks: ReturnType<typeof readMembers>;
+  live: ReadonlyMap<string, Member>;
+  gone: ReadonlySet<string>;
+  slots: readonly PoolSlot[];
+  finalSlots: readonly PoolSlot[];
+  added: readonly PoolSlot[];
+  plan: PoolPlan;
+  revision: string;
+}
+
+/** The writes a recorded pass decided: adopt, remove, create, give disks, change, let stray disks go. */
+export async function applyDecisions(context: ActionContext, decided: Decided): Promise<void> {
+  const { spec } = context;
+  const { vms, disks, live, gone, slots, finalSlots, added, plan, revision } = decided;
+  const removed = new Set(plan.remove.map((entry) => entry.name));
+  await adopt(context, "GpuVm", vms.orphans);
+  await adopt(context, "GpuDisk", disks.orphans);
+  const disksOf = disksByReplica(disks.all);
+  for (const entry of plan.remove) {
+    const slot = slots.find((candidate) => candidate.name === entry.name);
+    const note = removalNote(entry, slot, revision);
+    await removeReplica(context, live.get(entry.name), disksOf.get(entry.name) ?? [], note.reason, note.text);
+  }
+  const addedNames = new Set(added.map((slot) => slot.name));
+  const existingDisks = new Set(disks.all.map((disk) => disk.name));
+  const completed = new Set<string>();
+  for (const slot of finalSlots) {
+    const vm = live.get(slot.name);
+    if (vm !== undefined) {
+      // Its VM holds a place now: its disks are made (never before: a VM waiting for capacity bills none).
+      // Only for the current template: an older replica has its own and is replaced, not completed.
+      if (slot.revision === revision && holdsPlace(vm) && !hasPoolDisks(spec, vm)) {
+        await givePoolDisks(context, slot, vm, existingDisks);
+        completed.add(vm.name);
+      }
+      continue;
+    }
+    if (gone.has(slot.name)) continue;
+    const why = addedNames.has(slot.name)
+      ? `created replica ${slot.name} in ${slot.location}`
+      : `created replica ${slot.name} in ${slot.location} (recorded before, not created yet)`;
+    await createSlot(context, slot, why);
+  }
+  for (const { name, change } of plan.change) {
+    const vm = live.get(name);
+    // A replica just given its disks is changed at the next pass (its resourceVersion moved on).
+    if (vm !== undefined && !completed.has(name)) await changeReplica(context, vm, change);
+  }
+  // Disks of no replica (left by a crash between a removal's record and its deletion).
+  const finalNames = new Set(finalSlots.map((slot) => slot.name));
+  const strayDisks = disks.ours.filter((disk) => {
+    const vm = disk.labels[POOL_LABELS.member];
+    return vm === undefined || (!finalNames.has(vm) && !removed.has(vm) && !live.has(vm));
+  });
+  await letDisksGo(context, strayDisks);
 }

@@ -1,12 +1,11 @@
 // The GpuVmPool lifecycle. A pool owns Kubernetes objects (its GpuVms and GpuDisks), never a cloud resource: the
 // GpuVm controller does the cloud work of each replica. Order: read (a cache behind our own write waits) → invalid
-// spec? → paused? → deleting (delete or orphan the members, then release) → finalizer → the members as the caches
-// show them → adopt orphans → capacity → plan (rollout.ts) → place new replicas (placement.ts) → record
-// the slots and the verdict in status → only then create, delete and change members, and make the disks of the
-// replicas whose VM holds a place (actions.ts).
+// spec? → paused? → deleting (delete or orphan the members, then release: deletion.ts) → finalizer → the members
+// as the caches show them → capacity (replicas.ts: per location, availability, room) → plan (rollout.ts) → place
+// new replicas (placement.ts) → record the slots and the verdict in status (status.ts) → only then create,
+// delete and change members, and make the disks of the replicas whose VM holds a place (actions.ts).
 // Shared with the managed kinds (core/): parsing, the finalizer, pause and release (lifecycle.ts), the verdict and
 // its conditions (status-building.ts), error classification (classify.ts), our-own-writes tracking (own-writes.ts).
-
 import { ANNOTATIONS, FINALIZER, POOL_LABELS, REASONS } from "../../api/common.ts";
 import {
   GpuVmPoolSpec,
@@ -26,36 +25,22 @@ import { objectKey, parseManaged } from "../core/object-model.ts";
 import { GuardedWrites } from "../core/own-writes.ts";
 import { applyVerdict, formatKubeTime, intentRefused } from "../core/status-building.ts";
 import { after, conflict, DONE, RELEASED, type Step, type Verdict, verdict } from "../core/verdict.ts";
-import {
-  type ActionContext,
-  adopt,
-  changeReplica,
-  createSlot,
-  disksByReplica,
-  givePoolDisks,
-  letDisksGo,
-  type MemberAccess,
-  readMembers,
-  removeReplica,
-} from "./actions.ts";
+import { type ActionContext, applyDecisions, type MemberAccess, readMembers } from "./actions.ts";
 import { deletePool } from "./deletion.ts";
 import { Expectations } from "./expectations.ts";
 import {
-  deleteFirst,
   hasCapacityFailure,
-  hasPoolDisks,
   holdsPlace,
-  inPlaceChangeOf,
-  isReplicaReady,
   type Member,
   memberLocation,
   replicaFailureOf,
   revisionOf,
   selectorOf,
 } from "./members.ts";
-import { CapacityMemory, type Placement, placeReplicas, type Room, roomIn } from "./placement.ts";
-import { type PoolPlan, planPool, type SlotState } from "./rollout.ts";
-import { countsOf, type PoolPicture, poolVerdict } from "./status.ts";
+import { CapacityMemory, placeReplicas } from "./placement.ts";
+import { perLocation, type Replicas, readAvailability, roomsOf, slotStateOf } from "./replicas.ts";
+import { planPool } from "./rollout.ts";
+import { countsOf, pictureOf, poolVerdict } from "./status.ts";
 
 type Pool = ManagedObject<GpuVmPoolSpec>;
 
@@ -88,36 +73,6 @@ function randomSuffix(): string {
     suffix += SUFFIX_ALPHABET[Math.floor(Math.random() * SUFFIX_ALPHABET.length)];
   }
   return suffix;
-}
-
-/** Slots per location. */
-function perLocation(slots: readonly PoolSlot[]): Map<string, number> {
-  const counts = new Map<string, number>();
-  for (const slot of slots) counts.set(slot.location, (counts.get(slot.location) ?? 0) + 1);
-  return counts;
-}
-
-/** The replicas of a pass: its slots, their live GpuVms, and those of them waiting for capacity. */
-interface Replicas {
-  slots: readonly PoolSlot[];
-  live: ReadonlyMap<string, Member>;
-  waiting: ReadonlySet<string>;
-}
-
-/**
- * The pool's replicas in a location: holding a place (their VM created), and starting (to be created, or their
- * create in flight). Replicas waiting for capacity are neither: their location is remembered as full.
- */
-function replicasIn(location: string, replicas: Replicas) {
-  let holding = 0;
-  let starting = 0;
-  for (const slot of replicas.slots) {
-    if (slot.location !== location || replicas.waiting.has(slot.name)) continue;
-    const vm = replicas.live.get(slot.name);
-    if (vm !== undefined && holdsPlace(vm)) holding++;
-    else starting++;
-  }
-  return { holding, starting };
 }
 
 export class PoolReconciler {
@@ -256,9 +211,17 @@ export class PoolReconciler {
       this.#capacity.markFull(key, slot.location, this.#timing.capacityRetryMs);
     }
     const all: Replicas = { slots, live, waiting };
-    const readings = await this.#readAvailability(context, all, revision, signal);
-    const roomBefore = this.#rooms(context, all, readings);
-    const states = slots.map((slot) => this.#stateOf(context, slot, live.get(slot.name), revision, roomBefore));
+    const locations = { spec, key, capacity: this.#capacity, expectations: this.#expectations };
+    const readings = await readAvailability(
+      locations,
+      all,
+      revision,
+      this.#now() - this.#timing.capacityRetryMs,
+      (location, notBefore) =>
+        this.#options.availability(context.mr as Pool, spec.template.spec.type, location, signal, notBefore),
+    );
+    const roomBefore = roomsOf(locations, all, readings);
+    const states = slots.map((slot) => slotStateOf(locations, slot, live.get(slot.name), revision, roomBefore));
     const replacedTerminating = terminating.filter((vm) => vm.labels[POOL_LABELS.revision] !== revision).length;
     const plan = planPool({
       replicas: spec.replicas,
@@ -272,14 +235,16 @@ export class PoolReconciler {
       locations: spec.placement.locations,
       strategy: spec.placement.strategy,
       placed: perLocation(kept),
-      room: this.#rooms(context, { slots: kept, live, waiting }, readings),
+      room: roomsOf(locations, { slots: kept, live, waiting }, readings),
     });
     const added = this.#newSlots(context, placement.locations, kept, revision, byName);
     const finalSlots = [...kept, ...added];
     this.#capacity.keepWaiting(key, new Set(finalSlots.map((slot) => slot.name)));
 
     const final: Replicas = { slots: finalSlots, live, waiting };
-    const picture = this.#picture(context, final, revision, plan, placement, added.length, terminating);
+    const previousReason = context.mr.status.conditions?.find((c) => c.type === "Ready")?.reason;
+    const decided = { plan, placement, added: added.length, terminating };
+    const picture = pictureOf({ spec, previousReason }, final, revision, decided, this.#timing);
     const counts = countsOf(picture);
     const result = poolVerdict(picture, counts);
     Object.assign(pass.draft, counts, {
@@ -300,157 +265,10 @@ export class PoolReconciler {
     if (written.type !== "written") return conflict();
     context.mr.status = structuredClone(pass.draft);
 
-    await this.#act(context, { vms, disks, live, gone, slots, finalSlots, added, plan, revision });
+    await applyDecisions(context, { vms, disks, live, gone, slots, finalSlots, added, plan, revision });
     if (this.#expectations.pending(key) && result.outcome.type === "done")
       return { ...result, outcome: after(this.#timing.shortMs * 5) };
     return result;
-  }
-
-  /** The writes a recorded pass decided: adopt, remove, create, give disks, change, let stray disks go. */
-  async #act(
-    context: ActionContext,
-    decided: {
-      vms: ReturnType<typeof readMembers>;
-      disks: ReturnType<typeof readMembers>;
-      live: ReadonlyMap<string, Member>;
-      gone: ReadonlySet<string>;
-      slots: readonly PoolSlot[];
-      finalSlots: readonly PoolSlot[];
-      added: readonly PoolSlot[];
-      plan: PoolPlan;
-      revision: string;
-    },
-  ): Promise<void> {
-    const { spec } = context;
-    const { vms, disks, live, gone, slots, finalSlots, added, plan, revision } = decided;
-    const removed = new Set(plan.remove.map((entry) => entry.name));
-    await adopt(context, "GpuVm", vms.orphans);
-    await adopt(context, "GpuDisk", disks.orphans);
-    const disksOf = disksByReplica(disks.all);
-    for (const entry of plan.remove) {
-      const slot = slots.find((candidate) => candidate.name === entry.name);
-      const note = this.#removalNote(entry, slot, revision);
-      await removeReplica(context, live.get(entry.name), disksOf.get(entry.name) ?? [], note.reason, note.text);
-    }
-    const addedNames = new Set(added.map((slot) => slot.name));
-    const existingDisks = new Set(disks.all.map((disk) => disk.name));
-    const completed = new Set<string>();
-    for (const slot of finalSlots) {
-      const vm = live.get(slot.name);
-      if (vm !== undefined) {
-        // Its VM holds a place now: its disks are made (never before: a VM waiting for capacity bills none).
-        // Only for the current template: an older replica has its own and is replaced, not completed.
-        if (slot.revision === revision && holdsPlace(vm) && !hasPoolDisks(spec, vm)) {
-          await givePoolDisks(context, slot, vm, existingDisks);
-          completed.add(vm.name);
-        }
-        continue;
-      }
-      if (gone.has(slot.name)) continue;
-      const why = addedNames.has(slot.name)
-        ? `created replica ${slot.name} in ${slot.location}`
-        : `created replica ${slot.name} in ${slot.location} (recorded before, not created yet)`;
-      await createSlot(context, slot, why);
-    }
-    for (const { name, change } of plan.change) {
-      const vm = live.get(name);
-      // A replica just given its disks is changed at the next pass (its resourceVersion moved on).
-      if (vm !== undefined && !completed.has(name)) await changeReplica(context, vm, change);
-    }
-    // Disks of no replica (left by a crash between a removal's record and its deletion).
-    const finalNames = new Set(finalSlots.map((slot) => slot.name));
-    const strayDisks = disks.ours.filter((disk) => {
-      const vm = disk.labels[POOL_LABELS.member];
-      return vm === undefined || (!finalNames.has(vm) && !removed.has(vm) && !live.has(vm));
-    });
-    await letDisksGo(context, strayDisks);
-  }
-
-  #stateOf(
-    context: ActionContext,
-    slot: PoolSlot,
-    vm: Member | undefined,
-    revision: string,
-    room: ReadonlyMap<string, Room>,
-  ): SlotState {
-    const { spec, key } = context;
-    const outdated = slot.revision !== revision || !spec.placement.locations.includes(slot.location);
-    const capacityFailed = vm !== undefined && hasCapacityFailure(vm);
-    const elsewhere = spec.placement.locations.some(
-      (location) => location !== slot.location && (room.get(location)?.count ?? 0) > 0,
-    );
-    const own = slot.revision === revision ? spec : undefined;
-    const ready = vm !== undefined && isReplicaReady(own, vm) && !this.#expectations.isChanging(key, vm.name);
-    const createdAt = Date.parse(vm?.creationTimestamp ?? slot.recordedAt);
-    return {
-      name: slot.name,
-      started: vm !== undefined,
-      ready,
-      outdated,
-      deleteFirst: deleteFirst(vm),
-      createdAtMs: Number.isNaN(createdAt) ? 0 : createdAt,
-      movable: capacityFailed && elsewhere,
-      change: vm !== undefined && !outdated ? inPlaceChangeOf(spec, vm) : undefined,
-    };
-  }
-
-  /**
-   * The availability endpoint's answer per location, read only when the pass may place a replica (one is missing,
-   * or one waits for capacity and may move); none for a location remembered as full. A reading must be newer than
-   * the last change of the pool's replicas there, so that a count never offers again what they took.
-   */
-  async #readAvailability(
-    context: ActionContext,
-    replicas: Replicas,
-    revision: string,
-    signal: AbortSignal,
-  ): Promise<Map<string, AvailabilityReading | undefined>> {
-    const { spec, key } = context;
-    const { slots, waiting } = replicas;
-    const current = slots.filter(
-      (slot) =>
-        slot.revision === revision && spec.placement.locations.includes(slot.location) && !waiting.has(slot.name),
-    ).length;
-    const mayPlace = current < spec.replicas || waiting.size > 0;
-    const readings = new Map<string, AvailabilityReading | undefined>();
-    for (const location of spec.placement.locations) {
-      const { holding, starting } = replicasIn(location, replicas);
-      // Pending replicas are tried again every capacity retry period: with a reading at most that old.
-      const notBefore = Math.max(
-        this.#capacity.readingNotBefore(key, location, holding, starting),
-        this.#now() - this.#timing.capacityRetryMs,
-      );
-      if (!mayPlace || this.#capacity.isFull(key, location)) continue;
-      const reading = await this.#options.availability(
-        context.mr as Pool,
-        spec.template.spec.type,
-        location,
-        signal,
-        notBefore,
-      );
-      readings.set(location, reading);
-    }
-    return readings;
-  }
-
-  /** How many more replicas each location may take, given the pool's replicas there (placement.ts). */
-  #rooms(
-    context: ActionContext,
-    replicas: Replicas,
-    readings: ReadonlyMap<string, AvailabilityReading | undefined>,
-  ): Map<string, Room> {
-    const { spec, key } = context;
-    return new Map(
-      spec.placement.locations.map((location) => [
-        location,
-        roomIn({
-          availability: readings.get(location),
-          ...replicasIn(location, replicas),
-          full: this.#capacity.isFull(key, location),
-          failedBefore: this.#capacity.failedBefore(key, location),
-        }),
-      ]),
-    );
   }
 
   /** Names and slots for the replicas placed in `locations`. */
@@ -471,72 +289,6 @@ export class PoolReconciler {
       slots.push({ name, location, revision, recordedAt: formatKubeTime(this.#now()) });
     }
     return slots;
-  }
-
-  #picture(
-    context: ActionContext,
-    replicas: Replicas,
-    revision: string,
-    plan: PoolPlan,
-    placement: Placement,
-    added: number,
-    terminating: readonly Member[],
-  ): PoolPicture {
-    const { spec } = context;
-    const { slots, live } = replicas;
-    const updated = new Set<string>();
-    const ready = new Set<string>();
-    const waiting = new Set(slots.filter((slot) => replicas.waiting.has(slot.name)).map((slot) => slot.name));
-    const failures: PoolPicture["failures"][number][] = [];
-    let stale = 0;
-    for (const slot of slots) {
-      const vm = live.get(slot.name);
-      if (vm === undefined || waiting.has(slot.name)) continue;
-      if (isReplicaReady(slot.revision === revision ? spec : undefined, vm)) ready.add(slot.name);
-      const current = slot.revision === revision && spec.placement.locations.includes(slot.location);
-      if (current && inPlaceChangeOf(spec, vm) === undefined) updated.add(slot.name);
-      else stale++;
-      const failure = replicaFailureOf(vm);
-      if (failure !== undefined) failures.push({ name: slot.name, ...failure });
-    }
-    return {
-      replicas: spec.replicas,
-      slots,
-      members: live,
-      ready,
-      waiting,
-      updated,
-      stale,
-      previousReason: context.mr.status.conditions?.find((c) => c.type === "Ready")?.reason,
-      plan,
-      added,
-      noCapacity: placement.noCapacity,
-      batched: placement.batched,
-      failures,
-      terminating: terminating.length,
-      locations: spec.placement.locations,
-      vmType: spec.template.spec.type,
-      capacityRetryMs: this.#timing.capacityRetryMs,
-      pollMs: this.#timing.dependencyMs,
-    };
-  }
-
-  #removalNote(entry: PoolPlan["remove"][number], slot: PoolSlot | undefined, revision: string) {
-    const name = entry.name;
-    switch (entry.why) {
-      case "capacity":
-        return {
-          reason: REASONS.CapacityUnavailable,
-          text: `moving replica ${name}: no capacity in ${slot?.location ?? "its location"}`,
-        };
-      case "replace":
-        return {
-          reason: REASONS.RollingUpdate,
-          text: `replacing replica ${name} (revision ${slot?.revision ?? "?"} → ${revision})`,
-        };
-      case "scale-down":
-        return { reason: REASONS.Scaling, text: `removing replica ${name} (scale-down)` };
-    }
   }
 
   /** Conditions from the verdict, one status write when something changed, an event when the story changed. */

@@ -2,9 +2,12 @@
 // location, the price, and the verdict that becomes its Ready/Reconciling/Stalled conditions.
 
 import { REASONS } from "../../api/common.ts";
-import type { GpuVmPoolStatus, PoolSlot } from "../../api/gpu-vm-pool.ts";
+import type { GpuVmPoolSpec, GpuVmPoolStatus, PoolSlot } from "../../api/gpu-vm-pool.ts";
+import type { ReconcileTiming } from "../core/lifecycle.ts";
 import { after, DONE, type Verdict, verdict } from "../core/verdict.ts";
-import type { Member } from "./members.ts";
+import { inPlaceChangeOf, isReplicaReady, type Member, replicaFailureOf } from "./members.ts";
+import type { Placement } from "./placement.ts";
+import type { Replicas } from "./replicas.ts";
 import type { PoolPlan } from "./rollout.ts";
 
 /** What a pass saw and decided, for the status. */
@@ -39,6 +42,54 @@ export interface PoolPicture {
   vmType: string;
   capacityRetryMs: number;
   pollMs: number;
+}
+
+/** What a pass saw and decided, as the status tells it. */
+export function pictureOf(
+  pool: { spec: GpuVmPoolSpec; previousReason: string | undefined },
+  replicas: Replicas,
+  revision: string,
+  decided: { plan: PoolPlan; placement: Placement; added: number; terminating: readonly Member[] },
+  timing: Pick<ReconcileTiming, "capacityRetryMs" | "dependencyMs">,
+): PoolPicture {
+  const { spec } = pool;
+  const { plan, placement, added, terminating } = decided;
+  const { slots, live } = replicas;
+  const updated = new Set<string>();
+  const ready = new Set<string>();
+  const waiting = new Set(slots.filter((slot) => replicas.waiting.has(slot.name)).map((slot) => slot.name));
+  const failures: PoolPicture["failures"][number][] = [];
+  let stale = 0;
+  for (const slot of slots) {
+    const vm = live.get(slot.name);
+    if (vm === undefined || waiting.has(slot.name)) continue;
+    if (isReplicaReady(slot.revision === revision ? spec : undefined, vm)) ready.add(slot.name);
+    const current = slot.revision === revision && spec.placement.locations.includes(slot.location);
+    if (current && inPlaceChangeOf(spec, vm) === undefined) updated.add(slot.name);
+    else stale++;
+    const failure = replicaFailureOf(vm);
+    if (failure !== undefined) failures.push({ name: slot.name, ...failure });
+  }
+  return {
+    replicas: spec.replicas,
+    slots,
+    members: live,
+    ready,
+    waiting,
+    updated,
+    stale,
+    previousReason: pool.previousReason,
+    plan,
+    added,
+    noCapacity: placement.noCapacity,
+    batched: placement.batched,
+    failures,
+    terminating: terminating.length,
+    locations: spec.placement.locations,
+    vmType: spec.template.spec.type,
+    capacityRetryMs: timing.capacityRetryMs,
+    pollMs: timing.dependencyMs,
+  };
 }
 
 /**
