@@ -5,17 +5,13 @@
 //
 // A key refused because its account's slots are all taken (account_busy) is parked here, in the lane it came
 // from, and woken when a slot of that account frees: `high` keys (an operation settled, a spec change) first,
-// then first come, first served. A woken key is queued in the `high` lane, so that the slot goes to the key that
-// waited for it and not to a fresh one taken first (which would only be parked behind it); its pass is still told
-// its own lane (the work queue keeps it), so a woken resync may end quietly (ADR 0018) and is not work for the idle
-// memory saver, and it keeps that lane should it be parked again; an event for the key meanwhile raises it. The
-// slot it was woken for is promised to it until it is taken (or for PROMISE_TTL_MS): a key that reaches a worker
-// before it (a settled key from the same `high` lane, a fresh one taken by an idle worker) is parked instead of
-// taking the slot and sending the woken key back to wait, which cost each object of a burst of 10,000 four to
-// five trips through the queue.
-// Without it, each refused key came back after a fixed delay and was refused again: with thousands of creates
-// queued behind the account's rate limit, the free worker cycled through the whole backlog several times a second
-// (most of the operator's CPU in a burst), and a settled VM lost its priority behind the creates.
+// then first come, first served (a refused key coming back on a timer would cycle a backlog through the workers:
+// ADR 0014). A woken key is queued in the `high` lane, so that the slot goes to the key that waited for it and not
+// to a fresh one taken first (which would only be parked behind it); its pass is still told its own lane (the work
+// queue keeps it), so a woken resync may end quietly (ADR 0018), and it keeps that lane should it be parked again;
+// an event for the key meanwhile raises it. The slot it was woken for is promised to it until it is taken (or for
+// PROMISE_TTL_MS): a key that reaches a worker before it (a settled key from the same `high` lane, a fresh one
+// taken by an idle worker) is parked instead of taking the slot and sending the woken key back to wait.
 import type { AccountBulkhead } from "../../cloud/bulkhead.ts";
 import { CloudError } from "../../cloud/errors.ts";
 import { keyOf, type Priority, type ReconcileRequest, type Reconciler } from "../../runtime/index.ts";

@@ -75,8 +75,8 @@ export interface AvailabilityReading {
 const SETTLED_MEMORY_MS = 30 * 60_000;
 /**
  * Once an owner's pass has read a settled result it records it in status; the result is kept a little longer
- * (a pass whose status write conflicted reads it again), not for SETTLED_MEMORY_MS: at 10,000 VMs that was
- * every operation of the burst (~3 KB each) for half an hour.
+ * (a pass whose status write conflicted reads it again), not for SETTLED_MEMORY_MS: a burst's operations would
+ * otherwise be held for half an hour.
  */
 const READ_MEMORY_MS = 60_000;
 
@@ -118,7 +118,7 @@ interface Tracked {
 export class CloudAccount {
   readonly client: CloudClient;
   readonly projectId: string;
-  /** The client's base URL, normalised: with projectId, the account its resources are claimed in (claims.ts). */
+  /** The client's base URL, normalised: with projectId, the account its resources are claimed in (managed/claims.ts). */
   readonly apiUrl: string;
   readonly credentialKey: string;
   /** VMs as the controllers read them (summarizeVm): the family may hold 10,000 and more. */

@@ -1,11 +1,11 @@
-// What the operator holds of each VM in an account's VM snapshot (a family that may hold 10,000 VMs and more):
-// the fields the controllers read, not the cloud's whole answer.
+// What the operator holds of each VM in an account's VM snapshot (a family that may hold tens of thousands of
+// VMs): the fields the controllers read, not the cloud's whole answer.
 import type { Vm, VmDisk } from "../../cloud/wire.ts";
 
 /**
  * What the controllers read of a VM: the VM family's snapshot holds this, not the cloud's whole answer (each
  * disk's serial number, block size, type, location and timestamps; each interface's MAC, network, subnet; the
- * commitment, template and group fields...), which was twice the size for every VM it holds.
+ * commitment, template and group fields...).
  */
 export type VmSummary = Pick<
   Vm,

@@ -49,7 +49,7 @@ export const DEFAULT_TIMING: ReconcileTiming = {
   followTimeoutMs: 15 * 60_000,
   nameConflictRetryMs: 2 * 60_000,
   goneConfirmMs: 2 * 60_000,
-  // --leader-election-lease-duration (15 s) + --api-timeout (10 s) by default; index.ts passes the flags'.
+  // --leader-election-lease-duration (15 s) + --api-timeout (10 s) by default; controllers/index.ts passes the flags'.
   intentHoldMs: 25_000,
 };
 

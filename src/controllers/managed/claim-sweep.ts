@@ -1,4 +1,4 @@
-// Claims whose holder is gone are released. A holder lets its claim go when it is released (deletion.ts), but an
+// Claims whose holder is gone are released. A holder lets its claim go when it is released (core/lifecycle.ts), but an
 // object can go without us: its finalizer removed by hand, its namespace deleted while the operator was down.
 // Such a claim would keep its cloud name (and resource) from everyone for ever. A claim is released only after
 // the API server itself says its holder is gone (a live read: not found, or an object of that name with another

@@ -34,7 +34,7 @@ export interface Claim extends ClaimSlot {
 
 export type ClaimWrite = { type: "written"; claim: Claim } | { type: "conflict" } | { type: "gone" };
 
-/** The Kubernetes side of the claims (index.ts adapts it onto the runtime; tests keep them in memory). */
+/** The Kubernetes side of the claims (claim-records.ts adapts it onto the runtime; tests keep them in memory). */
 export interface ClaimRecords {
   /** Create-only: `exists` when the slot's claim is there already (whoever holds it). */
   create(slot: ClaimSlot, holder: Holder): Promise<{ type: "created"; claim: Claim } | { type: "exists" }>;
@@ -80,7 +80,7 @@ export class ClaimStore {
     this.#wake = options.wake ?? (() => undefined);
   }
 
-  /** An informer add or update (the claim as parsed; see claimOfObject in index.ts). */
+  /** An informer add or update (the claim as parsed; see claimOfObject in claim-records.ts). */
   upsert(claim: Claim): void {
     const ahead = this.#ahead.get(claim.objectName);
     if (ahead !== undefined) {

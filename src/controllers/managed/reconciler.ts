@@ -2,9 +2,10 @@
 // Order: read → paused? → orphan/observe deletion → credentials → operation in flight → references → observe →
 // delete | finalizer → create | update → ready. The steps live beside this file, by responsibility:
 //   creation.ts (absent → crash-safe create, adoption, location walk), existing-resource.ts (update, ready,
-//   observe-only mirror), deletion.ts (delete, release, pause), operation-tracking.ts / operation-failures.ts
+//   observe-only mirror), deletion.ts (delete the cloud resource), operation-tracking.ts / operation-failures.ts
 //   (operations in flight and what a FAILED one means), operation-following.ts (an operation the server cannot
-//   show, followed through its resource), status-building.ts (conditions, the one status write).
+//   show, followed through its resource); pause and release, and the end of a pass (conditions, the one status
+//   write) are shared with the pool: core/lifecycle.ts, core/status-building.ts.
 // Conditions, events and status are written in `finish()` only, once per reconcile and only when they changed.
 // No worker ever waits on a cloud operation: the operation id goes into status, trackers wake the key, and a
 // fallback requeue covers lost wake-ups.
