@@ -1,4 +1,4 @@
-// Pure mappers of GpuVm (table-tested in test/controllers/mappers.test.ts): the observed VM as status fields,
+// Pure mappers of GpuVm (table-tested in test/controllers/kinds/mappers.test.ts): the observed VM as status fields,
 // the one next step towards the spec, and the connection details users get.
 import { REASONS } from "../../api/common.ts";
 import { type DiskRef, normalizeVmState, VM_TYPE_INFO, type VmType, vmFamily } from "../../cloud/wire.ts";

@@ -3,10 +3,10 @@
 
 import pino from "pino";
 import { describe, expect, it } from "vitest";
-import type { WriteResult } from "../../src/controllers/core/kube-access.ts";
-import type { Condition, ManagedObject } from "../../src/controllers/core/object-model.ts";
-import { markWithoutOwner, withoutOwnerStatus } from "../../src/controllers/managed/without-owner.ts";
-import { FencedError } from "../../src/util/fence.ts";
+import type { WriteResult } from "../../../src/controllers/core/kube-access.ts";
+import type { Condition, ManagedObject } from "../../../src/controllers/core/object-model.ts";
+import { markWithoutOwner, withoutOwnerStatus } from "../../../src/controllers/managed/without-owner.ts";
+import { FencedError } from "../../../src/util/fence.ts";
 
 const NOW = Date.parse("2026-11-27T12:00:00Z");
 const condition = (type: string, status: Condition["status"], reason: string): Condition => ({

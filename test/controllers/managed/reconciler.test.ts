@@ -2,23 +2,23 @@
 
 import pino from "pino";
 import { describe, expect, it } from "vitest";
-import { FINALIZER } from "../../src/api/common.ts";
-import { CloudError } from "../../src/cloud/errors.ts";
-import type { Operation } from "../../src/cloud/wire.ts";
-import type { OperationProgress } from "../../src/controllers/accounts/cloud-account.ts";
-import type { KubeAccess } from "../../src/controllers/core/kube-access.ts";
-import type { ReconcileTiming } from "../../src/controllers/core/lifecycle.ts";
-import type { ManagedObject, ManagedSpecBase, ManagedStatusBase } from "../../src/controllers/core/object-model.ts";
+import { FINALIZER } from "../../../src/api/common.ts";
+import { CloudError } from "../../../src/cloud/errors.ts";
+import type { Operation } from "../../../src/cloud/wire.ts";
+import type { OperationProgress } from "../../../src/controllers/accounts/cloud-account.ts";
+import type { KubeAccess } from "../../../src/controllers/core/kube-access.ts";
+import type { ReconcileTiming } from "../../../src/controllers/core/lifecycle.ts";
+import type { ManagedObject, ManagedSpecBase, ManagedStatusBase } from "../../../src/controllers/core/object-model.ts";
 import type {
   CreateAnswer,
   ExternalClient,
   FoundResource,
   Observation,
   UpdateAnswer,
-} from "../../src/controllers/managed/external.ts";
-import type { CloudConnection } from "../../src/controllers/managed/pass.ts";
-import { ManagedReconciler } from "../../src/controllers/managed/reconciler.ts";
-import { memoryClaims } from "./memory-claims.ts";
+} from "../../../src/controllers/managed/external.ts";
+import type { CloudConnection } from "../../../src/controllers/managed/pass.ts";
+import { ManagedReconciler } from "../../../src/controllers/managed/reconciler.ts";
+import { memoryClaims } from "../memory-claims.ts";
 
 interface TestSpec extends ManagedSpecBase {
   locations?: string[];

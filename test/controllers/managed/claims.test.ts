@@ -3,10 +3,10 @@
 
 import pino from "pino";
 import { describe, expect, it } from "vitest";
-import { claimNameOf } from "../../src/api/gpu-cloud-claim.ts";
-import { accountOf } from "../../src/controllers/accounts/account.ts";
-import { claimSweepReconciler } from "../../src/controllers/managed/claim-sweep.ts";
-import { MemoryClaimRecords, memoryClaims } from "./memory-claims.ts";
+import { claimNameOf } from "../../../src/api/gpu-cloud-claim.ts";
+import { accountOf } from "../../../src/controllers/accounts/account.ts";
+import { claimSweepReconciler } from "../../../src/controllers/managed/claim-sweep.ts";
+import { MemoryClaimRecords, memoryClaims } from "../memory-claims.ts";
 
 const account = accountOf("https://cloud.test/v0.1/", "project-1");
 const slot = (cloudName: string) => ({ kind: "GpuVm" as const, ...account, cloudName });

@@ -3,10 +3,10 @@
 // operation of a burst for half an hour held ~3 KB per VM, and forgetting scanned them all at each settlement.
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { CloudAccount, outcomeOf } from "../../src/controllers/accounts/cloud-account.ts";
-import { clientFor } from "../../src/controllers/accounts/credentials.ts";
-import { type RunningSimulator, startSimulator } from "../../src/simulator/index.ts";
-import { SSH_KEY } from "./harness.ts";
+import { CloudAccount, outcomeOf } from "../../../src/controllers/accounts/cloud-account.ts";
+import { clientFor } from "../../../src/controllers/accounts/credentials.ts";
+import { type RunningSimulator, startSimulator } from "../../../src/simulator/index.ts";
+import { SSH_KEY } from "../harness.ts";
 
 let sim: RunningSimulator | undefined;
 afterEach(async () => {

@@ -1,10 +1,10 @@
 // The echo of our own writes: a watch event that only reports a write the reconciler made starts no pass.
 
 import { describe, expect, it } from "vitest";
-import type { WriteResult } from "../../src/controllers/core/kube-access.ts";
-import type { ManagedObject } from "../../src/controllers/core/object-model.ts";
-import { GuardedWrites } from "../../src/controllers/core/own-writes.ts";
-import { condition, startEnv, vmSpec } from "./harness.ts";
+import type { WriteResult } from "../../../src/controllers/core/kube-access.ts";
+import type { ManagedObject } from "../../../src/controllers/core/object-model.ts";
+import { GuardedWrites } from "../../../src/controllers/core/own-writes.ts";
+import { condition, startEnv, vmSpec } from "../harness.ts";
 
 function objectAt(resourceVersion: string): ManagedObject {
   return {

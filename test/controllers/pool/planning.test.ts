@@ -1,7 +1,7 @@
 // The pure parts of the GpuVmPool controller: the plan of a pass (scale, capacity moves, rolling replacement and
 // in-place changes within maxUnavailable/maxSurge), the removal order, placement, the revision and in-place diff.
 import { describe, expect, it } from "vitest";
-import { GpuVmPoolSpec } from "../../src/api/gpu-vm-pool.ts";
+import { GpuVmPoolSpec } from "../../../src/api/gpu-vm-pool.ts";
 import {
   desiredVm,
   hasPoolDisks,
@@ -9,7 +9,7 @@ import {
   type Member,
   poolDisksPatch,
   revisionOf,
-} from "../../src/controllers/pool/members.ts";
+} from "../../../src/controllers/pool/members.ts";
 import {
   CapacityMemory,
   type LocationEvidence,
@@ -17,10 +17,10 @@ import {
   type Room,
   roomIn,
   SLOW_START_BATCH,
-} from "../../src/controllers/pool/placement.ts";
-import { planPool, type SlotState } from "../../src/controllers/pool/rollout.ts";
-import { removalOrder } from "../../src/controllers/pool/scale-down.ts";
-import { SSH_KEY } from "./harness.ts";
+} from "../../../src/controllers/pool/placement.ts";
+import { planPool, type SlotState } from "../../../src/controllers/pool/rollout.ts";
+import { removalOrder } from "../../../src/controllers/pool/scale-down.ts";
+import { SSH_KEY } from "../harness.ts";
 
 function slot(name: string, extra: Partial<SlotState> = {}): SlotState {
   return {

@@ -7,22 +7,22 @@ import { Ajv, type ValidateFunction } from "ajv";
 import addFormats from "ajv-formats";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { REASONS } from "../../src/api/common.ts";
-import type { SchemaNode } from "../../src/api/crd.ts";
-import { KUBERNETES_EXTENSIONS } from "../../src/api/structural.ts";
-import { Disk, FirewallRule, Operation, Vm, VpcNetwork } from "../../src/cloud/wire.ts";
-import type { ManagedObject, ManagedStatusBase } from "../../src/controllers/core/object-model.ts";
-import { buildStatus } from "../../src/controllers/core/status-building.ts";
-import { fitStatus, fitStatusInPlace, fitText } from "../../src/controllers/core/status-limits.ts";
-import type { Verdict } from "../../src/controllers/core/verdict.ts";
-import { observeDisk } from "../../src/controllers/kinds/gpu-disk.ts";
-import { observeRule } from "../../src/controllers/kinds/gpu-firewall-rule.ts";
-import { networkAtProvider } from "../../src/controllers/kinds/gpu-network.ts";
-import { observeVm } from "../../src/controllers/kinds/gpu-vm-mappers.ts";
-import type { Observation } from "../../src/controllers/managed/external.ts";
-import { recordOperation } from "../../src/controllers/managed/operation-tracking.ts";
-import type { CloudConnection, Pass } from "../../src/controllers/managed/pass.ts";
-import { seededRandom } from "./seeded-random.ts";
+import { REASONS } from "../../../src/api/common.ts";
+import type { SchemaNode } from "../../../src/api/crd.ts";
+import { KUBERNETES_EXTENSIONS } from "../../../src/api/structural.ts";
+import { Disk, FirewallRule, Operation, Vm, VpcNetwork } from "../../../src/cloud/wire.ts";
+import type { ManagedObject, ManagedStatusBase } from "../../../src/controllers/core/object-model.ts";
+import { buildStatus } from "../../../src/controllers/core/status-building.ts";
+import { fitStatus, fitStatusInPlace, fitText } from "../../../src/controllers/core/status-limits.ts";
+import type { Verdict } from "../../../src/controllers/core/verdict.ts";
+import { observeDisk } from "../../../src/controllers/kinds/gpu-disk.ts";
+import { observeRule } from "../../../src/controllers/kinds/gpu-firewall-rule.ts";
+import { networkAtProvider } from "../../../src/controllers/kinds/gpu-network.ts";
+import { observeVm } from "../../../src/controllers/kinds/gpu-vm-mappers.ts";
+import type { Observation } from "../../../src/controllers/managed/external.ts";
+import { recordOperation } from "../../../src/controllers/managed/operation-tracking.ts";
+import type { CloudConnection, Pass } from "../../../src/controllers/managed/pass.ts";
+import { seededRandom } from "../seeded-random.ts";
 
 const SEED = Number(process.env.GPUVM_TEST_SEED ?? 20261122);
 const RUNS_PER_KIND = 150;
@@ -59,7 +59,7 @@ class Gen {
 }
 
 function crdStatusSchema(plural: string): SchemaNode {
-  const crd = parse(readFileSync(new URL(`../../crds/gpucloud.dev_${plural}.yaml`, import.meta.url), "utf8")) as {
+  const crd = parse(readFileSync(new URL(`../../../crds/gpucloud.dev_${plural}.yaml`, import.meta.url), "utf8")) as {
     spec: { versions: { schema: { openAPIV3Schema: { properties: { status: SchemaNode } } } }[] };
   };
   const version = crd.spec.versions[0];

@@ -2,14 +2,14 @@
 // slot frees; settled work (`high`) is woken before new work, then first come, first served.
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { AccountBulkhead, DEFAULT_BULKHEAD } from "../../src/cloud/bulkhead.ts";
-import { CloudError } from "../../src/cloud/errors.ts";
+import { AccountBulkhead, DEFAULT_BULKHEAD } from "../../../src/cloud/bulkhead.ts";
+import { CloudError } from "../../../src/cloud/errors.ts";
 import {
   AccountAdmissions,
   PARKED_FALLBACK_MS,
   PROMISE_TTL_MS,
-} from "../../src/controllers/accounts/account-admission.ts";
-import type { Outcome, Priority, ReconcileContext, ReconcileRequest } from "../../src/runtime/index.ts";
+} from "../../../src/controllers/accounts/account-admission.ts";
+import type { Outcome, Priority, ReconcileContext, ReconcileRequest } from "../../../src/runtime/index.ts";
 
 function provenBulkhead(laneLimit: number): AccountBulkhead {
   const bulkhead = new AccountBulkhead({ ...DEFAULT_BULKHEAD, laneLimit, rateLimit: undefined });

@@ -2,14 +2,14 @@ import type { KubernetesObject } from "@kubernetes/client-node";
 import { pino } from "pino";
 import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
-import type { CloudAccount } from "../../src/controllers/accounts/cloud-account.ts";
+import type { CloudAccount } from "../../../src/controllers/accounts/cloud-account.ts";
 import {
   cloudOperationsSample,
   lastCompleteUsageDay,
   registerOperatorMetrics,
-} from "../../src/controllers/core/metrics.ts";
-import type { InformerEvent } from "../../src/runtime/index.ts";
-import { Metrics } from "../../src/runtime/metrics.ts";
+} from "../../../src/controllers/core/metrics.ts";
+import type { InformerEvent } from "../../../src/runtime/index.ts";
+import { Metrics } from "../../../src/runtime/metrics.ts";
 
 const logger = pino({ level: "silent" });
 

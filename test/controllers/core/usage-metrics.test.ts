@@ -4,15 +4,15 @@
 import pino from "pino";
 import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { type CloudClient, createCloudClient } from "../../src/cloud/client.ts";
-import type { UsageItem } from "../../src/cloud/wire.ts";
-import { lastCompleteUsageDay, registerOperatorMetrics } from "../../src/controllers/core/metrics.ts";
+import { type CloudClient, createCloudClient } from "../../../src/cloud/client.ts";
+import type { UsageItem } from "../../../src/cloud/wire.ts";
+import { lastCompleteUsageDay, registerOperatorMetrics } from "../../../src/controllers/core/metrics.ts";
 import {
   createManualClock,
   type ManualClock,
   type RunningSimulator,
   startSimulator,
-} from "../../src/simulator/index.ts";
+} from "../../../src/simulator/index.ts";
 
 const HOUR = 3_600_000;
 let sim: RunningSimulator;

@@ -2,7 +2,7 @@
 // its controllers. The pool owns GpuVms; the GpuVm controller makes the cloud VMs.
 import { EventsV1Api, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { afterEach, describe, expect, it } from "vitest";
-import { condition, type Env, type ManagedView, NAMESPACE, SSH_KEY, startEnv } from "./harness.ts";
+import { condition, type Env, type ManagedView, NAMESPACE, SSH_KEY, startEnv } from "../harness.ts";
 
 let env: Env | undefined;
 afterEach(async () => {

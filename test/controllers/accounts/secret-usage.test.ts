@@ -2,9 +2,9 @@
 // using it, and a reconcile that counts users over the distinct references instead of every object (the N²
 // of issue #17: every event of any object re-parsed every object).
 import { describe, expect, it } from "vitest";
-import { CredentialsUsage } from "../../src/controllers/accounts/secret-usage.ts";
-import { sharedInterner } from "../../src/util/intern.ts";
-import { condition, NAMESPACE, startEnv, vmSpec } from "./harness.ts";
+import { CredentialsUsage } from "../../../src/controllers/accounts/secret-usage.ts";
+import { sharedInterner } from "../../../src/util/intern.ts";
+import { condition, NAMESPACE, startEnv, vmSpec } from "../harness.ts";
 
 const FINALIZER = "gpucloud.dev/finalizer";
 

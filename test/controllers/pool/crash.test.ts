@@ -6,11 +6,11 @@
 
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import type { KubeAccess } from "../../src/controllers/core/kube-access.ts";
-import type { ManagedObject, ManagedStatusBase } from "../../src/controllers/core/object-model.ts";
-import type { MemberAccess, MemberKind } from "../../src/controllers/pool/actions.ts";
-import { PoolReconciler } from "../../src/controllers/pool/reconciler.ts";
-import { SSH_KEY } from "./harness.ts";
+import type { KubeAccess } from "../../../src/controllers/core/kube-access.ts";
+import type { ManagedObject, ManagedStatusBase } from "../../../src/controllers/core/object-model.ts";
+import type { MemberAccess, MemberKind } from "../../../src/controllers/pool/actions.ts";
+import { PoolReconciler } from "../../../src/controllers/pool/reconciler.ts";
+import { SSH_KEY } from "../harness.ts";
 
 class CrashError extends Error {
   override name = "CrashError";

@@ -3,7 +3,7 @@
 // out-of-stock failures stop), makes a replica's disks only once its VM has a place, and reports replicas and
 // pendingReplicas that add up to what was asked for.
 import { afterEach, describe, expect, it } from "vitest";
-import { condition, type Env, type ManagedView, NAMESPACE, SSH_KEY, startEnv } from "./harness.ts";
+import { condition, type Env, type ManagedView, NAMESPACE, SSH_KEY, startEnv } from "../harness.ts";
 
 let env: Env | undefined;
 let watcher: { stop(): Promise<number> } | undefined;

@@ -1,16 +1,16 @@
 // Table tests of the per-kind pure mappers: normalisation before comparison, the VM's next step, sizes.
 
 import { describe, expect, it } from "vitest";
-import type { FirewallRule, Vm } from "../../src/cloud/wire.ts";
-import { summarizeVm } from "../../src/controllers/accounts/vm-summary.ts";
-import { compareDiskSize } from "../../src/controllers/kinds/gpu-disk.ts";
-import { type DesiredRule, normalizePorts, ruleDrift } from "../../src/controllers/kinds/gpu-firewall-rule.ts";
+import type { FirewallRule, Vm } from "../../../src/cloud/wire.ts";
+import { summarizeVm } from "../../../src/controllers/accounts/vm-summary.ts";
+import { compareDiskSize } from "../../../src/controllers/kinds/gpu-disk.ts";
+import { type DesiredRule, normalizePorts, ruleDrift } from "../../../src/controllers/kinds/gpu-firewall-rule.ts";
 import {
   connectionDetails,
   type DesiredVm,
   nextVmStep,
   observeVm,
-} from "../../src/controllers/kinds/gpu-vm-mappers.ts";
+} from "../../../src/controllers/kinds/gpu-vm-mappers.ts";
 
 describe("compareDiskSize", () => {
   it.each([

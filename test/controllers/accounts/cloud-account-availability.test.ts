@@ -3,10 +3,10 @@
 // (a pool whose replicas took capacity since the last one).
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { CloudAccount } from "../../src/controllers/accounts/cloud-account.ts";
-import { clientFor } from "../../src/controllers/accounts/credentials.ts";
-import { type RunningSimulator, type SimulatorOptions, startSimulator } from "../../src/simulator/index.ts";
-import { SSH_KEY } from "./harness.ts";
+import { CloudAccount } from "../../../src/controllers/accounts/cloud-account.ts";
+import { clientFor } from "../../../src/controllers/accounts/credentials.ts";
+import { type RunningSimulator, type SimulatorOptions, startSimulator } from "../../../src/simulator/index.ts";
+import { SSH_KEY } from "../harness.ts";
 
 let sim: RunningSimulator | undefined;
 afterEach(async () => {
