@@ -5,13 +5,13 @@
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { gpuDiskKind } from "../api/gpu-disk.ts";
 import { gpuVmKind } from "../api/gpu-vm.ts";
+import { gpuVmPoolKind } from "../api/gpu-vm-pool.ts";
 import { CONFIG_MAPS, type Controller, type Manager, ownsKey } from "../runtime/index.ts";
 import { createCredentialStore } from "./accounts/account-store.ts";
 import type { CloudAccount } from "./accounts/cloud-account.ts";
 import type { CredentialStore } from "./accounts/credentials.ts";
 import { watchSecrets } from "./accounts/secret-sources.ts";
 import { registerSecretUsage } from "./accounts/secret-usage.ts";
-import { kubeAccessFor, resourceOf } from "./core/kube-access.ts";
 import type { ReconcileTiming } from "./core/lifecycle.ts";
 import { cloudOperationsSample, registerOperatorMetrics } from "./core/metrics.ts";
 import { watchForeignAttachments } from "./kinds/attachment-changes.ts";
@@ -23,7 +23,7 @@ import { registerClaimSweep } from "./managed/claim-sweep.ts";
 import { DependencyIndex } from "./managed/dependency-index.ts";
 import { registerManagedKind } from "./managed/register.ts";
 import { ManagedWakes } from "./managed/wakes.ts";
-import { POOL_RESOURCE, registerPoolController } from "./pool/controller.ts";
+import { registerPoolController } from "./pool/controller.ts";
 
 export interface RegisterOptions {
   /** Overrides of the reconciler's timing (tests use short fallbacks). */
@@ -62,13 +62,20 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
   const deps = kindDeps({ manager, caches, claims, secrets, configMaps, usage: usage.usage });
   // A recorded action is decided afresh only once the replica that recorded it can no longer send it.
   const timing = { intentHoldMs: config.leaseDurationMs + config.apiTimeoutMs, ...options.timing };
-  for (const kind of MANAGED_KINDS) {
-    const wiring = { manager, kinds: MANAGED_KINDS, caches, claims, credentials, secrets, dependencies, deps, timing };
-    controllers.set(
-      kind.info.kind,
-      registerManagedKind(kind, { ...wiring, ...(options.now ? { now: options.now } : {}) }),
-    );
-  }
+  const now = options.now ? { now: options.now } : {};
+  const wiring = {
+    manager,
+    kinds: MANAGED_KINDS,
+    caches,
+    claims,
+    credentials,
+    secrets,
+    dependencies,
+    deps,
+    timing,
+    ...now,
+  };
+  for (const kind of MANAGED_KINDS) controllers.set(kind.info.kind, registerManagedKind(kind, wiring));
 
   // A GpuVm of another shard attached or detached disks: its shard's settlement refreshed that shard's disk
   // snapshot and woke that shard's disks, not ours. Our own VMs' settlements do both.
@@ -90,40 +97,11 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
   });
 
   // GpuVmPools own GpuVms and GpuDisks: their controller writes Kubernetes objects only.
-  const pools = manager.informerFor(POOL_RESOURCE);
-  const member = (kind: "GpuVm" | "GpuDisk") => {
-    const definition = MANAGED_KINDS.find(({ info }) => info.kind === kind);
-    const informer = caches.informer(kind);
-    if (definition === undefined || informer === undefined) throw new Error(`no informer for ${kind}`);
-    return { resource: resourceOf(definition.info), informer };
-  };
-  controllers.set(
-    "GpuVmPool",
-    registerPoolController(manager, {
-      kube: kubeAccessFor(manager, POOL_RESOURCE, (namespace, name) => pools.get(namespace, name)),
-      informers: { GpuVm: member("GpuVm"), GpuDisk: member("GpuDisk") },
-      credentials,
-      timing: { ...options.timing },
-      ...(options.now ? { now: options.now } : {}),
-    }),
-  );
-
-  registerClaimSweep(manager, {
-    claims,
-    claimsNamespace: config.claimsNamespace,
-    kinds: new Map(
-      managedInformers.map(({ kind, informer }) => [
-        kind,
-        {
-          resource: informer.resource,
-          cachedUid: (namespace: string, name: string) => informer.get(namespace, name)?.metadata?.uid,
-        },
-      ]),
-    ),
-    kube: manager.kube,
-    watchNamespaces: config.watchNamespaces,
-    syncPeriodMs: config.syncPeriodMs,
-  });
+  const disks = caches.informer(gpuDiskKind.kind);
+  if (vms === undefined || disks === undefined) throw new Error("no informer for the pools' members");
+  const pool = { informers: { GpuVm: vms, GpuDisk: disks }, credentials, timing: { ...options.timing }, ...now };
+  controllers.set(gpuVmPoolKind.kind, registerPoolController(manager, pool));
+  registerClaimSweep(manager, claims, managedInformers);
 
   registerOperatorMetrics(manager.metrics.registry, {
     kinds: managedInformers.map(({ kind, informer }) => ({

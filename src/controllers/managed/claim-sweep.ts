@@ -3,7 +3,7 @@
 // Such a claim would keep its cloud name (and resource) from everyone for ever. A claim is released only after
 // the API server itself says its holder is gone (a live read: not found, or an object of that name with another
 // uid), never because a cache lacks it.
-import type { KubeClient, KubeResource, Manager, Reconciler } from "../../runtime/index.ts";
+import type { KubeClient, KubeResource, Manager, ObjectInformer, Reconciler } from "../../runtime/index.ts";
 import { CLAIMS_RESOURCE } from "./claim-records.ts";
 import type { ClaimStore } from "./claims.ts";
 
@@ -48,14 +48,39 @@ export function claimSweepReconciler(options: ClaimSweepOptions): Reconciler {
   };
 }
 
-/** The sweep as a controller over the claims namespace (one worker: claims seldom need it). */
-export function registerClaimSweep(manager: Manager, options: ClaimSweepOptions): void {
+/**
+ * The sweep as a controller over the claims namespace (one worker: claims seldom need it), over the informers of
+ * the claimed kinds (`kind` → its informer).
+ */
+export function registerClaimSweep(
+  manager: Manager,
+  claims: ClaimStore,
+  informers: readonly { kind: string; informer: ObjectInformer }[],
+): void {
+  const config = manager.config;
+  const kinds = new Map(
+    informers.map(({ kind, informer }) => [
+      kind,
+      {
+        resource: informer.resource,
+        cachedUid: (namespace: string, name: string) => informer.get(namespace, name)?.metadata?.uid,
+      },
+    ]),
+  );
+  const options = {
+    claims,
+    claimsNamespace: config.claimsNamespace,
+    kinds,
+    kube: manager.kube,
+    watchNamespaces: config.watchNamespaces,
+    syncPeriodMs: config.syncPeriodMs,
+  };
   manager.addController({
     name: "gpucloudclaim",
     resource: CLAIMS_RESOURCE,
-    namespaces: [options.claimsNamespace],
+    namespaces: [config.claimsNamespace],
     reconciler: claimSweepReconciler(options),
     workers: 1,
-    syncPeriodMs: options.syncPeriodMs,
+    syncPeriodMs: config.syncPeriodMs,
   });
 }

@@ -9,7 +9,7 @@ import { gpuVmPoolKind } from "../../api/gpu-vm-pool.ts";
 import type { Controller, KubeResource, Manager, ObjectInformer } from "../../runtime/index.ts";
 import type { CloudAccount } from "../accounts/cloud-account.ts";
 import type { CredentialStore } from "../accounts/credentials.ts";
-import { type KubeAccess, resourceOf } from "../core/kube-access.ts";
+import { kubeAccessFor, resourceOf } from "../core/kube-access.ts";
 import type { ReconcileTiming } from "../core/lifecycle.ts";
 import type { MemberAccess, MemberKind } from "./actions.ts";
 import { PoolReconciler } from "./reconciler.ts";
@@ -17,9 +17,8 @@ import { PoolReconciler } from "./reconciler.ts";
 export const POOL_RESOURCE: KubeResource = resourceOf(gpuVmPoolKind);
 
 export interface PoolControllerDeps {
-  /** The pools: the informer's get, guarded status/finalizer writes, events. */
-  kube: KubeAccess;
-  informers: Record<MemberKind, { resource: KubeResource; informer: ObjectInformer }>;
+  /** The informers of the members' kinds (shared with their own controllers). */
+  informers: Record<MemberKind, ObjectInformer>;
   credentials: CredentialStore<CloudAccount>;
   timing?: Partial<ReconcileTiming>;
   now?: () => number;
@@ -37,7 +36,7 @@ export function poolKeyOf(object: KubernetesObject): string[] {
 function memberAccess(manager: Manager, informers: PoolControllerDeps["informers"]): MemberAccess {
   const resource = (kind: MemberKind) => informers[kind].resource;
   return {
-    list: (kind, namespace) => informers[kind].informer.list(namespace),
+    list: (kind, namespace) => informers[kind].list(namespace),
     create: async (kind, namespace, body) =>
       (await manager.kube.createObject(resource(kind), namespace, body)).type === "created" ? "created" : "exists",
     delete: (kind, namespace, name, uid) => manager.kube.deleteObject(resource(kind), namespace, name, uid),
@@ -62,7 +61,7 @@ function memberAccess(manager: Manager, informers: PoolControllerDeps["informers
 export function registerPoolController(manager: Manager, deps: PoolControllerDeps): Controller {
   const pools = manager.informerFor(POOL_RESOURCE);
   const reconciler = new PoolReconciler({
-    kube: deps.kube,
+    kube: kubeAccessFor(manager, POOL_RESOURCE, (namespace, name) => pools.get(namespace, name)),
     members: memberAccess(manager, deps.informers),
     availability: async (pool, type, location, signal, notBefore) => {
       const resolved = deps.credentials.resolve(pool.metadata.namespace, pool.spec.template.spec.credentialsRef?.name);
