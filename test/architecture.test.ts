@@ -122,21 +122,11 @@ const MAX_FUNCTION_LINES = 120;
  * cloud, control-plane). Each entry is removed as its part merges; an entry that no longer applies fails the test,
  * so the list only shrinks.
  */
-const NOT_YET_SPLIT = {
-  cycles: [
-    [
-      "controllers/action-intents.ts",
-      "controllers/operation-tracking.ts",
-      "controllers/reconcile-pass.ts",
-      "controllers/status-building.ts",
-    ],
-  ],
-  longFiles: ["controllers/index.ts", "controllers/pool-reconciler.ts"],
+const NOT_YET_SPLIT: { cycles: string[][]; longFiles: string[]; longFunctions: string[] } = {
+  cycles: [],
+  longFiles: [],
   /** `file name`, as the failure message names a function. */
-  longFunctions: [
-    "controllers/gpu-vm.ts external",
-    "controllers/index.ts registerControllers",
-  ],
+  longFunctions: [],
 };
 
 /** src/ as a graph: each file → the files of src/ it imports (type-only imports too: a reader follows them). */
@@ -232,5 +222,74 @@ describe("repository-wide rules", () => {
       ["e.ts", []],
     ]);
     expect(importCycles(graph)).toEqual([["a.ts", "b.ts", "c.ts"], ["d.ts"]]);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------
+// The controllers' sub-folders (docs/architecture.md, "src/controllers"): core ← accounts ← managed ← kinds, and
+// pool beside managed on core and accounts; accounts never import a kind or the lifecycle. index.ts composes them
+// all and is the only file at the top of the folder.
+const CONTROLLERS = path.join(SRC, "controllers");
+
+/** For each sub-folder of src/controllers: the sub-folders it may import. */
+const CONTROLLER_FOLDERS: Record<string, readonly string[]> = {
+  core: [],
+  accounts: ["core"],
+  managed: ["core", "accounts"],
+  kinds: ["core", "accounts", "managed"],
+  pool: ["core", "accounts"],
+};
+
+function controllerViolations(file: string, source: string): string[] {
+  const relative = path.relative(CONTROLLERS, file).split(path.sep);
+  const where = `controllers/${relative.join("/")}`;
+  if (relative.length === 1) return relative[0] === "index.ts" ? [] : [`${where}: only index.ts sits at the top`];
+  const folder = relative[0] ?? "";
+  const allowed = CONTROLLER_FOLDERS[folder];
+  if (allowed === undefined) return [`${where}: sub-folder ${folder} has no import rules`];
+  const found: string[] = [];
+  for (const specifier of importsOf(source)) {
+    if (!specifier.startsWith(".")) continue;
+    const target = path.relative(CONTROLLERS, path.resolve(path.dirname(file), specifier)).split(path.sep);
+    if (target[0] === ".." || target[0] === folder) continue;
+    const targetFolder = target.length === 1 ? "index.ts" : (target[0] ?? "");
+    if (!allowed.includes(targetFolder)) found.push(`${where} imports controllers/${target.join("/")}`);
+  }
+  return found;
+}
+
+describe("controllers' sub-folders", () => {
+  it("import only in the direction docs/architecture.md gives", async () => {
+    const files = await sourceFiles(CONTROLLERS);
+    expect(files.length).toBeGreaterThan(40);
+    const found: string[] = [];
+    for (const file of files) found.push(...controllerViolations(file, await readFile(file, "utf8")));
+    expect(found).toEqual([]);
+  });
+
+  it("catches an import against the direction, and a file outside the sub-folders", () => {
+    const account = path.join(CONTROLLERS, "accounts/example.ts");
+    expect(controllerViolations(account, 'import { gpuVm } from "../kinds/gpu-vm.ts";\n')).toEqual([
+      "controllers/accounts/example.ts imports controllers/kinds/gpu-vm.ts",
+    ]);
+    expect(controllerViolations(account, 'import type { Pass } from "../managed/pass.ts";\n')).toEqual([
+      "controllers/accounts/example.ts imports controllers/managed/pass.ts",
+    ]);
+    expect(controllerViolations(account, 'import { registerControllers } from "../index.ts";\n')).toEqual([
+      "controllers/accounts/example.ts imports controllers/index.ts",
+    ]);
+    const core = path.join(CONTROLLERS, "core/example.ts");
+    expect(controllerViolations(core, 'import { sameJson } from "../../util/json-values.ts";\n')).toEqual([]);
+    expect(controllerViolations(core, 'import { CloudAccount } from "../accounts/cloud-account.ts";\n')).toEqual([
+      "controllers/core/example.ts imports controllers/accounts/cloud-account.ts",
+    ]);
+    const kind = path.join(CONTROLLERS, "kinds/example.ts");
+    expect(controllerViolations(kind, 'import type { Pass } from "../managed/pass.ts";\n')).toEqual([]);
+    expect(controllerViolations(kind, 'import { PoolReconciler } from "../pool/reconciler.ts";\n')).toEqual([
+      "controllers/kinds/example.ts imports controllers/pool/reconciler.ts",
+    ]);
+    expect(controllerViolations(path.join(CONTROLLERS, "helpers.ts"), "")).toEqual([
+      "controllers/helpers.ts: only index.ts sits at the top",
+    ]);
   });
 });

@@ -1,17 +1,19 @@
 // Crash safety: no sequence of crashes, lost answers or eventual consistency creates a second cloud VM.
 // The cloud side is real (simulator + client + GpuVm kind); the Kubernetes side is an in-memory object store
 // whose status write can "crash" the operator at a chosen moment, and a fresh reconciler plays the restart.
+
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import type { GpuVmSpec } from "../../src/api/gpu-vm.ts";
 import type { Vm } from "../../src/cloud/wire.ts";
-import type { ClaimStore } from "../../src/controllers/claims.ts";
-import { CloudAccount } from "../../src/controllers/cloud-account.ts";
-import { clientFor } from "../../src/controllers/credentials.ts";
-import type { ManagedStatusBase } from "../../src/controllers/external.ts";
-import { gpuVm } from "../../src/controllers/gpu-vm.ts";
-import { parseManaged } from "../../src/controllers/kind-support.ts";
-import { type KubeAccess, ManagedReconciler } from "../../src/controllers/managed-reconciler.ts";
+import { CloudAccount } from "../../src/controllers/accounts/cloud-account.ts";
+import { clientFor } from "../../src/controllers/accounts/credentials.ts";
+import type { KubeAccess } from "../../src/controllers/core/kube-access.ts";
+import type { ManagedStatusBase } from "../../src/controllers/core/object-model.ts";
+import { parseManaged } from "../../src/controllers/core/object-model.ts";
+import { gpuVm } from "../../src/controllers/kinds/gpu-vm.ts";
+import type { ClaimStore } from "../../src/controllers/managed/claims.ts";
+import { ManagedReconciler } from "../../src/controllers/managed/reconciler.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/index.ts";
 import { condition, type Env, startEnv, vmSpec } from "./harness.ts";
 import { MemoryClaimRecords } from "./memory-claims.ts";
@@ -89,7 +91,7 @@ function operator(simulator: RunningSimulator, kube: KubeAccess, claims: ClaimSt
   const deps = { managed: () => undefined, listManaged: () => [], dataKey: () => undefined };
   const reconciler = new ManagedReconciler<GpuVmSpec>({
     kind: "GpuVm",
-    parse: (raw) => parseManaged(raw, gpuVm.specSchema, gpuVm.statusSchema),
+    parse: (raw) => parseManaged(raw, gpuVm.info.specSchema, gpuVm.info.statusSchema),
     locations: (spec) => gpuVm.locations(spec),
     kube,
     claims,
@@ -109,7 +111,10 @@ function operator(simulator: RunningSimulator, kube: KubeAccess, claims: ClaimSt
   });
   const pass = () =>
     reconciler
-      .reconcile({ namespace: "default", name: "trainer" }, { signal: new AbortController().signal, logger })
+      .reconcile(
+        { namespace: "default", name: "trainer" },
+        { signal: new AbortController().signal, logger, reconcileId: "test", priority: "normal" },
+      )
       .catch((error: unknown) => {
         if (error instanceof CrashError) return { type: "crashed" as const };
         throw error;

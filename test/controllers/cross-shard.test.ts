@@ -3,8 +3,8 @@
 // detachment the same way. The unit part: which disks a GpuVm's status change concerns.
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { attachmentChange } from "../../src/controllers/attachment-changes.ts";
 import { type OperatorControllers, registerControllers } from "../../src/controllers/index.ts";
+import { attachmentChange } from "../../src/controllers/kinds/attachment-changes.ts";
 import { defaultConfig, Manager, shardOfKey } from "../../src/runtime/index.ts";
 import { type Env, NAMESPACE, startEnv, vmSpec } from "./harness.ts";
 

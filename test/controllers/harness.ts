@@ -1,5 +1,6 @@
 // The operator under test, for real: the API simulator (latency 0) and the Kubernetes API test double over HTTP,
 // a Manager with the four controllers, and helpers to apply objects, wait for conditions and read the cloud.
+
 import { fileURLToPath } from "node:url";
 import {
   CoreV1Api,
@@ -11,8 +12,9 @@ import {
 } from "@kubernetes/client-node";
 import { type Logger, pino } from "pino";
 import { GROUP, VERSION } from "../../src/api/common.ts";
+import { kindInfo } from "../../src/api/kinds.ts";
+import type { ReconcileTiming } from "../../src/controllers/core/lifecycle.ts";
 import { type OperatorControllers, registerControllers } from "../../src/controllers/index.ts";
-import type { ReconcileTiming } from "../../src/controllers/managed-reconciler.ts";
 import { type RunningKubeDouble, startKubeDouble } from "../../src/kube-double/index.ts";
 import { defaultConfig, Manager, type OperatorConfig } from "../../src/runtime/index.ts";
 import { type RunningSimulator, type SimulatorOptions, startSimulator } from "../../src/simulator/index.ts";
@@ -21,13 +23,12 @@ export const NAMESPACE = "default";
 /** The label every Secret the operator should read carries (its Secret cache holds only those). */
 export const WATCHED: Record<string, string> = { "gpucloud.dev/watch": "true" };
 const CRD_DIR = fileURLToPath(new URL("../../crds", import.meta.url));
-const PLURALS: Record<string, string> = {
-  GpuVm: "gpuvms",
-  GpuDisk: "gpudisks",
-  GpuNetwork: "gpunetworks",
-  GpuFirewallRule: "gpufirewallrules",
-  GpuVmPool: "gpuvmpools",
-};
+/** The plural of a kind, as its descriptor in src/api names it. */
+function pluralOf(kind: string): string {
+  const info = kindInfo(kind);
+  if (info === undefined) throw new Error(`no kind ${kind} in src/api`);
+  return info.plural;
+}
 
 export interface Condition {
   type: string;
@@ -117,11 +118,10 @@ export async function startEnv(options: EnvOptions = {}): Promise<Env> {
       },
     });
   }
-  const plural = (kind: string): string => PLURALS[kind] ?? kind.toLowerCase();
   const ref = (kind: string, name: string) => ({
     group: GROUP,
     version: VERSION,
-    plural: plural(kind),
+    plural: pluralOf(kind),
     namespace: NAMESPACE,
     name,
   });
@@ -146,7 +146,7 @@ export async function startEnv(options: EnvOptions = {}): Promise<Env> {
       await custom.createNamespacedCustomObject({
         group: GROUP,
         version: VERSION,
-        plural: plural(kind),
+        plural: pluralOf(kind),
         namespace: NAMESPACE,
         body: {
           apiVersion: `${GROUP}/${VERSION}`,
@@ -268,7 +268,7 @@ export async function createIn(
   await env.custom.createNamespacedCustomObject({
     group: GROUP,
     version: VERSION,
-    plural: PLURALS[kind] ?? kind.toLowerCase(),
+    plural: pluralOf(kind),
     namespace,
     body: {
       apiVersion: `${GROUP}/${VERSION}`,
@@ -286,7 +286,7 @@ export async function readIn(
   kind: string,
   name: string,
 ): Promise<ManagedView | undefined> {
-  const ref = { group: GROUP, version: VERSION, plural: PLURALS[kind] ?? kind.toLowerCase(), namespace, name };
+  const ref = { group: GROUP, version: VERSION, plural: pluralOf(kind), namespace, name };
   return env.custom.getNamespacedCustomObject(ref).then(
     (object) => object as ManagedView,
     () => undefined,

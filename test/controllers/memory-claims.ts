@@ -1,14 +1,15 @@
 // GpuCloudClaims kept in memory for tests of the lifecycle without a Kubernetes API: the records behave as the API
 // server does (create-only, guarded writes, uid preconditions) and feed the store as an informer would.
+
 import { type ClaimSlot, claimNameOf } from "../../src/api/gpu-cloud-claim.ts";
+import type { Account } from "../../src/controllers/accounts/account.ts";
 import {
-  type Account,
   type Claim,
   type ClaimRecords,
   ClaimStore,
   type ClaimWrite,
   type Holder,
-} from "../../src/controllers/claims.ts";
+} from "../../src/controllers/managed/claims.ts";
 
 export class MemoryClaimRecords implements ClaimRecords {
   readonly objects = new Map<string, Claim>();

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createCloudClient } from "../../src/cloud/client.ts";
 import type { Disk, FirewallRule } from "../../src/cloud/wire.ts";
-import { CHANGE_INSTEAD, cannotDo } from "../../src/controllers/classify.ts";
+import { CHANGE_INSTEAD, cannotDo } from "../../src/controllers/core/classify.ts";
 import { condition, type Env, reasonOf, startEnv, vmSpec } from "./harness.ts";
 
 const LATENCY_MS = 300;

@@ -1,14 +1,19 @@
 // Table tests of the small pieces: error classification, snapshot coalescing, credential parsing, the index of
 // dependents.
+
 import pino from "pino";
 import { describe, expect, it, vi } from "vitest";
 import { CloudError } from "../../src/cloud/errors.ts";
-import { classify, ReconcileError, requestRefused } from "../../src/controllers/classify.ts";
-import { CredentialStore, parseCredentialsSecret, type SecretLike } from "../../src/controllers/credentials.ts";
-import { DependencyIndex } from "../../src/controllers/dependency-index.ts";
-import { gpuVm } from "../../src/controllers/gpu-vm.ts";
-import { ManagedParser } from "../../src/controllers/kind-support.ts";
-import { FamilySnapshot } from "../../src/controllers/snapshots.ts";
+import {
+  CredentialStore,
+  parseCredentialsSecret,
+  type SecretLike,
+} from "../../src/controllers/accounts/credentials.ts";
+import { FamilySnapshot } from "../../src/controllers/accounts/snapshots.ts";
+import { classify, ReconcileError, requestRefused } from "../../src/controllers/core/classify.ts";
+import { ManagedParser } from "../../src/controllers/core/object-model.ts";
+import { gpuVm } from "../../src/controllers/kinds/gpu-vm.ts";
+import { DependencyIndex } from "../../src/controllers/managed/dependency-index.ts";
 import { KubeApiError } from "../../src/runtime/index.ts";
 import { FencedError } from "../../src/util/fence.ts";
 import { StringInterner, sharedInterner } from "../../src/util/intern.ts";
@@ -574,8 +579,8 @@ describe("ManagedParser", () => {
   });
 
   it("parses an informer object once, and no pass's changes reach the next pass", () => {
-    const parser = new ManagedParser(gpuVm.specSchema, gpuVm.statusSchema);
-    const schema = vi.spyOn(gpuVm.specSchema, "safeParse");
+    const parser = new ManagedParser(gpuVm.info.specSchema, gpuVm.info.statusSchema);
+    const schema = vi.spyOn(gpuVm.info.specSchema, "safeParse");
     const object = raw();
     const first = parser.parse(object);
     if (!first.ok) throw new Error(first.message);
@@ -595,7 +600,7 @@ describe("ManagedParser", () => {
   });
 
   it("keeps the informer's spec and status when parsing changed nothing (no second copy per object)", () => {
-    const parser = new ManagedParser(gpuVm.specSchema, gpuVm.statusSchema);
+    const parser = new ManagedParser(gpuVm.info.specSchema, gpuVm.info.statusSchema);
     const object = raw();
     const withDefaults = parser.parse(object);
     // The API server applies the CRD's defaults; an object that has them all parses to what it is.
@@ -606,9 +611,9 @@ describe("ManagedParser", () => {
   });
 
   it("parses a new version's spec and status only when the informer handed it new ones", () => {
-    const parser = new ManagedParser(gpuVm.specSchema, gpuVm.statusSchema);
-    const specSchema = vi.spyOn(gpuVm.specSchema, "safeParse");
-    const statusSchema = vi.spyOn(gpuVm.statusSchema, "safeParse");
+    const parser = new ManagedParser(gpuVm.info.specSchema, gpuVm.info.statusSchema);
+    const specSchema = vi.spyOn(gpuVm.info.specSchema, "safeParse");
+    const statusSchema = vi.spyOn(gpuVm.info.statusSchema, "safeParse");
     const object = raw();
     parser.parse(object);
     // A status write: the informer's next object shares the spec object (runtime/informer.ts shareUnchanged).
@@ -633,7 +638,7 @@ describe("ManagedParser", () => {
   });
 
   it("hands out an invalid spec's object with its message, every time", () => {
-    const parser = new ManagedParser(gpuVm.specSchema, gpuVm.statusSchema);
+    const parser = new ManagedParser(gpuVm.info.specSchema, gpuVm.info.statusSchema);
     const object = { ...raw(), spec: { type: 7 } };
     const first = parser.parse(object);
     const second = parser.parse(object);

@@ -1,13 +1,15 @@
 // What a person reads in `kubectl get` and `kubectl describe`: the display forms in status (State, Protocols,
 // Attached), names of objects instead of cloud ids, and the Synced condition.
+
 import { describe, expect, it } from "vitest";
+import { REASONS } from "../../src/api/common.ts";
 import type { Disk, FirewallRule } from "../../src/cloud/wire.ts";
-import { REASON, type Verdict } from "../../src/controllers/classify.ts";
-import type { Condition, ManagedObject } from "../../src/controllers/external.ts";
-import { diskAtProvider, diskInUse, printableAttachments } from "../../src/controllers/gpu-disk.ts";
-import { observeRule } from "../../src/controllers/gpu-firewall-rule.ts";
-import { diskChange, nextVmStep, vmAtProvider } from "../../src/controllers/gpu-vm-mappers.ts";
-import { IN_STEP_MESSAGE, syncedCondition } from "../../src/controllers/synced.ts";
+import type { Condition, ManagedObject } from "../../src/controllers/core/object-model.ts";
+import { IN_STEP_MESSAGE, syncedCondition } from "../../src/controllers/core/synced.ts";
+import type { Verdict } from "../../src/controllers/core/verdict.ts";
+import { diskAtProvider, diskInUse, printableAttachments } from "../../src/controllers/kinds/gpu-disk.ts";
+import { observeRule } from "../../src/controllers/kinds/gpu-firewall-rule.ts";
+import { diskChange, nextVmStep, vmAtProvider } from "../../src/controllers/kinds/gpu-vm-mappers.ts";
 
 const AT = "2026-11-22T10:00:00Z";
 const EARLIER = "2026-11-22T09:00:00Z";
@@ -38,9 +40,9 @@ function synced(status: Condition["status"], reason: string, generation = 2): Co
 describe("the Synced condition (is the cloud resource in step with the spec?)", () => {
   it("is True when the pass found the resource as the spec asks, keeping its transition time", () => {
     const condition = syncedCondition({
-      result: verdictOf(REASON.Available, { ready: true }),
+      result: verdictOf(REASONS.Available, { ready: true }),
       upToDate: undefined,
-      previous: synced("True", REASON.Available),
+      previous: synced("True", REASONS.Available),
       generation: 2,
       at: AT,
     });
@@ -56,19 +58,19 @@ describe("the Synced condition (is the cloud resource in step with the spec?)", 
 
   it("is False while a change is applied or cannot be, with the verdict's reason and message", () => {
     for (const reason of [
-      REASON.Creating,
-      REASON.Updating,
-      REASON.WaitingForOperation,
-      REASON.InvalidSpec,
-      REASON.ImmutableFieldChanged,
-      REASON.NotSupported,
-      REASON.ReferenceNotFound,
-      REASON.InUse,
+      REASONS.Creating,
+      REASONS.Updating,
+      REASONS.WaitingForOperation,
+      REASONS.InvalidSpec,
+      REASONS.ImmutableFieldChanged,
+      REASONS.NotSupported,
+      REASONS.ReferenceNotFound,
+      REASONS.InUse,
     ]) {
       const condition = syncedCondition({
         result: verdictOf(reason),
         upToDate: undefined,
-        previous: synced("True", REASON.Available),
+        previous: synced("True", REASONS.Available),
         generation: 2,
         at: AT,
       });
@@ -81,12 +83,12 @@ describe("the Synced condition (is the cloud resource in step with the spec?)", 
     const upToDate: Condition = {
       type: "UpToDate",
       status: "False",
-      reason: REASON.CreateOnlyFieldChanged,
+      reason: REASONS.CreateOnlyFieldChanged,
       message: "sshPublicKey changed",
       lastTransitionTime: AT,
     };
     const condition = syncedCondition({
-      result: verdictOf(REASON.Available, { ready: true }),
+      result: verdictOf(REASONS.Available, { ready: true }),
       upToDate,
       previous: undefined,
       generation: 2,
@@ -100,8 +102,8 @@ describe("the Synced condition (is the cloud resource in step with the spec?)", 
   });
 
   it("keeps the last comparison of the same generation when the pass could not look, else Unknown", () => {
-    for (const reason of [REASON.ApiUnavailable, REASON.RateLimited, REASON.CredentialsInvalid, REASON.Paused]) {
-      const previous = synced("True", REASON.Available);
+    for (const reason of [REASONS.ApiUnavailable, REASONS.RateLimited, REASONS.CredentialsInvalid, REASONS.Paused]) {
+      const previous = synced("True", REASONS.Available);
       const same = syncedCondition({ result: verdictOf(reason), upToDate: undefined, previous, generation: 2, at: AT });
       expect(same, reason).toBe(previous);
       const newer = syncedCondition({
@@ -117,7 +119,7 @@ describe("the Synced condition (is the cloud resource in step with the spec?)", 
 
   it("is False for an observed object whose cloud resource is missing (verdict.synced false)", () => {
     const condition = syncedCondition({
-      result: verdictOf(REASON.Observed, { synced: false }),
+      result: verdictOf(REASONS.Observed, { synced: false }),
       upToDate: undefined,
       previous: undefined,
       generation: 1,
