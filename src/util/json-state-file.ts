@@ -73,6 +73,8 @@ export class JsonStateFileWriter {
   #writing: Promise<void> | undefined;
   /** Changed since the write in flight read the state: write again once it ends. */
   #dirtyDuringWrite = false;
+  /** The wait before the next write: the debounce, or as long as the last write took (half the time at most). */
+  #pauseMs: number;
 
   constructor(options: {
     path: string;
@@ -85,6 +87,7 @@ export class JsonStateFileWriter {
     this.#path = options.path;
     this.#snapshot = options.snapshot;
     this.#debounceMs = options.debounceMs;
+    this.#pauseMs = options.debounceMs;
     this.#onError = options.onError;
     // 0600 also replaces an older file with looser permissions (the mode of the renamed file is the temp's).
     this.#writeText = options.writeText ?? ((path, text) => writeFileAtomic(path, text, { mode: 0o600 }));
@@ -99,11 +102,12 @@ export class JsonStateFileWriter {
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
       this.#startWrite();
-    }, this.#debounceMs);
+    }, this.#pauseMs);
   }
 
   #startWrite(): void {
     this.#dirtyDuringWrite = false;
+    const started = Date.now();
     let text: string;
     try {
       text = JSON.stringify(this.#snapshot());
@@ -115,6 +119,7 @@ export class JsonStateFileWriter {
       .catch(this.#onError)
       .finally(() => {
         this.#writing = undefined;
+        this.#pauseMs = Math.max(this.#debounceMs, Date.now() - started);
         if (this.#dirtyDuringWrite) this.markDirty();
       });
   }
