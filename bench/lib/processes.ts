@@ -57,7 +57,8 @@ function readStartup(child: ChildProcess, done: (lines: string[]) => boolean, wh
   });
 }
 
-function stopper(child: ChildProcess): () => Promise<void> {
+/** SIGTERM, then SIGKILL after 20 s; resolves once the child has exited. */
+export function stopper(child: ChildProcess): () => Promise<void> {
   return async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
@@ -241,4 +242,19 @@ export function sampleProcess(pid: number): ProcessSample {
 /** The 1-minute load average: figures taken under load are flagged with it. */
 export function loadAverage(): number {
   return Number(readFileSync("/proc/loadavg", "utf8").split(" ")[0]);
+}
+
+/**
+ * `count` CPU-bound processes (a busy machine: other pods on the node, a CI job beside the operator), each spinning
+ * on its own; `stop` ends them (idempotent).
+ */
+export function startBusyProcesses(count: number): { stop(): void } {
+  const children = Array.from({ length: count }, () =>
+    spawn(process.execPath, ["-e", "for (;;) {}"], { stdio: "ignore" }),
+  );
+  return {
+    stop: () => {
+      for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    },
+  };
 }
