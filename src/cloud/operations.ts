@@ -9,11 +9,9 @@
 // unknown id, as real servers answer) settle it as `{ vanished: true, reason: "gone" }`, and the caller reads the
 // resource itself. A server that refuses `lower_time_bound` (400 or unsupported) gets single reads from then on.
 //
-// Rounds are spent when they can settle something, not at every interval: while operations keep being started
-// (a burst), a round waits until OPERATIONS_PER_ROUND more were tracked since the last one (or the first of them
-// has waited MAX_WAIT_MS); once none was tracked for a while (QUIET_MS, at least the interval), every interval.
-// So a burst's polling costs a fixed share of the calls it makes (the creates), whatever its length or the
-// operator's own pace, and a lone operation is seen within the interval as before.
+// Rounds are spent when they can settle something, not at every interval (operation-rounds.ts): while
+// operations keep being started, one per OPERATIONS_PER_ROUND of them, so a burst's polls are a fixed share of its
+// creates, whatever its pace; a lone operation is looked at every interval.
 //
 // A server without the family's list endpoint gets ONE single read per tick (the operation read longest ago);
 // without the read endpoint either, every tracked operation settles at once as
@@ -23,6 +21,7 @@
 import pino, { type Logger } from "pino";
 import type { CallOptions } from "./endpoints/shared.ts";
 import { isCloudError, isOperationGone, isUnsupported } from "./errors.ts";
+import { RoundSchedule } from "./operation-rounds.ts";
 import { formatTimestamp, type ListOperationsQuery, type Operation, type OperationFamily } from "./wire.ts";
 
 /** The part of the client the tracker needs (keeps tests and fakes small). */
@@ -99,14 +98,6 @@ const LOCAL_START_MARGIN_MS = 60_000;
  * (what runs now) and a list bounded by the earliest finished one are smaller.
  */
 const ONE_LIST_REACH_MS = 15_000;
-/**
- * While operations keep being tracked, a round waits for this many more (a burst's polls cost 2 % of its creates,
- * whatever its pace), or for MAX_WAIT_MS after the first of them, or for a pause of QUIET_MS.
- */
-export const OPERATIONS_PER_ROUND = 50;
-const MAX_WAIT_MS = 10_000;
-const QUIET_MS = 1_000;
-
 function parseTimestamp(timestamp: string | undefined): number | undefined {
   const ms = timestamp ? Date.parse(timestamp) : Number.NaN;
   return Number.isNaN(ms) ? undefined : ms;
@@ -143,13 +134,7 @@ export class OperationTracker {
   readonly #now: () => number;
   #timer: unknown;
   #ticking = false;
-  /** When the last round started (its list calls), and the operations tracked since then. */
-  #lastRoundAt = Number.NEGATIVE_INFINITY;
-  #trackedSinceRound = 0;
-  /** Operations tracked between the round before the last one and the last one. */
-  #lastRoundBatch = 0;
-  #firstTrackedSinceRoundAt: number | undefined;
-  #lastTrackedAt = Number.NEGATIVE_INFINITY;
+  readonly #rounds: RoundSchedule;
   #stopped = false;
   /** Set for good once the server refuses `lower_time_bound` (400 or unsupported): single reads only. */
   #lowerTimeBoundRefused = false;
@@ -165,6 +150,7 @@ export class OperationTracker {
     this.#intervalMs = intervalMs;
     this.#perOperation = options.mode === "per-operation";
     this.#maxBackoffMs = Math.max(intervalMs, options.maxBackoffMs ?? 60_000);
+    this.#rounds = new RoundSchedule(intervalMs);
     this.#timers = options.timers ?? realTimers;
     this.#now = options.now ?? Date.now;
     this.#logger = (options.logger ?? pino({ level: "silent" })).child({
@@ -245,15 +231,12 @@ export class OperationTracker {
     if (this.#timer !== undefined) this.#timers.clearTimeout(this.#timer);
     this.#timer = undefined;
     this.#ticking = true;
-    // Operations tracked from now on wait for the next round.
-    this.#lastRoundBatch = this.#trackedSinceRound;
-    this.#trackedSinceRound = 0;
-    this.#firstTrackedSinceRoundAt = undefined;
+    this.#rounds.roundStarted();
     try {
       await this.#round();
     } finally {
       this.#ticking = false;
-      this.#lastRoundAt = this.#now();
+      this.#rounds.roundEnded(this.#now());
       this.#schedule();
     }
   }
@@ -265,31 +248,14 @@ export class OperationTracker {
 
   /** A new operation to follow: the next round is due at another time (sooner once a batch is complete). */
   #noteTracked(now: number): void {
-    this.#lastTrackedAt = now;
-    this.#firstTrackedSinceRoundAt ??= now;
-    this.#trackedSinceRound++;
+    this.#rounds.tracked(now);
     if (this.#timer !== undefined) this.#timers.clearTimeout(this.#timer);
     this.#timer = undefined;
     this.#schedule();
   }
 
-  /**
-   * When the next round is due: an interval (doubled while rounds fail) after the last one; in batched mode, while
-   * operations keep being tracked, once OPERATIONS_PER_ROUND more were, the first of them has waited MAX_WAIT_MS,
-   * or they pause (no new one for QUIET_MS, at least the interval). A lone operation (the first after a quiet
-   * spell, or the only one a round looked at) is looked at every interval.
-   */
   #nextRoundAt(): number {
-    const earliest = this.#lastRoundAt + this.currentIntervalMs;
-    if (this.#perOperation || this.#failures > 0 || this.#trackedSinceRound >= OPERATIONS_PER_ROUND) return earliest;
-    const quietMs = Math.max(QUIET_MS, this.#intervalMs);
-    const paused = this.#lastTrackedAt + quietMs;
-    const first = this.#firstTrackedSinceRoundAt;
-    // Nothing tracked since the last round: what it left is looked at every interval when it was about one
-    // operation, and once the stream has paused when it was a batch (the next ones may be on their way).
-    if (first === undefined) return this.#lastRoundBatch <= 1 ? earliest : Math.max(earliest, paused);
-    if (first - this.#lastRoundAt >= quietMs) return Math.max(earliest, first + this.currentIntervalMs);
-    return Math.max(earliest, Math.min(paused, first + MAX_WAIT_MS));
+    return this.#rounds.nextRoundAt(this.currentIntervalMs, !this.#perOperation && this.#failures === 0);
   }
 
   #schedule(): void {

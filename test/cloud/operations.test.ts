@@ -1,8 +1,8 @@
 // OperationTracker against a stub operations endpoint that counts list and read calls.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createCloudClient } from "../../src/cloud/client.ts";
+import { OPERATIONS_PER_ROUND } from "../../src/cloud/operation-rounds.ts";
 import {
-  OPERATIONS_PER_ROUND,
   type OperationOutcome,
   type OperationsApi,
   OperationTracker,

@@ -7,15 +7,9 @@
 import type { Logger } from "pino";
 import type { CloudClient } from "../../cloud/client.ts";
 import { isCloudError, type OperationOutcome, OperationTracker, TrackerStoppedError } from "../../cloud/index.ts";
-import {
-  Disk,
-  type FirewallRule,
-  type Operation,
-  type OperationFamily,
-  Vm,
-  type VpcNetwork,
-} from "../../cloud/wire.ts";
+import type { Disk, FirewallRule, Operation, OperationFamily, VpcNetwork } from "../../cloud/wire.ts";
 import { accountOf } from "./account.ts";
+import { observeSettledResource } from "./settled-resources.ts";
 import { FamilySnapshot } from "./snapshots.ts";
 import { summarizeVm, type VmSummary } from "./vm-summary.ts";
 
@@ -286,7 +280,7 @@ export class CloudAccount {
     // The owner asks for its resource as fresh as the settlement (notBefore): the operation's answer shows it
     // when it carries the resource (no list at all); else a large family that refreshes single resources by id
     // needs no full list for it (FamilySnapshot.settled).
-    if (outcome.vanished || !this.#observeResult(family, outcome.operation)) {
+    if (outcome.vanished || !observeSettledResource(this, family, outcome.operation, this.#now())) {
       this.snapshotOf(family).settled(settledAt);
     }
     const affected = sideEffectsOf(family, outcome.vanished ? undefined : name);
@@ -297,38 +291,6 @@ export class CloudAccount {
       this.#options.onGone?.(family, [outcome.operation.metadata.id]);
     }
     this.#forgetOldOperations();
-  }
-
-  /**
-   * A succeeded operation whose `result` is its resource as it ended (the simulator's and the public cloud's VM,
-   * disk and firewall-rule operations answer so): that resource goes into the family's snapshot as read now, so
-   * that its owner's next look needs no list. False when the result is not the resource (another shape, another
-   * id, a DELETE) or older than what the snapshot holds.
-   */
-  #observeResult(family: OperationFamily, operation: Operation): boolean {
-    if (operation.state !== "SUCCEEDED" || operation.metadata.operation_name === "DELETE") return false;
-    const id = operation.metadata.id;
-    const newer = (held: { updated_at?: string } | undefined, shown: { updated_at?: string }): boolean =>
-      held?.updated_at === undefined || shown.updated_at === undefined || shown.updated_at >= held.updated_at;
-    const at = this.#now();
-    switch (family) {
-      case "vm": {
-        const vm = Vm.safeParse(operation.result);
-        if (!vm.success || vm.data.id !== id || !newer(this.vms.held(id), vm.data)) return false;
-        this.vms.observed(summarizeVm(vm.data), at);
-        return true;
-      }
-      case "disk": {
-        const disk = Disk.safeParse(operation.result);
-        if (!disk.success || disk.data.id !== id || !newer(this.disks.held(id), disk.data)) return false;
-        this.disks.observed(disk.data, at);
-        return true;
-      }
-      case "network":
-      case "firewall-rule":
-        // Their answers carry no updated_at to tell an old result from a newer list: listed as before.
-        return false;
-    }
   }
 
   /**
