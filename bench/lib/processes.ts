@@ -9,7 +9,6 @@ import { createInterface } from "node:readline";
 import { OPERATOR_NODE_FLAGS, operatorEnvironment } from "../../src/cli/node-flags.ts";
 
 export const REPO_ROOT = path.resolve(import.meta.dirname, "../..");
-const MAIN_SCRIPT = path.join(REPO_ROOT, "src/cli/main.ts");
 
 export interface RunningChild {
   child: ChildProcess;
@@ -17,10 +16,14 @@ export interface RunningChild {
   stop(): Promise<void>;
 }
 
-function spawnMain(args: string[], options: { nodeArgs?: string[]; logFile?: string } = {}): ChildProcess {
+function spawnMain(
+  args: string[],
+  options: { nodeArgs?: string[]; logFile?: string; repoRoot?: string } = {},
+): ChildProcess {
   const log = options.logFile === undefined ? "ignore" : openSync(options.logFile, "a");
-  return spawn(process.execPath, [...(options.nodeArgs ?? []), MAIN_SCRIPT, ...args], {
-    cwd: REPO_ROOT,
+  const root = options.repoRoot ?? REPO_ROOT;
+  return spawn(process.execPath, [...(options.nodeArgs ?? []), path.join(root, "src/cli/main.ts"), ...args], {
+    cwd: root,
     stdio: ["ignore", "pipe", log],
     // As in the image: modules compiled once, type stripping's parser never loaded (src/cli/node-flags.ts).
     env: { ...operatorEnvironment(), NODE_ENV: "production" },
@@ -31,8 +34,9 @@ function spawnMain(args: string[], options: { nodeArgs?: string[]; logFile?: str
  * Fills the operator processes' compile cache before anything is measured, as building the image does: the first
  * operator would otherwise strip types and compile every module itself (and idle larger than the others).
  */
-export function warmCompileCache(): void {
-  spawnSync(process.execPath, [MAIN_SCRIPT, "run", "--help"], { env: operatorEnvironment(), stdio: "ignore" });
+export function warmCompileCache(repoRoot = REPO_ROOT): void {
+  const main = path.join(repoRoot, "src/cli/main.ts");
+  spawnSync(process.execPath, [main, "run", "--help"], { cwd: repoRoot, env: operatorEnvironment(), stdio: "ignore" });
 }
 
 /** The first stdout lines of a child until `done` says enough (or it exits / times out). */
@@ -162,6 +166,8 @@ export async function startOperatorProcess(options: {
   cpuProfileDir?: string;
   /** More flags for node (e.g. --heapsnapshot-signal=SIGUSR2). */
   nodeArgs?: string[];
+  /** Run the operator of another checkout (the previous code beside this one); default this one. */
+  repoRoot?: string;
 }): Promise<OperatorProcess> {
   const metricsPort = await freePort();
   const logFile = path.join(options.workDir, `operator-${options.name}.log`);
@@ -185,7 +191,7 @@ export async function startOperatorProcess(options: {
       "0",
       ...options.flags,
     ],
-    { nodeArgs, logFile },
+    { nodeArgs, logFile, ...(options.repoRoot !== undefined ? { repoRoot: options.repoRoot } : {}) },
   );
   // Logs go to stdout as JSON lines: into the log file, read by nobody during the run.
   const out = child.stdout;
