@@ -39,7 +39,7 @@ const { values } = parseArgs({
     "period-s": { type: "string", default: "30" },
     /** After the last VM is Ready, before the first sample (the last passes and their writes). */
     "settle-s": { type: "string", default: "60" },
-    "timeout-min": { type: "string", default: "40" },
+    "timeout-min": { type: "string", default: "120" },
     "operator-root": { type: "string" },
     label: { type: "string", default: "this checkout" },
   },
