@@ -2,7 +2,10 @@
 // Each run starts its own simulator (200 ms operations, the server's rate limit 20/s burst 40), Kubernetes API
 // test double and operator (`gpuvm-operator run`, its defaults and --sync-period 30s), in separate processes.
 //
-//   npm run bench                                  # everything (about an hour on 2 cores)
+//   npm run bench                                  # everything (about two hours on 2 cores), the defaults first
+//   npm run bench -- --defaults                    # issue #33's scenario: the playground's defaults, 1,000 and
+//                                                  # 10,000 VMs, namespaces bars-scale and barsscale
+//   npm run bench -- --defaults --busy --defaults-n 1000   # the same with two CPU-bound processes beside it
 //   npm run bench -- --only burst --n 100,1000     # some of it
 //   npm run bench -- --only burst --n 1000 --cpu-prof   # plus the operator's CPU profile (top entries printed)
 //   npm run bench -- --only adoption --node-flags="--heap-growing-percent=50"   # V8 flags against the defaults
@@ -12,7 +15,9 @@
 //                                                  # at the default sync period: the background lists, and VMs
 //                                                  # stopped outside the operator (seen and started again)
 //
-// Scenarios: burst (N mixed objects at once; and again on a running operator: --warm 100 brings 100 other objects
+// Scenarios: defaults (issue #33: the playground exactly as `npm start -- --latency-ms 200` runs it, N GpuVms of one
+// type and location created at once by 8 writers, in a namespace with a `-` and one without; bench/lib/defaults.ts),
+// burst (N mixed objects at once; and again on a running operator: --warm 100 brings 100 other objects
 // to Ready first, so the one-time compilation of a fresh process is not counted), adoption (N existing VMs taken over by spec.id), steady (after
 // the largest burst: whole resync periods with nothing to do), change (one spec change at a time among them),
 // drift (VMs stopped through the cloud API by another client among them: until each GpuVm says so, and until the
@@ -24,6 +29,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { selfByArea, topEntries } from "./lib/cpu-profile.ts";
+import { defaultsTable, runDefaults } from "./lib/defaults.ts";
 import { REPO_ROOT, warmCompileCache } from "./lib/processes.ts";
 import {
   type BurstResult,
@@ -41,7 +47,13 @@ import {
 
 const { values } = parseArgs({
   options: {
-    only: { type: "string", default: "burst,steady,change,adoption,anchors" },
+    only: { type: "string", default: "defaults,burst,steady,change,adoption,anchors" },
+    /** Only the defaults scenario (as --only defaults). */
+    defaults: { type: "boolean", default: false },
+    /** The defaults scenario on a busy machine: two CPU-bound processes beside the operator. */
+    busy: { type: "boolean", default: false },
+    "defaults-n": { type: "string", default: "1000,10000" },
+    "defaults-namespaces": { type: "string", default: "bars-scale,barsscale" },
     n: { type: "string", default: "100,1000,3000,10000" },
     /** Bursts measured again after a warm-up of as many other objects (a running operator, not a fresh one). */
     warm: { type: "string", default: "100" },
@@ -75,7 +87,7 @@ const { values } = parseArgs({
   },
 });
 
-const only = new Set((values.only ?? "").split(","));
+const only = new Set((values.defaults ? "defaults" : (values.only ?? "")).split(","));
 const steadyAfter = values["steady-after"];
 if (steadyAfter !== "burst" && steadyAfter !== "adoption") {
   process.stderr.write(`--steady-after: "burst" or "adoption", not "${steadyAfter}"\n`);
@@ -116,6 +128,8 @@ function timeoutFor(n: number): number {
 
 interface Report {
   runId: string;
+  /** The defaults scenario's runs (issue #33), each with its N, namespace and machine. */
+  defaults?: BurstResult[];
   bursts: BurstResult[];
   adoption?: BurstResult;
   steady?: SteadyResult;
@@ -188,6 +202,31 @@ async function followUpOn(kept: KeptRun, n: number): Promise<void> {
   }
   kept.watch.stop();
   await kept.stop();
+}
+
+if (only.has("defaults")) {
+  report.defaults = [];
+  const namespaces = (values["defaults-namespaces"] ?? "").split(",").filter((name) => name !== "");
+  const defaultsSizes = (values["defaults-n"] ?? "")
+    .split(",")
+    .map(Number)
+    .filter((n) => n > 0);
+  log(`defaults (issue #33): the playground's defaults, ${values.busy ? "busy machine" : "quiet machine"}`);
+  for (const n of defaultsSizes) {
+    for (const namespace of namespaces) {
+      const result = await runDefaults({
+        workDir: path.join(workRoot, `defaults-${n}-${namespace}${values.busy ? "-busy" : ""}`),
+        n,
+        namespace,
+        busy: values.busy === true,
+        latencyMs,
+        timeoutMs: timeoutFor(n),
+        log,
+      });
+      report.defaults.push(result);
+      save();
+    }
+  }
 }
 
 const largest = Math.max(...sizes);
@@ -307,28 +346,11 @@ function fixed(value: number, digits = 1): string {
 /** The issue's table, the goals beside it, and the anchors' ratios. */
 export function printSummary(all: Report): string {
   const lines: string[] = [];
-  lines.push(
-    "| objects at once | time to all Ready | goal 1.15·(L+N·c/R) | limit L+N/R | ratio | first Ready | settle→Ready p99 | calls/object (c) | CPU s | CPU ms/object | idle RSS | peak RSS | end RSS | lag p99 per 2 s: median / worst, max ms | writes/object | reconciles/object | load |",
-  );
-  lines.push("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
-  for (const r of [...all.bursts, ...(all.adoption ? [all.adoption] : [])]) {
-    const label =
-      r.scenario === "adoption"
-        ? `${r.n} (adopting existing VMs)`
-        : r.warmup > 0
-          ? `${r.n} (running operator: ${r.warmup} others first)`
-          : String(r.n);
-    const ready = r.timedOut
-      ? `${r.ready} of ${r.n} after ${fixed(r.timeToAllReadySeconds)} s`
-      : `${fixed(r.timeToAllReadySeconds)} s`;
-    // Adopting existing resources costs next to no cloud call (shared lists): the goal does not apply.
-    const goal = readyGoalSeconds(r);
-    const met = !r.timedOut && r.timeToAllReadySeconds <= goal ? "✓" : "✗";
-    const goalCell = r.scenario === "adoption" ? "—" : `${fixed(goal)} s ${met}`;
-    lines.push(
-      `| ${label} | ${ready} | ${goalCell} | ${fixed(r.physicalLimitSeconds)} s | ${fixed(r.ratioToLimit, 2)} | ${fixed(r.firstReadySeconds)} s | ${fixed(r.settleToReadyP99Seconds)} s | ${fixed(r.cloudCallsPerObject, 2)} | ${fixed(r.operatorCpuSeconds)} | ${fixed(r.cpuMsPerObject, 2)} | ${fixed(r.idleRssMiB, 0)} MiB | ${fixed(r.peakRssMiB, 0)} MiB | ${fixed(r.endRssMiB, 0)} MiB | ${fixed(r.eventLoopLagP99MedianMs, 0)} / ${fixed(r.eventLoopLagP99MaxMs, 0)}, ${fixed(r.eventLoopLagMaxMs, 0)} | ${fixed(r.objectWritesToReadyPerObject, 2)} | ${fixed(r.reconcilesPerObject, 1)} | ${fixed(r.load.before)} |`,
-    );
-  }
+  const defaults = defaultsTable(all.defaults ?? []);
+  const mixed = [...all.bursts, ...(all.adoption ? [all.adoption] : [])];
+  if (defaults.length > 0) lines.push(...defaults);
+  if (defaults.length > 0 && mixed.length > 0) lines.push("", "Mixed kinds (issue #17's scenario):", "");
+  lines.push(...mixedTable(mixed));
   if (all.steady) {
     const s = all.steady;
     lines.push("");
@@ -356,6 +378,35 @@ export function printSummary(all: Report): string {
   const goals = goalsTable(all);
   if (goals.length > 0) lines.push("", ...goals);
   return lines.join("\n");
+}
+
+/** Issue #17's table of bursts (mixed kinds) and the adoption. */
+function mixedTable(mixed: readonly BurstResult[]): string[] {
+  if (mixed.length === 0) return [];
+  const lines: string[] = [];
+  lines.push(
+    "| objects at once | time to all Ready | goal 1.15·(L+N·c/R) | limit L+N/R | ratio | first Ready | settle→Ready p99 | calls/object (c) | CPU s | CPU ms/object | idle RSS | peak RSS | end RSS | lag p99 per 2 s: median / worst, max ms | writes/object | reconciles/object | load |",
+  );
+  lines.push("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+  for (const r of mixed) {
+    const label =
+      r.scenario === "adoption"
+        ? `${r.n} (adopting existing VMs)`
+        : r.warmup > 0
+          ? `${r.n} (running operator: ${r.warmup} others first)`
+          : String(r.n);
+    const ready = r.timedOut
+      ? `${r.ready} of ${r.n} after ${fixed(r.timeToAllReadySeconds)} s`
+      : `${fixed(r.timeToAllReadySeconds)} s`;
+    // Adopting existing resources costs next to no cloud call (shared lists): the goal does not apply.
+    const goal = readyGoalSeconds(r);
+    const met = !r.timedOut && r.timeToAllReadySeconds <= goal ? "✓" : "✗";
+    const goalCell = r.scenario === "adoption" ? "—" : `${fixed(goal)} s ${met}`;
+    lines.push(
+      `| ${label} | ${ready} | ${goalCell} | ${fixed(r.physicalLimitSeconds)} s | ${fixed(r.ratioToLimit, 2)} | ${fixed(r.firstReadySeconds)} s | ${fixed(r.settleToReadyP99Seconds)} s | ${fixed(r.cloudCallsPerObject, 2)} | ${fixed(r.operatorCpuSeconds)} | ${fixed(r.cpuMsPerObject, 2)} | ${fixed(r.idleRssMiB, 0)} MiB | ${fixed(r.peakRssMiB, 0)} MiB | ${fixed(r.endRssMiB, 0)} MiB | ${fixed(r.eventLoopLagP99MedianMs, 0)} / ${fixed(r.eventLoopLagP99MaxMs, 0)}, ${fixed(r.eventLoopLagMaxMs, 0)} | ${fixed(r.objectWritesToReadyPerObject, 2)} | ${fixed(r.reconcilesPerObject, 1)} | ${fixed(r.load.before)} |`,
+    );
+  }
+  return lines;
 }
 
 /** The issue's goal for a burst: the operation latency plus the calls the objects needed at the server's rate, + 15 %. */

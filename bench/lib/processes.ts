@@ -9,7 +9,6 @@ import { createInterface } from "node:readline";
 import { OPERATOR_NODE_FLAGS, operatorEnvironment } from "../../src/cli/node-flags.ts";
 
 export const REPO_ROOT = path.resolve(import.meta.dirname, "../..");
-const MAIN_SCRIPT = path.join(REPO_ROOT, "src/cli/main.ts");
 
 export interface RunningChild {
   child: ChildProcess;
@@ -17,10 +16,14 @@ export interface RunningChild {
   stop(): Promise<void>;
 }
 
-function spawnMain(args: string[], options: { nodeArgs?: string[]; logFile?: string } = {}): ChildProcess {
+function spawnMain(
+  args: string[],
+  options: { nodeArgs?: string[]; logFile?: string; repoRoot?: string } = {},
+): ChildProcess {
   const log = options.logFile === undefined ? "ignore" : openSync(options.logFile, "a");
-  return spawn(process.execPath, [...(options.nodeArgs ?? []), MAIN_SCRIPT, ...args], {
-    cwd: REPO_ROOT,
+  const root = options.repoRoot ?? REPO_ROOT;
+  return spawn(process.execPath, [...(options.nodeArgs ?? []), path.join(root, "src/cli/main.ts"), ...args], {
+    cwd: root,
     stdio: ["ignore", "pipe", log],
     // As in the image: modules compiled once, type stripping's parser never loaded (src/cli/node-flags.ts).
     env: { ...operatorEnvironment(), NODE_ENV: "production" },
@@ -31,8 +34,9 @@ function spawnMain(args: string[], options: { nodeArgs?: string[]; logFile?: str
  * Fills the operator processes' compile cache before anything is measured, as building the image does: the first
  * operator would otherwise strip types and compile every module itself (and idle larger than the others).
  */
-export function warmCompileCache(): void {
-  spawnSync(process.execPath, [MAIN_SCRIPT, "run", "--help"], { env: operatorEnvironment(), stdio: "ignore" });
+export function warmCompileCache(repoRoot = REPO_ROOT): void {
+  const main = path.join(repoRoot, "src/cli/main.ts");
+  spawnSync(process.execPath, [main, "run", "--help"], { cwd: repoRoot, env: operatorEnvironment(), stdio: "ignore" });
 }
 
 /** The first stdout lines of a child until `done` says enough (or it exits / times out). */
@@ -57,7 +61,8 @@ function readStartup(child: ChildProcess, done: (lines: string[]) => boolean, wh
   });
 }
 
-function stopper(child: ChildProcess): () => Promise<void> {
+/** SIGTERM, then SIGKILL after 20 s; resolves once the child has exited. */
+export function stopper(child: ChildProcess): () => Promise<void> {
   return async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
@@ -161,6 +166,8 @@ export async function startOperatorProcess(options: {
   cpuProfileDir?: string;
   /** More flags for node (e.g. --heapsnapshot-signal=SIGUSR2). */
   nodeArgs?: string[];
+  /** Run the operator of another checkout (the previous code beside this one); default this one. */
+  repoRoot?: string;
 }): Promise<OperatorProcess> {
   const metricsPort = await freePort();
   const logFile = path.join(options.workDir, `operator-${options.name}.log`);
@@ -184,7 +191,7 @@ export async function startOperatorProcess(options: {
       "0",
       ...options.flags,
     ],
-    { nodeArgs, logFile },
+    { nodeArgs, logFile, ...(options.repoRoot !== undefined ? { repoRoot: options.repoRoot } : {}) },
   );
   // Logs go to stdout as JSON lines: into the log file, read by nobody during the run.
   const out = child.stdout;
@@ -241,4 +248,19 @@ export function sampleProcess(pid: number): ProcessSample {
 /** The 1-minute load average: figures taken under load are flagged with it. */
 export function loadAverage(): number {
   return Number(readFileSync("/proc/loadavg", "utf8").split(" ")[0]);
+}
+
+/**
+ * `count` CPU-bound processes (a busy machine: other pods on the node, a CI job beside the operator), each spinning
+ * on its own; `stop` ends them (idempotent).
+ */
+export function startBusyProcesses(count: number): { stop(): void } {
+  const children = Array.from({ length: count }, () =>
+    spawn(process.execPath, ["-e", "for (;;) {}"], { stdio: "ignore" }),
+  );
+  return {
+    stop: () => {
+      for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    },
+  };
 }

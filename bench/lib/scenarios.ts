@@ -35,6 +35,7 @@ import {
   type SimulatorProcess,
   sampleProcess,
   sleep,
+  startBusyProcesses,
   startKubeProcess,
   startOperatorProcess,
   startSimulatorProcess,
@@ -145,6 +146,11 @@ export interface BurstResult {
   /** Objects brought to Ready before this burst (0: a fresh operator). */
   warmup: number;
   variant: string;
+  /** Where the objects were created (a `-` in it gives them hashed cloud names), by how many parallel writers. */
+  namespace?: string;
+  writers?: number;
+  /** CPU-bound processes that ran beside the operator (0: a quiet machine). */
+  busy?: number;
   n: number;
   kinds: Record<string, number>;
   load: { before: number; after: number };
@@ -247,7 +253,6 @@ export interface KeptRun {
 }
 
 export async function runBurst(options: BurstOptions): Promise<{ result: BurstResult; kept?: KeptRun }> {
-  const log = options.log ?? (() => undefined);
   const env = await startEnvironment({
     workDir: options.workDir,
     latencyMs: options.latencyMs,
@@ -271,42 +276,69 @@ export async function runBurst(options: BurstOptions): Promise<{ result: BurstRe
   };
   try {
     await sleep(2000); // caches synced, the operator idle
-    if (options.warmup !== undefined && options.warmup > 0) await warmUp(env, options.warmup, log);
-    const idle = sampleProcess(operator.pid);
+    if (options.warmup !== undefined && options.warmup > 0) await warmUp(env, options.warmup, options.log);
     const manifests = (options.manifests ?? ((n) => mixedManifests(n, NAMESPACE, SECRET)))(options.n);
-    const kinds: Record<string, number> = {};
-    for (const m of manifests) kinds[m.kind] = (kinds[m.kind] ?? 0) + 1;
-    const watch = new ObjectWatch(env.http, NAMESPACE);
-    await watch.start();
-    await resetSimulatorCounts(env.sim.adminUrl);
-    const metricsBefore = await scrape(operator.metricsUrl);
-    const sampler = new OperatorSampler(operator, 2000);
-    const loadBefore = loadAverage();
-    sampler.start();
-    const started = Date.now();
-    log(`  ${options.variant}: applying ${manifests.length} objects (load ${loadBefore.toFixed(1)})`);
-    const progress = setInterval(() => log(`    ${watch.readyCount}/${manifests.length} Ready`), 30_000);
-    const timeline: [number, number, number][] = [];
-    const timelineTimer = setInterval(() => {
-      void simulatorCounts(env.sim.adminUrl)
-        .then((counts) =>
-          timeline.push([Math.round((Date.now() - started) / 1000), totalCalls(counts), watch.readyCount]),
-        )
-        .catch(() => undefined);
-    }, 5000);
-    await env.http.createAll(manifests, 16);
-    const allReady = await watch.waitForReady(manifests.length, options.timeoutMs - (Date.now() - started));
+    return await measureBurst({ ...options, env, operator, manifests, namespace: NAMESPACE, stop: stopAll });
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+}
+
+/** A burst on a running environment and operator: `manifests` created at once, until every one is Ready. */
+export interface MeasuredBurst extends Omit<BurstOptions, "manifests"> {
+  env: Environment;
+  operator: OperatorProcess;
+  manifests: Manifest[];
+  namespace: string;
+  /** Parallel writers creating the manifests (default 16). */
+  writers?: number;
+  /** CPU-bound processes beside the operator while the burst runs (default none). */
+  busy?: number;
+  stop(): Promise<void>;
+}
+
+export async function measureBurst(input: MeasuredBurst): Promise<{ result: BurstResult; kept?: KeptRun }> {
+  const { env, operator, manifests } = input;
+  const log = input.log ?? (() => undefined);
+  const idle = sampleProcess(operator.pid);
+  const kinds: Record<string, number> = {};
+  for (const m of manifests) kinds[m.kind] = (kinds[m.kind] ?? 0) + 1;
+  const watch = new ObjectWatch(env.http, input.namespace);
+  await watch.start();
+  await resetSimulatorCounts(env.sim.adminUrl);
+  const metricsBefore = await scrape(operator.metricsUrl);
+  const busy = startBusyProcesses(input.busy ?? 0);
+  const sampler = new OperatorSampler(operator, 2000);
+  const loadBefore = loadAverage();
+  sampler.start();
+  const started = Date.now();
+  log(`  ${input.variant}: applying ${manifests.length} objects (load ${loadBefore.toFixed(1)})`);
+  const progress = setInterval(() => log(`    ${watch.readyCount}/${manifests.length} Ready`), 30_000);
+  const timeline: [number, number, number][] = [];
+  const timelineTimer = setInterval(() => {
+    void simulatorCounts(env.sim.adminUrl)
+      .then((counts) =>
+        timeline.push([Math.round((Date.now() - started) / 1000), totalCalls(counts), watch.readyCount]),
+      )
+      .catch(() => undefined);
+  }, 5000);
+  try {
+    await env.http.createAll(manifests, input.writers ?? 16);
+    const allReady = await watch.waitForReady(manifests.length, input.timeoutMs - (Date.now() - started));
     const finished = Date.now();
     clearInterval(progress);
     clearInterval(timelineTimer);
     await sampler.stop();
     const counts = await simulatorCounts(env.sim.adminUrl);
     const metricsAfter = await scrape(operator.metricsUrl);
+    const loadAtEnd = loadAverage();
+    busy.stop();
     const completions = await createCompletions(env.sim.adminUrl);
     const names = new Set(manifests.map((m) => `${m.kind}/${m.metadata.name}`));
     const tracks = [...watch.objects.values()].filter((t) => names.has(`${t.kind}/${t.name}`));
     const result = summarize({
-      options,
+      options: input,
       kinds,
       tracks,
       started,
@@ -321,25 +353,28 @@ export async function runBurst(options: BurstOptions): Promise<{ result: BurstRe
       kubeByMethod: kubeRequestsByMethod(metricsAfter, metricsBefore),
       calls429: throttled(metricsAfter) - throttled(metricsBefore),
       loadBefore,
+      loadAtEnd,
       timeline,
     });
     log(
       `    ${result.ready}/${result.n} Ready in ${result.timeToAllReadySeconds.toFixed(1)} s ` +
         `(limit ${result.physicalLimitSeconds.toFixed(1)} s, ×${result.ratioToLimit.toFixed(2)}), ` +
+        `${result.cloudCallsPerObject.toFixed(3)} calls/object, ` +
         `CPU ${result.operatorCpuSeconds.toFixed(1)} s, ${result.reconcilesPerObject.toFixed(1)} reconciles/object, peak RSS ${result.peakRssMiB.toFixed(0)} MiB`,
     );
-    if (options.keep) return { result, kept: { env, operator, watch, stop: stopAll } };
+    if (input.keep) return { result, kept: { env, operator, watch, stop: input.stop } };
     watch.stop();
-    await stopAll();
+    await input.stop();
     return { result };
-  } catch (error) {
-    await stopAll();
-    throw error;
+  } finally {
+    clearInterval(progress);
+    clearInterval(timelineTimer);
+    busy.stop();
   }
 }
 
 /** Bring `count` VMs and disks to Ready in a namespace of their own, then let the account's bucket refill. */
-async function warmUp(env: Environment, count: number, log: (line: string) => void): Promise<void> {
+async function warmUp(env: Environment, count: number, log: (line: string) => void = () => undefined): Promise<void> {
   await env.http.ensureNamespace(WARM_NAMESPACE);
   await env.http.createCredentials(WARM_NAMESPACE, SECRET, {
     apiKey: env.sim.apiKey,
@@ -365,7 +400,7 @@ async function warmUp(env: Environment, count: number, log: (line: string) => vo
 }
 
 function summarize(input: {
-  options: BurstOptions;
+  options: MeasuredBurst;
   kinds: Record<string, number>;
   tracks: ObjectTrack[];
   started: number;
@@ -380,6 +415,7 @@ function summarize(input: {
   kubeByMethod: Record<string, number>;
   calls429: number;
   loadBefore: number;
+  loadAtEnd: number;
   timeline: [number, number, number][];
 }): BurstResult {
   const { options, tracks, started, sampler } = input;
@@ -401,9 +437,12 @@ function summarize(input: {
     scenario: options.warmup ? "burst-warm" : "burst",
     warmup: options.warmup ?? 0,
     variant: options.variant,
+    namespace: options.namespace,
+    writers: options.writers ?? 16,
+    busy: options.busy ?? 0,
     n,
     kinds: input.kinds,
-    load: { before: input.loadBefore, after: loadAverage() },
+    load: { before: input.loadBefore, after: input.loadAtEnd },
     latencyMs: options.latencyMs,
     rate: options.rate,
     physicalLimitSeconds: limit,

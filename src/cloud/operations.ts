@@ -1,13 +1,17 @@
-// Follows cloud operations to their end with a fixed number of list calls per interval, whatever the number
-// tracked.
+// Follows cloud operations to their end with few list calls, whatever the number tracked.
 //
-// Each tick lists `state=IN_PROGRESS` for the (project, family). Tracked operations absent from that list have
-// finished (or vanished). They are settled together by ONE more list call, filtered by `lower_time_bound` = the
-// earliest `started_at` among them (minus a margin) and by no state. Only those missing from that list too (a
-// real server may drop finished operations from lists) are read once by id. SUCCEEDED/FAILED settle an
-// operation; 403/404 on the read (old or unknown id, as real servers answer) settle it as
-// `{ vanished: true, reason: "gone" }`, and the caller reads the resource itself. A server that refuses
-// `lower_time_bound` (400 or unsupported) gets single reads from then on.
+// A round lists the operations of the (project, family) started since the earliest one tracked
+// (`lower_time_bound`, no state): one call shows which are still IN_PROGRESS and how the others ended. When that
+// bound reaches too far back (an operation tracked for long, or known only by the local time it was tracked), the
+// round lists `state=IN_PROGRESS` instead, and settles the tracked operations absent from it with one more list
+// bounded by the earliest start among them. Only those missing from every list (a real server may drop finished
+// operations from lists) are read once by id. SUCCEEDED/FAILED settle an operation; 403/404 on the read (old or
+// unknown id, as real servers answer) settle it as `{ vanished: true, reason: "gone" }`, and the caller reads the
+// resource itself. A server that refuses `lower_time_bound` (400 or unsupported) gets single reads from then on.
+//
+// Rounds are spent when they can settle something, not at every interval (operation-rounds.ts): while
+// operations keep being started, one per OPERATIONS_PER_ROUND of them, so a burst's polls are a fixed share of its
+// creates, whatever its pace; a lone operation is looked at every interval.
 //
 // A server without the family's list endpoint gets ONE single read per tick (the operation read longest ago);
 // without the read endpoint either, every tracked operation settles at once as
@@ -17,6 +21,7 @@
 import pino, { type Logger } from "pino";
 import type { CallOptions } from "./endpoints/shared.ts";
 import { isCloudError, isOperationGone, isUnsupported } from "./errors.ts";
+import { RoundSchedule } from "./operation-rounds.ts";
 import { formatTimestamp, type ListOperationsQuery, type Operation, type OperationFamily } from "./wire.ts";
 
 /** The part of the client the tracker needs (keeps tests and fakes small). */
@@ -31,7 +36,13 @@ export interface OperationsApi {
 }
 
 export type OperationOutcome =
-  | { operationId: string; vanished: false; operation: Operation }
+  | {
+      operationId: string;
+      vanished: false;
+      operation: Operation;
+      /** When the call that showed it final started (local ms): it was over by then. */
+      observedAt: number;
+    }
   | {
       operationId: string;
       vanished: true;
@@ -58,6 +69,8 @@ export interface OperationTrackerOptions {
   /** The longest interval while polling keeps failing (doubling from intervalMs); default 60 s. */
   maxBackoffMs?: number;
   timers?: TrackerTimers;
+  /** The local clock (ms), for when rounds are due (tests). */
+  now?: () => number;
   logger?: Logger;
 }
 
@@ -79,7 +92,12 @@ export function isFinalOperation(operation: Operation): boolean {
  */
 const SERVER_START_MARGIN_MS = 2_000;
 const LOCAL_START_MARGIN_MS = 60_000;
-
+/**
+ * How far back one list (`lower_time_bound`, no state) may reach to settle a round in one call: it carries every
+ * operation started since, at a burst's 20 creates/s a few hundred at most. Further back, the in-progress list
+ * (what runs now) and a list bounded by the earliest finished one are smaller.
+ */
+const ONE_LIST_REACH_MS = 15_000;
 function parseTimestamp(timestamp: string | undefined): number | undefined {
   const ms = timestamp ? Date.parse(timestamp) : Number.NaN;
   return Number.isNaN(ms) ? undefined : ms;
@@ -113,8 +131,10 @@ export class OperationTracker {
   readonly #logger: Logger;
   readonly #pending = new Map<string, Pending>();
   readonly #listeners = new Set<(outcome: OperationOutcome) => void>();
+  readonly #now: () => number;
   #timer: unknown;
   #ticking = false;
+  readonly #rounds: RoundSchedule;
   #stopped = false;
   /** Set for good once the server refuses `lower_time_bound` (400 or unsupported): single reads only. */
   #lowerTimeBoundRefused = false;
@@ -130,7 +150,9 @@ export class OperationTracker {
     this.#intervalMs = intervalMs;
     this.#perOperation = options.mode === "per-operation";
     this.#maxBackoffMs = Math.max(intervalMs, options.maxBackoffMs ?? 60_000);
+    this.#rounds = new RoundSchedule(intervalMs);
     this.#timers = options.timers ?? realTimers;
+    this.#now = options.now ?? Date.now;
     this.#logger = (options.logger ?? pino({ level: "silent" })).child({
       component: "operation-tracker",
       projectId: options.projectId,
@@ -160,8 +182,9 @@ export class OperationTracker {
     });
     promise.catch(() => {});
     const serverStart = parseTimestamp(typeof operation === "string" ? startedAt : operation.started_at);
+    const now = this.#now();
     this.#pending.set(operationId, {
-      startedAtMs: serverStart ?? Date.now(),
+      startedAtMs: serverStart ?? now,
       startedAtFromServer: serverStart !== undefined,
       lastReadAt: 0,
       promise,
@@ -169,9 +192,9 @@ export class OperationTracker {
       reject,
     });
     if (typeof operation !== "string" && isFinalOperation(operation)) {
-      this.#settle({ operationId, vanished: false, operation });
+      this.#settle({ operationId, vanished: false, operation, observedAt: now });
     } else {
-      this.#schedule();
+      this.#noteTracked(now);
     }
     return promise;
   }
@@ -201,17 +224,19 @@ export class OperationTracker {
     this.#pending.clear();
   }
 
-  /** Run one polling round now (also what the timer runs). */
+  /** Run one polling round now, whether or not one is due (the timer runs rounds when they are). */
   async poll(): Promise<void> {
     if (this.#ticking || this.#stopped || this.#pending.size === 0) return;
     // A round run by hand replaces the scheduled one: still one list call per interval.
     if (this.#timer !== undefined) this.#timers.clearTimeout(this.#timer);
     this.#timer = undefined;
     this.#ticking = true;
+    this.#rounds.roundStarted();
     try {
       await this.#round();
     } finally {
       this.#ticking = false;
+      this.#rounds.roundEnded(this.#now());
       this.#schedule();
     }
   }
@@ -221,12 +246,28 @@ export class OperationTracker {
     return Math.min(this.#maxBackoffMs, this.#intervalMs * 2 ** Math.min(this.#failures, 16));
   }
 
+  /** A new operation to follow: the next round is due at another time (sooner once a batch is complete). */
+  #noteTracked(now: number): void {
+    this.#rounds.tracked(now);
+    if (this.#timer !== undefined) this.#timers.clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#schedule();
+  }
+
+  #nextRoundAt(): number {
+    return this.#rounds.nextRoundAt(this.currentIntervalMs, !this.#perOperation && this.#failures === 0);
+  }
+
   #schedule(): void {
     if (this.#stopped || this.#ticking || this.#timer !== undefined || this.#pending.size === 0) return;
-    this.#timer = this.#timers.setTimeout(() => {
-      this.#timer = undefined;
-      this.poll().catch((error: unknown) => this.#logger.error({ err: error }, "operation polling round failed"));
-    }, this.currentIntervalMs);
+    // Only a newly tracked operation moves the round later, and it sets the timer again (#noteTracked).
+    this.#timer = this.#timers.setTimeout(
+      () => {
+        this.#timer = undefined;
+        this.poll().catch((error: unknown) => this.#logger.error({ err: error }, "operation polling round failed"));
+      },
+      Math.max(0, this.#nextRoundAt() - this.#now()),
+    );
   }
 
   /** One tick; a failed one makes the next wait longer. */
@@ -242,6 +283,15 @@ export class OperationTracker {
       const reads = await Promise.all([...this.#pending.keys()].map((operationId) => this.#readOnce(operationId)));
       return reads.includes("failed");
     }
+    const tracked = [...this.#pending.keys()];
+    if (!this.#lowerTimeBoundRefused) {
+      const boundMs = this.#boundOf(tracked);
+      if (boundMs !== undefined && this.#now() - boundMs <= ONE_LIST_REACH_MS) {
+        const missing = await this.#settleFromList(tracked, boundMs);
+        if (missing === undefined) return true;
+        if (!this.#lowerTimeBoundRefused) return this.#readEach(missing);
+      }
+    }
     let inProgress: Set<string> | undefined;
     try {
       const listed = await this.#operations.list(this.projectId, this.family, { state: "IN_PROGRESS" });
@@ -249,13 +299,7 @@ export class OperationTracker {
       for (const op of listed) {
         if (isFinalOperation(op)) continue;
         inProgress.add(op.operation_id);
-        // Learn the real start of operations tracked by id: it is the bound of the settling list.
-        const pending = this.#pending.get(op.operation_id);
-        const startedAtMs = parseTimestamp(op.started_at);
-        if (pending !== undefined && startedAtMs !== undefined) {
-          pending.startedAtMs = startedAtMs;
-          pending.startedAtFromServer = true;
-        }
+        this.#learnStart(op);
       }
     } catch (error) {
       if (!isUnsupported(error)) {
@@ -268,16 +312,45 @@ export class OperationTracker {
     let finishedOrGone = [...this.#pending.keys()].filter((operationId) => !inProgress?.has(operationId));
     if (finishedOrGone.length === 0) return false;
     if (!this.#lowerTimeBoundRefused) {
-      const missing = await this.#settleFromList(finishedOrGone);
+      const boundMs = this.#boundOf(finishedOrGone);
+      const missing = boundMs === undefined ? finishedOrGone : await this.#settleFromList(finishedOrGone, boundMs);
       if (missing === undefined) return true;
       finishedOrGone = missing;
     }
+    return this.#readEach(finishedOrGone);
+  }
+
+  /** Read each operation by id (those no list showed); true when a read failed transiently. */
+  async #readEach(operationIds: readonly string[]): Promise<boolean> {
     let failed = false;
-    for (const operationId of finishedOrGone) {
+    for (const operationId of operationIds) {
       if (this.#stopped) break;
+      if (!this.#pending.has(operationId)) continue;
       if ((await this.#readOnce(operationId)) === "failed") failed = true;
     }
     return failed;
+  }
+
+  /** The real start of an operation tracked by id, learnt from a list: it bounds the lists that settle it. */
+  #learnStart(op: Operation): void {
+    const pending = this.#pending.get(op.operation_id);
+    const startedAtMs = parseTimestamp(op.started_at);
+    if (pending !== undefined && startedAtMs !== undefined) {
+      pending.startedAtMs = startedAtMs;
+      pending.startedAtFromServer = true;
+    }
+  }
+
+  /** The `lower_time_bound` (ms) that reaches every one of these operations, with its clock's margin. */
+  #boundOf(operationIds: readonly string[]): number | undefined {
+    let boundMs = Number.POSITIVE_INFINITY;
+    for (const operationId of operationIds) {
+      const pending = this.#pending.get(operationId);
+      if (pending === undefined) continue;
+      const margin = pending.startedAtFromServer ? SERVER_START_MARGIN_MS : LOCAL_START_MARGIN_MS;
+      boundMs = Math.min(boundMs, pending.startedAtMs - margin);
+    }
+    return Number.isFinite(boundMs) ? boundMs : undefined;
   }
 
   /** Without a list: read the operation read longest ago; without reads either, give every one up. */
@@ -286,7 +359,7 @@ export class OperationTracker {
     for (const entry of this.#pending)
       if (oldest === undefined || entry[1].lastReadAt < oldest[1].lastReadAt) oldest = entry;
     if (oldest === undefined) return false;
-    oldest[1].lastReadAt = Date.now();
+    oldest[1].lastReadAt = this.#now();
     const read = await this.#readOnce(oldest[0]);
     if (read !== "unsupported") return read === "failed";
     this.#logger.info(
@@ -301,19 +374,12 @@ export class OperationTracker {
 
   /**
    * One list call filtered by `lower_time_bound` (no state) settles every finished operation found there.
-   * Returns the ids still tracked that the list did not show (to be read one by one), or undefined when the
-   * call failed transiently (next round).
+   * Returns the ids still tracked that the list did not show (to be read one by one; all of them when the server
+   * refuses the bound), or undefined when the call failed transiently (next round).
    */
-  async #settleFromList(operationIds: string[]): Promise<string[] | undefined> {
-    let boundMs = Number.POSITIVE_INFINITY;
-    for (const operationId of operationIds) {
-      const pending = this.#pending.get(operationId);
-      if (pending === undefined) continue;
-      const margin = pending.startedAtFromServer ? SERVER_START_MARGIN_MS : LOCAL_START_MARGIN_MS;
-      boundMs = Math.min(boundMs, pending.startedAtMs - margin);
-    }
-    if (!Number.isFinite(boundMs)) return operationIds;
+  async #settleFromList(operationIds: readonly string[], boundMs: number): Promise<string[] | undefined> {
     const lowerTimeBound = formatTimestamp(new Date(boundMs));
+    const observedAt = this.#now();
     let listed: Operation[];
     try {
       listed = await this.#operations.list(this.projectId, this.family, { lower_time_bound: lowerTimeBound });
@@ -321,7 +387,7 @@ export class OperationTracker {
       if (isUnsupported(error) || (isCloudError(error) && error.kind === "http" && error.status === 400)) {
         this.#lowerTimeBoundRefused = true;
         this.#logger.info({ err: error }, "server refuses lower_time_bound; reading finished operations one by one");
-        return operationIds;
+        return [...operationIds];
       }
       this.#logger.warn({ err: error }, "listing finished operations failed; retrying next interval");
       return undefined;
@@ -332,17 +398,19 @@ export class OperationTracker {
       if (this.#stopped) return [];
       const operation = byId.get(operationId);
       if (operation === undefined) missing.push(operationId);
-      // Listed but not final: the in-progress list lagged. Next round.
-      else if (isFinalOperation(operation)) this.#settle({ operationId, vanished: false, operation });
+      // Listed but not final: still running (or the in-progress list lagged). Next round.
+      else if (isFinalOperation(operation)) this.#settle({ operationId, vanished: false, operation, observedAt });
+      else this.#learnStart(operation);
     }
     return missing;
   }
 
   async #readOnce(operationId: string): Promise<"read" | "unsupported" | "failed"> {
+    const observedAt = this.#now();
     try {
       const operation = await this.#operations.get(this.projectId, this.family, operationId);
       // Still in progress: the list was read just before it started, or is lagging. Next round.
-      if (isFinalOperation(operation)) this.#settle({ operationId, vanished: false, operation });
+      if (isFinalOperation(operation)) this.#settle({ operationId, vanished: false, operation, observedAt });
       return "read";
     } catch (error) {
       if (isUnsupported(error)) {

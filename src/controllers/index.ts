@@ -4,6 +4,7 @@
 // lives here; every piece is in its folder (docs/architecture.md).
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { gpuDiskKind } from "../api/gpu-disk.ts";
+import { gpuFirewallRuleKind } from "../api/gpu-firewall-rule.ts";
 import { gpuVmKind } from "../api/gpu-vm.ts";
 import { gpuVmPoolKind } from "../api/gpu-vm-pool.ts";
 import { CONFIG_MAPS, type Controller, type Manager, ownsKey } from "../runtime/index.ts";
@@ -22,6 +23,7 @@ import { watchClaims } from "./managed/claim-records.ts";
 import { registerClaimSweep } from "./managed/claim-sweep.ts";
 import { DependencyIndex } from "./managed/dependency-index.ts";
 import { registerManagedKind } from "./managed/register.ts";
+import { installShardViews } from "./managed/shard-view.ts";
 import { ManagedWakes } from "./managed/wakes.ts";
 import { registerPoolController } from "./pool/controller.ts";
 
@@ -42,6 +44,11 @@ export interface OperatorControllers {
 export function registerControllers(manager: Manager, options: RegisterOptions = {}): OperatorControllers {
   const config = manager.config;
   const logger = manager.logger.child({ component: "controllers" });
+  // With sharding, a replica holds in full only its GpuVms and GpuFirewallRules (and what its objects refer to),
+  // and notes the others: set before their informers are made. GpuDisks and GpuNetworks, which others refer to,
+  // are few next to the VMs and held whole (ADR 0033).
+  const views =
+    config.shard.count > 1 ? installShardViews(manager, [gpuVmKind, gpuFirewallRuleKind], config.shard) : undefined;
   const caches = new ManagedCaches(manager, MANAGED_KINDS);
   const secrets = watchSecrets(manager);
   const configMaps = manager.informerFor<CachedConfigMap>(CONFIG_MAPS);
@@ -59,7 +66,15 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
     resolve: (namespace, refName) => credentials.secretFor(namespace, refName),
     kinds: managedInformers,
   });
-  const deps = kindDeps({ manager, caches, claims, secrets, configMaps, usage: usage.usage });
+  const deps = kindDeps({
+    manager,
+    caches,
+    claims,
+    secrets,
+    configMaps,
+    usage: usage.usage,
+    ...(views !== undefined ? { views } : {}),
+  });
   // A recorded action is decided afresh only once the replica that recorded it can no longer send it.
   const timing = { intentHoldMs: config.leaseDurationMs + config.apiTimeoutMs, ...options.timing };
   const now = options.now ? { now: options.now } : {};

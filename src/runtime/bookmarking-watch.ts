@@ -3,7 +3,7 @@
 // jittered timeoutSeconds, reports activity (the informer's staleness watchdog), drops malformed events and catches
 // the handler's promise, and goes silent once its ListWatch is retired. It reads the watch as a Node stream
 // (watch-stream.ts), not through WHATWG fetch.
-import type { KubeConfig } from "@kubernetes/client-node";
+import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
 import { StreamingWatch } from "./watch-stream.ts";
 
 type WatchCallback = (phase: string, apiObject: unknown, watchObject?: unknown) => void;
@@ -17,6 +17,8 @@ export class BookmarkingWatch extends StreamingWatch {
 
   readonly #onMalformed: (phase: string, error?: unknown) => void;
   readonly #selectors: { fieldSelector?: string; labelSelector?: string };
+  /** Sees each well-formed object event first and says the phase its ListWatch is shown (the informer's view). */
+  readonly #route: ((phase: string, object: KubernetesObject) => string) | undefined;
 
   constructor(
     kubeConfig: KubeConfig,
@@ -24,12 +26,14 @@ export class BookmarkingWatch extends StreamingWatch {
     onActivity: () => void,
     onMalformed: (phase: string, error?: unknown) => void,
     selectors: { fieldSelector?: string; labelSelector?: string },
+    route?: (phase: string, object: KubernetesObject) => string,
   ) {
     super(kubeConfig);
     this.#timeoutSeconds = timeoutSeconds;
     this.#onActivity = onActivity;
     this.#onMalformed = onMalformed;
     this.#selectors = selectors;
+    this.#route = route;
   }
 
   override async watch(
@@ -59,7 +63,8 @@ export class BookmarkingWatch extends StreamingWatch {
           return;
         }
         try {
-          const pending: unknown = callback(phase, apiObject, watchObject);
+          const shown = this.#route === undefined ? phase : this.#route(phase, apiObject as KubernetesObject);
+          const pending: unknown = callback(shown, apiObject, watchObject);
           if (pending instanceof Promise) pending.catch((error: unknown) => this.#onMalformed(phase, error));
         } catch (error) {
           this.#onMalformed(phase, error);

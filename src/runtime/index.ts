@@ -32,7 +32,7 @@ export {
   type ObjectInformer,
   ResilientInformer,
 } from "./informer.ts";
-export type { InformerEvent, InformerHandler } from "./informer-cache.ts";
+export type { InformerEvent, InformerHandler, InformerView, NoteEvent, NoteHandler } from "./informer-cache.ts";
 export { KubeClient, type StatusObject } from "./kube.ts";
 export { countingInterceptor, instrumentKubeConfig, NO_RESPONSE_CODE } from "./kube-request-metrics.ts";
 export { LeaderElector, type LeaderElectorOptions } from "./leader-election.ts";

@@ -1,7 +1,9 @@
 // The informer's cache: namespace → name → object, fed from every list and watch event, and the events it hands to
 // handlers (which by contract only enqueue keys; one that throws is logged, never an unhandled rejection). Cached
 // objects lose what the operator never reads (stripUnread) and hold one copy of each repeated string; a new
-// version shares the parts that did not change with the one it replaces (shareUnchanged).
+// version shares the parts that did not change with the one it replaces (shareUnchanged). With a view (sharding),
+// the cache holds in full only the objects the view keeps and a small note of each other one (a census: every key
+// stays known), whose changes go to the note handlers.
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { type StringInterner, sharedInterner } from "../util/intern.ts";
@@ -19,6 +21,30 @@ export interface InformerEvent<T> {
 /** Handlers must be quick and must not throw; by contract they only enqueue keys. */
 export type InformerHandler<T> = (event: InformerEvent<T>) => void;
 
+/**
+ * What an informer holds of the objects it sees (sharding: a shard holds what it reconciles and what those refer
+ * to, and only notes the rest). Both are called for every version of every object, so they must be cheap.
+ */
+export interface InformerView<T> {
+  /** Whether the cache holds this object in full. */
+  keep(object: T): boolean;
+  /** What is kept of an object not held (small; `null` when the key is all there is to note). */
+  note(object: T): unknown;
+}
+
+/** A change of an object the cache only notes: its note before and after (undefined: not noted then). */
+export interface NoteEvent<T> {
+  type: InformerEventType;
+  namespace: string;
+  name: string;
+  /** The object as the event showed it (for a delete of a noted object: only its key may be known). */
+  object: T;
+  note?: unknown;
+  previous?: unknown;
+}
+
+export type NoteHandler<T> = (event: NoteEvent<T>) => void;
+
 export interface InformerCacheOptions {
   /** False for cluster-scoped objects: they are all kept under namespace "". */
   namespaced: boolean;
@@ -27,6 +53,8 @@ export interface InformerCacheOptions {
   transform?: (object: KubernetesObject) => void;
   /** One copy of each repeated string of cached objects (default: the process's shared table). */
   interner?: StringInterner;
+  /** Hold only what the view keeps, note the rest (default: hold everything). */
+  view?: InformerView<KubernetesObject>;
 }
 
 function objectKey(object: KubernetesObject): string | undefined {
@@ -38,8 +66,11 @@ function objectKey(object: KubernetesObject): string | undefined {
 export class InformerCache<T extends KubernetesObject = KubernetesObject> {
   readonly #options: InformerCacheOptions;
   readonly #handlers = new Set<InformerHandler<T>>();
+  readonly #noteHandlers = new Set<NoteHandler<T>>();
   /** namespace → name → object. */
   readonly #objects = new Map<string, Map<string, T>>();
+  /** namespace → name → note, for the objects the view does not keep. */
+  readonly #notes = new Map<string, Map<string, unknown>>();
 
   constructor(options: InformerCacheOptions) {
     this.#options = options;
@@ -51,8 +82,51 @@ export class InformerCache<T extends KubernetesObject = KubernetesObject> {
     return () => this.#handlers.delete(handler);
   }
 
+  /** Subscribes to changes of noted objects (with a view); returns the unsubscribe function. */
+  onNote(handler: NoteHandler<T>): () => void {
+    this.#noteHandlers.add(handler);
+    return () => this.#noteHandlers.delete(handler);
+  }
+
   get(namespace: string, name: string): T | undefined {
     return this.#objects.get(this.#options.namespaced ? namespace : "")?.get(name);
+  }
+
+  /** Whether this object (by namespace and name) is held in full. */
+  holds(object: KubernetesObject): boolean {
+    const name = object.metadata?.name;
+    return name !== undefined && this.get(object.metadata?.namespace ?? "", name) !== undefined;
+  }
+
+  /** The note of an object not held; undefined when it is held or unknown. */
+  noteOf(namespace: string, name: string): unknown {
+    return this.#notes.get(this.#options.namespaced ? namespace : "")?.get(name);
+  }
+
+  /** Whether an object of this key is known, held or noted. */
+  knows(namespace: string, name: string): boolean {
+    const ns = this.#options.namespaced ? namespace : "";
+    return this.#objects.get(ns)?.has(name) === true || this.#notes.get(ns)?.has(name) === true;
+  }
+
+  /** The `namespace/name` (or `name`) key of every object known, held or noted. */
+  keys(): string[] {
+    const keys: string[] = [];
+    for (const map of [this.#objects, this.#notes]) {
+      for (const [namespace, names] of map) {
+        for (const name of names.keys()) keys.push(namespace === "" ? name : `${namespace}/${name}`);
+      }
+    }
+    return keys;
+  }
+
+  /** How many objects are held in full, and how many only noted. */
+  sizes(): { held: number; noted: number } {
+    let held = 0;
+    let noted = 0;
+    for (const names of this.#objects.values()) held += names.size;
+    for (const names of this.#notes.values()) noted += names.size;
+    return { held, noted };
   }
 
   list(namespace?: string): T[] {
@@ -64,7 +138,7 @@ export class InformerCache<T extends KubernetesObject = KubernetesObject> {
     return all;
   }
 
-  /** The cached objects a full list no longer holds: deleted while no watch told of it. */
+  /** The objects (held, or noted: by key only) a full list no longer holds: deleted while no watch told of it. */
   missingFrom(items: readonly T[]): T[] {
     const seen = new Set<string>();
     for (const item of items) {
@@ -78,6 +152,11 @@ export class InformerCache<T extends KubernetesObject = KubernetesObject> {
         if (key !== undefined && !seen.has(key)) gone.push(object);
       }
     }
+    for (const [namespace, names] of this.#notes) {
+      for (const name of names.keys()) {
+        if (!seen.has(`${namespace}/${name}`)) gone.push({ metadata: { namespace, name } } as T);
+      }
+    }
     return gone;
   }
 
@@ -87,6 +166,13 @@ export class InformerCache<T extends KubernetesObject = KubernetesObject> {
     if (!name) return;
     (this.#options.transform ?? stripUnread)(object);
     const namespace = this.#options.namespaced ? (object.metadata?.namespace ?? "") : "";
+    const view = this.#options.view;
+    if (view !== undefined && !view.keep(object)) {
+      this.#removeHeld(namespace, name);
+      this.#setNote(namespace, name, object, view.note(object));
+      return;
+    }
+    if (view !== undefined) this.#dropNote(namespace, name, object);
     let objects = this.#objects.get(namespace);
     if (objects === undefined) {
       objects = new Map();
@@ -104,17 +190,62 @@ export class InformerCache<T extends KubernetesObject = KubernetesObject> {
     this.#emit(previous === undefined ? { type: "add", object } : { type: "update", object, previous });
   }
 
-  /** Drops an object and tells the handlers (with the cached version, the last one known). */
+  /** Drops an object, held or noted, and tells the handlers (with the cached version, the last one known). */
   remove(object: T): void {
     const name = object.metadata?.name;
     if (!name) return;
     const namespace = this.#options.namespaced ? (object.metadata?.namespace ?? "") : "";
+    this.#removeHeld(namespace, name);
+    this.#dropNote(namespace, name, object);
+  }
+
+  /** Drops a held object only (a noted one stays noted). */
+  removeHeld(object: T): void {
+    const name = object.metadata?.name;
+    if (!name) return;
+    this.#removeHeld(this.#options.namespaced ? (object.metadata?.namespace ?? "") : "", name);
+  }
+
+  #removeHeld(namespace: string, name: string): void {
     const objects = this.#objects.get(namespace);
     const cached = objects?.get(name);
     if (objects === undefined || cached === undefined) return;
     objects.delete(name);
     if (objects.size === 0) this.#objects.delete(namespace);
     this.#emit({ type: "delete", object: cached });
+  }
+
+  #setNote(namespace: string, name: string, object: T, note: unknown): void {
+    let notes = this.#notes.get(namespace);
+    if (notes === undefined) {
+      notes = new Map();
+      this.#notes.set(namespace, notes);
+    }
+    const known = notes.has(name);
+    const previous = notes.get(name);
+    const kept =
+      note === null || typeof note !== "object" ? note : (this.#options.interner ?? sharedInterner).internDeep(note);
+    notes.set(name, kept);
+    this.#emitNote({ type: known ? "update" : "add", namespace, name, object, note: kept, previous });
+  }
+
+  #dropNote(namespace: string, name: string, object: T): void {
+    const notes = this.#notes.get(namespace);
+    if (notes === undefined || !notes.has(name)) return;
+    const previous = notes.get(name);
+    notes.delete(name);
+    if (notes.size === 0) this.#notes.delete(namespace);
+    this.#emitNote({ type: "delete", namespace, name, object, previous });
+  }
+
+  #emitNote(event: NoteEvent<T>): void {
+    for (const handler of this.#noteHandlers) {
+      try {
+        handler(event);
+      } catch (error) {
+        this.#options.logger.error({ err: error, event: event.type }, "informer note handler threw");
+      }
+    }
   }
 
   #emit(event: InformerEvent<T>): void {

@@ -17,7 +17,7 @@ import { ListWatch } from "@kubernetes/client-node/dist/cache.js";
 import type { Logger } from "pino";
 import type { StringInterner } from "../util/intern.ts";
 import { BookmarkingWatch } from "./bookmarking-watch.ts";
-import { InformerCache, type InformerHandler } from "./informer-cache.ts";
+import { InformerCache, type InformerHandler, type InformerView, type NoteHandler } from "./informer-cache.ts";
 import {
   collectionPath,
   type KubeResource,
@@ -38,6 +38,19 @@ export interface ObjectInformer<T extends KubernetesObject = KubernetesObject> {
   get(namespace: string, name: string): T | undefined;
   /** Cached objects, of one namespace or all. */
   list(namespace?: string): T[];
+  /** The key of every object known, held in full or only noted (see InformerView). */
+  keys(): string[];
+  /** Whether an object of this key is known, held or noted. */
+  knows(namespace: string, name: string): boolean;
+  /** The note of an object not held in full (undefined when held or unknown). */
+  noteOf(namespace: string, name: string): unknown;
+  /** Subscribes to changes of the objects only noted; returns the unsubscribe function. */
+  onNote(handler: NoteHandler<T>): () => void;
+  /**
+   * Reads one object again (what the view keeps of it may have changed without an event: another object now
+   * refers to it) and holds or notes it as the view says now.
+   */
+  recheck(namespace: string, name: string): Promise<void>;
   /** True once the first list has been applied (stays true across restarts, like client-go). */
   hasSynced(): boolean;
   /** Resolves once synced, or when the signal aborts. */
@@ -81,6 +94,8 @@ export interface InformerOptions {
   transform?: (object: KubernetesObject) => void;
   /** One copy of each repeated string of cached objects (default: the process's shared table). */
   interner?: StringInterner;
+  /** Hold in full only what the view keeps, note the rest (sharding; default: hold everything). */
+  view?: InformerView<KubernetesObject>;
   /** Lifecycle hook for metrics/tests: "restart" (with reason) and "relist". */
   onLifecycle?: (event: { type: "restart" | "relist" | "error"; reason: string }) => void;
 }
@@ -163,6 +178,7 @@ export class ResilientInformer<T extends KubernetesObject = KubernetesObject> im
       logger: this.#logger,
       ...(options.transform ? { transform: options.transform } : {}),
       ...(options.interner ? { interner: options.interner } : {}),
+      ...(options.view ? { view: options.view } : {}),
     });
     this.#listFunction =
       options.listFunction ??
@@ -179,6 +195,42 @@ export class ResilientInformer<T extends KubernetesObject = KubernetesObject> im
 
   list(namespace?: string): T[] {
     return this.#cache.list(namespace);
+  }
+
+  keys(): string[] {
+    return this.#cache.keys();
+  }
+
+  knows(namespace: string, name: string): boolean {
+    return this.#cache.knows(namespace, name);
+  }
+
+  noteOf(namespace: string, name: string): unknown {
+    return this.#cache.noteOf(namespace, name);
+  }
+
+  onNote(handler: NoteHandler<T>): () => void {
+    return this.#cache.onNote(handler);
+  }
+
+  /** How many objects are held in full and how many only noted. */
+  sizes(): { held: number; noted: number } {
+    return this.#cache.sizes();
+  }
+
+  async recheck(namespace: string, name: string): Promise<void> {
+    const scope = this.resource.namespaced ? (this.namespace ?? namespace) : undefined;
+    if (this.resource.namespaced && scope !== namespace) return;
+    const byName = `metadata.name=${name}`;
+    const fieldSelector =
+      this.#options.fieldSelector === undefined ? byName : `${this.#options.fieldSelector},${byName}`;
+    const list = makeListFunction(this.#options.kubeConfig, this.resource, scope, {
+      fieldSelector,
+      ...(this.#options.labelSelector !== undefined ? { labelSelector: this.#options.labelSelector } : {}),
+    });
+    const items = ((await list()) as KubernetesListObject<T>).items;
+    if (items.length === 0) this.#cache.remove({ metadata: { namespace, name } } as T);
+    for (const item of items) this.#cache.upsert(item);
   }
 
   hasSynced(): boolean {
@@ -234,12 +286,14 @@ export class ResilientInformer<T extends KubernetesObject = KubernetesObject> im
   #launch(reason: string): void {
     const generation = ++this.#generation;
     const isCurrent = (): boolean => this.#running && generation === this.#generation;
+    const view = this.#options.view;
     const watch = new BookmarkingWatch(
       this.#options.kubeConfig,
       () => jitter(this.#options.watchTimeoutSeconds ?? 300, 0.2, this.#random),
       () => this.#touch(),
       (phase, error) => this.#logger.warn({ phase, err: error }, "ignoring a malformed watch event"),
       selectorsOf(this.#options),
+      view === undefined ? undefined : (phase, object) => (isCurrent() ? this.#route(view, phase, object) : phase),
     );
     const listWatch = new ListWatch<T>(
       collectionPath(this.resource, this.namespace),
@@ -249,7 +303,8 @@ export class ResilientInformer<T extends KubernetesObject = KubernetesObject> im
     );
     listWatch.on("add", (object) => isCurrent() && this.#cache.upsert(object));
     listWatch.on("update", (object) => isCurrent() && this.#cache.upsert(object));
-    listWatch.on("delete", (object) => isCurrent() && this.#cache.remove(object));
+    // ListWatch knows only the objects held (#route, #list): what it deletes is held, never a note.
+    listWatch.on("delete", (object) => isCurrent() && this.#cache.removeHeld(object));
     listWatch.on("connect", () => isCurrent() && this.#touch());
     listWatch.on("error", (error: unknown) => {
       // Errors of a retired generation include the abort caused by our own stop(): never restart on those.
@@ -262,6 +317,24 @@ export class ResilientInformer<T extends KubernetesObject = KubernetesObject> im
     listWatch.start().catch((error: unknown) => {
       if (isCurrent()) this.#onError(error);
     });
+  }
+
+  /**
+   * With a view, what ListWatch (which keeps its own map of every object it is shown) sees of a watch event: the
+   * objects held pass; one not held is noted here and shown to ListWatch as a bookmark (its resourceVersion
+   * moves on); one held until now and not kept any more is noted and shown as deleted.
+   */
+  #route(view: InformerView<KubernetesObject>, phase: string, object: KubernetesObject): string {
+    if (phase !== "ADDED" && phase !== "MODIFIED" && phase !== "DELETED") return phase;
+    const held = this.#cache.holds(object);
+    if (phase === "DELETED") {
+      if (held) return phase;
+      this.#cache.remove(object as T);
+      return "BOOKMARK";
+    }
+    if (view.keep(object)) return phase;
+    this.#cache.upsert(object as T);
+    return held ? "DELETED" : "BOOKMARK";
   }
 
   async #retireCurrent(): Promise<void> {
@@ -300,6 +373,11 @@ export class ResilientInformer<T extends KubernetesObject = KubernetesObject> im
       this.#cache.upsert(list.items[index] as T);
       if ((index + 1) % APPLY_CHUNK === 0) await yieldToEventLoop();
     }
+    // ListWatch keeps its own map of what it is handed: with a view, only what is held.
+    const handed =
+      this.#options.view === undefined
+        ? list
+        : { ...list, items: list.items.filter((item) => this.#cache.holds(item)) };
     this.#touch();
     this.#consecutiveFailures = 0;
     this.#lastError = undefined;
@@ -309,10 +387,10 @@ export class ResilientInformer<T extends KubernetesObject = KubernetesObject> im
     }
     if (!this.#synced) {
       this.#synced = true;
-      this.#logger.info({ objects: list.items.length }, "informer synced");
+      this.#logger.info({ objects: list.items.length, ...this.#cache.sizes() }, "informer synced");
       for (const resolve of this.#syncWaiters.splice(0)) resolve();
     }
-    return list;
+    return handed;
   }
 
   #onError(error: unknown): void {

@@ -14,6 +14,7 @@ import { enqueueOwnEvents, enqueueWatchedEvents } from "./event-routing.ts";
 import { EventRecorder } from "./events.ts";
 import { fenceKubeConfig, LeadershipFence } from "./fencing.ts";
 import type { ObjectInformer } from "./informer.ts";
+import type { InformerView } from "./informer-cache.ts";
 import { KubeClient } from "./kube.ts";
 import { instrumentKubeConfig } from "./kube-request-metrics.ts";
 import { LeaderElector } from "./leader-election.ts";
@@ -133,6 +134,14 @@ export class Manager {
     selection: Selection = {},
   ): ObjectInformer<T> {
     return this.#informers.informerFor<T>(resource, namespaces, selection);
+  }
+
+  /**
+   * What the informers of `resource` hold in full, and what they only note (sharding: a shard holds what it
+   * reconciles and what that refers to). Before any informer of the resource is asked for.
+   */
+  setView(resource: KubeResource, view: InformerView<KubernetesObject>): void {
+    this.#informers.setView(resource, view);
   }
 
   /**

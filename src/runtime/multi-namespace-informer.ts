@@ -2,7 +2,7 @@
 // several namespaces (a list and a watch per namespace, as RBAC scoped to those namespaces allows).
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { type InformerOptions, type ObjectInformer, ResilientInformer } from "./informer.ts";
-import type { InformerHandler } from "./informer-cache.ts";
+import type { InformerHandler, NoteHandler } from "./informer-cache.ts";
 import type { KubeResource } from "./resource.ts";
 
 /** One informer per watched namespace, read as one cache. */
@@ -32,6 +32,29 @@ export class MultiNamespaceInformer<T extends KubernetesObject = KubernetesObjec
   list(namespace?: string): T[] {
     if (namespace !== undefined) return this.#informers.get(namespace)?.list(namespace) ?? [];
     return [...this.#informers.values()].flatMap((informer) => informer.list());
+  }
+
+  keys(): string[] {
+    return [...this.#informers.values()].flatMap((informer) => informer.keys());
+  }
+
+  knows(namespace: string, name: string): boolean {
+    return this.#informers.get(namespace)?.knows(namespace, name) ?? false;
+  }
+
+  noteOf(namespace: string, name: string): unknown {
+    return this.#informers.get(namespace)?.noteOf(namespace, name);
+  }
+
+  onNote(handler: NoteHandler<T>): () => void {
+    const offs = [...this.#informers.values()].map((informer) => informer.onNote(handler));
+    return () => {
+      for (const off of offs) off();
+    };
+  }
+
+  async recheck(namespace: string, name: string): Promise<void> {
+    await this.#informers.get(namespace)?.recheck(namespace, name);
   }
 
   hasSynced(): boolean {

@@ -1,9 +1,8 @@
 // Objects whose shard has no leader, with sharding and --leader-elect: how many each controller has (the gauge
 // gpucloud_operator_objects_without_owner, the same on every replica), and which of them the leader of the lowest
 // shard led hands to their controller's onWithoutOwner, which may say so in their status (nobody reconciles them).
-import type { KubernetesObject } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import { type Controller, keyOf } from "./controller.ts";
+import type { Controller } from "./controller.ts";
 import type { ObjectInformer } from "./informer.ts";
 import type { ShardLeases } from "./shard-leases.ts";
 import { type Shard, shardOfKey } from "./sharding.ts";
@@ -15,13 +14,9 @@ export interface OwnedObjects {
   onWithoutOwner?: (keys: string[]) => void;
 }
 
+/** Every object the informer knows: held in full, or only noted (a shard holds its own objects, notes the rest). */
 function keysOf(informer: ObjectInformer): string[] {
-  const keys: string[] = [];
-  for (const object of informer.list() as KubernetesObject[]) {
-    const name = object.metadata?.name;
-    if (name) keys.push(keyOf(object.metadata?.namespace, name));
-  }
-  return keys;
+  return informer.keys();
 }
 
 /**

@@ -4,6 +4,7 @@
 import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { type InformerOptions, type ObjectInformer, ResilientInformer } from "./informer.ts";
+import type { InformerView } from "./informer-cache.ts";
 import { MultiNamespaceInformer } from "./multi-namespace-informer.ts";
 import { type KubeResource, resourceId } from "./resource.ts";
 
@@ -37,10 +38,24 @@ export class SharedInformers {
   readonly #options: SharedInformersOptions;
   /** `<resource>@<namespaces>[?labels][&fields]` or `<resource>@<namespace>/<name>` → its informer. */
   readonly #informers = new Map<string, ObjectInformer>();
+  /** resource id → what its informers hold in full (sharding), set before the first of them is made. */
+  readonly #views = new Map<string, InformerView<KubernetesObject>>();
   #started = false;
 
   constructor(options: SharedInformersOptions) {
     this.#options = options;
+  }
+
+  /**
+   * What every informer of `resource` holds in full and what it only notes (InformerView): a shard's objects and
+   * what they refer to. Set before any informer of the resource is made (they are shared, made once).
+   */
+  setView(resource: KubeResource, view: InformerView<KubernetesObject>): void {
+    const id = resourceId(resource);
+    if ([...this.#informers.keys()].some((key) => key.startsWith(`${id}@`))) {
+      throw new Error(`the view of ${id} is set after an informer of it was made`);
+    }
+    this.#views.set(id, view);
   }
 
   /** The informer of `resource` in `namespaces` (default: the watched ones) with `selection`, made once. */
@@ -117,7 +132,14 @@ export class SharedInformers {
   }
 
   #informerOptions(resource: KubeResource): InformerOptions {
-    return { ...this.#options.tuning, kubeConfig: this.#options.kubeConfig, resource, logger: this.#options.logger };
+    const view = this.#views.get(resourceId(resource));
+    return {
+      ...this.#options.tuning,
+      kubeConfig: this.#options.kubeConfig,
+      resource,
+      logger: this.#options.logger,
+      ...(view !== undefined ? { view } : {}),
+    };
   }
 
   #shared<T extends KubernetesObject>(key: string, make: () => ObjectInformer): ObjectInformer<T> {

@@ -1,8 +1,10 @@
 // OperationTracker against a stub operations endpoint that counts list and read calls.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createCloudClient } from "../../src/cloud/client.ts";
+import { OPERATIONS_PER_ROUND } from "../../src/cloud/operation-rounds.ts";
 import {
   type OperationOutcome,
+  type OperationsApi,
   OperationTracker,
   operationTrackerFor,
   TrackerStoppedError,
@@ -135,6 +137,88 @@ class ManualTimers implements TrackerTimers {
   }
 }
 
+/** Virtual time: timers fire in the order they are due as the clock is moved on. */
+class VirtualTime implements TrackerTimers {
+  now = Date.parse("2026-11-27T10:00:00Z");
+  readonly #timers = new Map<number, { at: number; callback: () => void }>();
+  #next = 0;
+  readonly clock = (): number => this.now;
+  setTimeout(callback: () => void, ms: number): unknown {
+    const handle = ++this.#next;
+    this.#timers.set(handle, { at: this.now + ms, callback });
+    return handle;
+  }
+  clearTimeout(handle: unknown): void {
+    this.#timers.delete(handle as number);
+  }
+  /** Fire every timer due until `at` (and those they set), letting each round's calls answer. */
+  async advanceTo(at: number): Promise<void> {
+    for (;;) {
+      const due = [...this.#timers].filter(([, t]) => t.at <= at).sort((a, b) => a[1].at - b[1].at)[0];
+      if (due === undefined) break;
+      this.#timers.delete(due[0]);
+      this.now = Math.max(this.now, due[1].at);
+      due[1].callback();
+      for (let turn = 0; turn < 5; turn++) await new Promise((resolve) => setImmediate(resolve));
+    }
+    this.now = Math.max(this.now, at);
+  }
+}
+
+/**
+ * A burst through the tracker in virtual time: `n` operations started `perSecond` a second, each taking 200 ms, on
+ * a server that lists them as the simulator does (seconds precision, `lower_time_bound` on the start). The list
+ * calls made until every one settled, and the longest wait from an operation's end to its settlement.
+ */
+async function burst(n: number, perSecond: number, intervalMs: number) {
+  const time = new VirtualTime();
+  const startedAt = new Map<string, number>();
+  const stateOf = (id: string): string => ((startedAt.get(id) ?? 0) + 200 <= time.now ? "SUCCEEDED" : "IN_PROGRESS");
+  const asOperation = (id: string) =>
+    operationFixture({
+      operation_id: id,
+      state: stateOf(id),
+      started_at: formatTimestamp(new Date(startedAt.get(id) ?? 0)),
+    }) as Operation;
+  let lists = 0;
+  const operations: OperationsApi = {
+    list: async (_project, _family, query) => {
+      lists++;
+      const bound = query?.lower_time_bound === undefined ? 0 : Date.parse(query.lower_time_bound);
+      return [...startedAt.keys()]
+        .filter((id) => Math.floor((startedAt.get(id) ?? 0) / 1000) * 1000 >= bound)
+        .filter((id) => query?.state === undefined || stateOf(id) === query.state)
+        .map(asOperation);
+    },
+    get: async (_project, _family, id) => asOperation(id),
+  };
+  const tracker = new OperationTracker({
+    client: { operations },
+    projectId: PROJECT_ID,
+    family: "vm",
+    intervalMs,
+    timers: time,
+    now: time.clock,
+  });
+  const waits: number[] = [];
+  const begin = time.now;
+  const settled: Promise<OperationOutcome>[] = [];
+  for (let i = 0; i < n; i++) {
+    await time.advanceTo(begin + (i * 1000) / perSecond);
+    const id = `op-${i}`;
+    startedAt.set(id, time.now);
+    settled.push(
+      tracker.track(asOperation(id)).then((outcome) => {
+        waits.push(time.now - ((startedAt.get(id) ?? 0) + 200));
+        return outcome;
+      }),
+    );
+  }
+  await time.advanceTo(time.now + 30_000);
+  const outcomes = await Promise.all(settled);
+  return { lists, maxWaitMs: Math.max(...waits), outcomes };
+}
+
 describe("OperationTracker", () => {
   it("makes one list call per interval for any number of tracked operations", async () => {
     const tracker = new OperationTracker({ client: cloud(), projectId: PROJECT_ID, family: "vm", intervalMs: 100 });
@@ -166,6 +250,47 @@ describe("OperationTracker", () => {
     await sleep(250);
     expect(store.listCalls).toBe(listCallsAtStop);
     await expect(promises[2]).rejects.toBeInstanceOf(TrackerStoppedError);
+  });
+
+  it("settles a round with one list when every tracked operation started seconds ago", async () => {
+    const timers = new ManualTimers();
+    const tracker = new OperationTracker({ client: cloud(), projectId: PROJECT_ID, family: "vm", timers });
+    store.add("a", "b", "c");
+    const outcomes = ["a", "b", "c"].map((id) =>
+      tracker.track(operationFixture({ operation_id: id, started_at: store.startedAt.get(id) }) as Operation),
+    );
+    store.states.set("a", "SUCCEEDED");
+    store.states.set("b", "FAILED");
+    await tracker.poll();
+    await expect(Promise.all(outcomes.slice(0, 2))).resolves.toMatchObject([
+      { vanished: false, operation: { state: "SUCCEEDED" } },
+      { vanished: false, operation: { state: "FAILED" } },
+    ]);
+    // One list bounded by the earliest start shows how the finished ones ended and which still run.
+    expect([store.inProgressListCalls, store.boundListCalls, store.readCalls]).toEqual([0, 1, 0]);
+    expect(tracker.inFlight()).toBe(1);
+    tracker.stop();
+  });
+
+  it("polls a burst once per batch of operations, not per interval, and as often at a quarter of the pace", async () => {
+    // The playground's interval (100 ms) and 1,000 operations of 200 ms: at 20 a second (the server's rate), and at
+    // 5 a second (an operator lagging on a busy machine): the rounds follow the operations, not the clock.
+    const fast = await burst(1000, 20, 100);
+    const slow = await burst(1000, 5, 100);
+    for (const run of [fast, slow]) {
+      expect(run.outcomes.every((o) => !o.vanished && o.operation.state === "SUCCEEDED")).toBe(true);
+      expect(run.lists).toBeLessThanOrEqual(1000 / OPERATIONS_PER_ROUND + 3);
+      // Fair progress: nobody waits long for the round that settles it.
+      expect(run.maxWaitMs).toBeLessThanOrEqual(11_000);
+    }
+    expect(Math.abs(slow.lists - fast.lists)).toBeLessThanOrEqual(3);
+  });
+
+  it("looks at a lone operation every interval", async () => {
+    const lone = await burst(1, 1, 100);
+    // Tracked, looked at after 100 ms (still running), settled by the round 100 ms later.
+    expect(lone.lists).toBe(2);
+    expect(lone.maxWaitMs).toBeLessThanOrEqual(100);
   });
 
   it("per-operation mode (the Terraform provider's way, for comparison) reads each operation every round", async () => {
@@ -309,7 +434,8 @@ describe("OperationTracker", () => {
     await tracker.poll();
     await expect(listed).resolves.toMatchObject({ vanished: false, operation: { state: "SUCCEEDED" } });
     await expect(dropped).resolves.toMatchObject({ vanished: false, operation: { operation_id: "dropped" } });
-    expect([store.inProgressListCalls, store.boundListCalls, store.readCalls]).toEqual([2, 1, 1]);
+    // The first round learnt both starts from the in-progress list: the second needs one bounded list, no other.
+    expect([store.inProgressListCalls, store.boundListCalls, store.readCalls]).toEqual([1, 1, 1]);
     expect(stub.requests.at(-1)?.path).toBe(`/projects/${PROJECT_ID}/vms/operations/dropped`);
 
     const expired = tracker.track("expired");
@@ -317,7 +443,7 @@ describe("OperationTracker", () => {
     store.states.set("expired", "SUCCEEDED");
     await tracker.poll();
     await expect(expired).resolves.toEqual({ operationId: "expired", vanished: true, reason: "gone" });
-    expect([store.inProgressListCalls, store.boundListCalls, store.readCalls]).toEqual([4, 2, 2]);
+    expect([store.inProgressListCalls, store.boundListCalls, store.readCalls]).toEqual([2, 2, 2]);
     expect(tracker.inFlight()).toBe(0);
   });
 
@@ -350,7 +476,8 @@ describe("OperationTracker", () => {
     store.states.set("slow", "SUCCEEDED");
     await tracker.poll();
     await expect(slow).resolves.toMatchObject({ vanished: false, operation: { state: "SUCCEEDED" } });
-    expect([store.inProgressListCalls, store.boundListCalls, store.readCalls]).toEqual([2, 2, 0]);
+    // Its start, learnt from the bounded list, is recent: the next round is one bounded list.
+    expect([store.inProgressListCalls, store.boundListCalls, store.readCalls]).toEqual([1, 2, 0]);
   });
 
   it("falls back to single reads for good when the server answers 400 to lower_time_bound", async () => {

@@ -1,12 +1,10 @@
 // Two shards in one process: a GpuDisk of shard 0 attached to a GpuVm of shard 1 shows the attachment
 // (status.attachedTo, the ATTACHED column) as soon as the GpuVm does, not at the disk's next resync; and a
 // detachment the same way. The unit part: which disks a GpuVm's status change concerns.
-import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type OperatorControllers, registerControllers } from "../../src/controllers/index.ts";
 import { attachmentChange } from "../../src/controllers/kinds/attachment-changes.ts";
-import { defaultConfig, Manager, shardOfKey } from "../../src/runtime/index.ts";
-import { type Env, NAMESPACE, startEnv, vmSpec } from "./harness.ts";
+import { shardOfKey } from "../../src/runtime/index.ts";
+import { type Env, NAMESPACE, startEnv, startOtherShard, vmSpec } from "./harness.ts";
 
 const SHARDS = 2;
 const SYNC_PERIOD_MS = 10 * 60_000;
@@ -37,28 +35,13 @@ describe("attachmentChange", () => {
 
 describe("a disk of one shard attached to a VM of the other", () => {
   let env: Env;
-  let second: { manager: Manager; controllers: OperatorControllers } | undefined;
+  let second: Awaited<ReturnType<typeof startOtherShard>> | undefined;
   beforeAll(async () => {
     env = await startEnv({ config: { syncPeriodMs: SYNC_PERIOD_MS, shard: { index: 0, count: SHARDS } } });
-    const config = defaultConfig({
-      metricsBindAddress: undefined,
-      healthProbeBindAddress: undefined,
-      syncPeriodMs: SYNC_PERIOD_MS,
-      operationPollIntervalMs: 50,
-      gracefulShutdownTimeoutMs: 2000,
-      allowedApiUrls: [env.sim.url],
-      shard: { index: 1, count: SHARDS },
-    });
-    const manager = new Manager({ kubeConfig: env.kubeConfig, config, logger: pino({ level: "silent" }) });
-    const controllers = registerControllers(manager, {
-      timing: { operationFallbackMs: 1000, shortMs: 100, dependencyMs: 300, createGraceMs: 1000 },
-    });
-    await manager.start();
-    second = { manager, controllers };
+    second = await startOtherShard(env, { index: 1, count: SHARDS }, SYNC_PERIOD_MS);
   });
   afterAll(async () => {
-    await second?.manager.stop();
-    second?.controllers.stop();
+    await second?.stop();
     await env?.close();
   });
 

@@ -315,3 +315,33 @@ export async function waitIn(
 export function vmSpec(extra: Record<string, unknown> = {}): Record<string, unknown> {
   return { type: "a100.1x", location: "us-east1-a", image: "ubuntu22.04", sshPublicKey: SSH_KEY, ...extra };
 }
+
+/** Another replica on the same servers as `env`: shard `index` of `count` (env runs the other one), started. */
+export async function startOtherShard(
+  env: Env,
+  shard: { index: number; count: number },
+  syncPeriodMs: number,
+): Promise<{ manager: Manager; controllers: OperatorControllers; stop(): Promise<void> }> {
+  const config = defaultConfig({
+    metricsBindAddress: undefined,
+    healthProbeBindAddress: undefined,
+    syncPeriodMs,
+    operationPollIntervalMs: 50,
+    gracefulShutdownTimeoutMs: 2000,
+    allowedApiUrls: [env.sim.url],
+    shard,
+  });
+  const manager = new Manager({ kubeConfig: env.kubeConfig, config, logger: pino({ level: "silent" }) });
+  const controllers = registerControllers(manager, {
+    timing: { operationFallbackMs: 1000, shortMs: 100, dependencyMs: 300, createGraceMs: 1000 },
+  });
+  await manager.start();
+  return {
+    manager,
+    controllers,
+    stop: async () => {
+      await manager.stop();
+      controllers.stop();
+    },
+  };
+}

@@ -439,6 +439,24 @@ describe("FamilySnapshot", () => {
       expect(small.calls).toMatchObject({ full: 2, byIds: [] });
     });
 
+    it("a resource an operation's answer showed is its owner's fresh view: no list, whatever the family's size", async () => {
+      for (const count of [5, 50]) {
+        const { snapshot, calls, advance } = large(count);
+        await snapshot.read();
+        advance(10);
+        // The settling list started at 1005 (notBefore); the operation's result is in the view from 1008.
+        advance(3);
+        snapshot.observed({ id: "id-1", name: "vm-1", v: 4 }, 1013);
+        expect((await snapshot.readOne("id-1", 1005))?.v).toBe(4);
+        expect(calls).toMatchObject({ full: 1, byIds: [] });
+        // Everyone else reads the view as it is; a change asked for after that result still lists.
+        expect((await snapshot.read()).byName.get("vm-1")?.v).toBe(4);
+        advance(10);
+        await snapshot.readOne("id-1", 1020, true);
+        expect(calls.full + calls.byIds.length).toBe(2);
+      }
+    });
+
     it("a full list started before a resource was read by id keeps the newer version", async () => {
       const { snapshot, items, advance } = large(50);
       await snapshot.read();

@@ -201,6 +201,87 @@ describe("ResilientInformer against the Kubernetes API test double", () => {
     expect(lifecycle).not.toContain("error");
   });
 
+  describe("with a view (a shard holds its objects and notes the others)", () => {
+    type Widget = { metadata?: { name?: string }; spec?: { size?: number } };
+    const retained = new Set<string>();
+    const notes: string[] = [];
+    // Held: names starting with "own", of size 5 at most, and what is retained; noted: every other one's size.
+    const view = {
+      keep: (object: Widget) =>
+        retained.has(object.metadata?.name ?? "") ||
+        ((object.metadata?.name ?? "").startsWith("own") && (object.spec?.size ?? 0) <= 5),
+      note: (object: Widget) => ({ size: object.spec?.size ?? 0 }),
+    };
+    const patch = (name: string, body: object) =>
+      cluster.custom.patchNamespacedCustomObject(
+        { ...WIDGET_PATH, name, body },
+        setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+      );
+    function startViewed(): ResilientInformer {
+      retained.clear();
+      notes.length = 0;
+      const cache = startInformer({ view: view as never });
+      cache.onNote((event) =>
+        notes.push(`${event.type}:${event.name}:${JSON.stringify(event.previous)}>${JSON.stringify(event.note)}`),
+      );
+      return cache;
+    }
+
+    it("holds what it keeps, notes the rest (every key known), and tells each side its own changes", async () => {
+      await cluster.createWidget("default", "own-a", { size: 1 });
+      await cluster.createWidget("default", "other-b", { size: 1 });
+      const cache = startViewed();
+      await cache.waitForSync();
+      expect(cache.get("default", "own-a")).toBeDefined();
+      expect(cache.get("default", "other-b")).toBeUndefined();
+      expect(cache.noteOf("default", "other-b")).toEqual({ size: 1 });
+      expect(cache.keys().sort()).toEqual(["default/other-b", "default/own-a"]);
+      expect(cache.sizes()).toEqual({ held: 1, noted: 1 });
+
+      await patch("other-b", { spec: { size: 2 } });
+      await eventually(() => expect(cache.noteOf("default", "other-b")).toEqual({ size: 2 }));
+      // Held now (another object refers to it): read again, held, no longer noted.
+      retained.add("other-b");
+      await cache.recheck("default", "other-b");
+      const specOf = (name: string) => (cache.get("default", name) as Widget | undefined)?.spec;
+      expect(specOf("other-b")).toEqual({ size: 2 });
+      expect(cache.noteOf("default", "other-b")).toBeUndefined();
+      await patch("other-b", { spec: { size: 3 } });
+      await eventually(() => expect(specOf("other-b")).toEqual({ size: 3 }));
+      // A held object the view stops keeping is dropped and noted.
+      await patch("own-a", { spec: { size: 9 } });
+      await eventually(() => expect(cache.noteOf("default", "own-a")).toEqual({ size: 9 }));
+      expect(cache.get("default", "own-a")).toBeUndefined();
+      await cluster.deleteWidget("default", "own-a");
+      await eventually(() => expect(cache.keys()).toEqual(["default/other-b"]));
+      expect(events).toEqual(["add:own-a", "add:other-b", "update:other-b", "delete:own-a"]);
+      expect(notes).toEqual([
+        'add:other-b:undefined>{"size":1}',
+        'update:other-b:{"size":1}>{"size":2}',
+        'delete:other-b:{"size":2}>undefined',
+        'add:own-a:undefined>{"size":9}',
+        'delete:own-a:{"size":9}>undefined',
+      ]);
+    });
+
+    it("after a restart, reports what was deleted meanwhile, held or noted, and nothing else", async () => {
+      await cluster.createWidget("default", "own-kept", { size: 1 });
+      await cluster.createWidget("default", "own-doomed", { size: 1 });
+      await cluster.createWidget("default", "other-doomed", { size: 1 });
+      await cluster.createWidget("default", "other-kept", { size: 1 });
+      const cache = startViewed();
+      await cache.waitForSync();
+      cluster.double.faults.failNext(3, 503, { path: "v1/widgets" });
+      cluster.double.faults.dropWatches();
+      await cluster.deleteWidget("default", "own-doomed");
+      await cluster.deleteWidget("default", "other-doomed");
+      await eventually(() => expect(cache.keys().sort()).toEqual(["default/other-kept", "default/own-kept"]));
+      expect(events).toEqual(["add:own-doomed", "add:own-kept", "delete:own-doomed"]);
+      expect(notes.filter((note) => note.startsWith("delete"))).toEqual(['delete:other-doomed:{"size":1}>undefined']);
+      expect(cache.get("default", "own-kept")).toBeDefined();
+    });
+  });
+
   it("restarts a stale watch that stopped delivering anything", async () => {
     const cache = startInformer({ staleAfterMs: 300, staleCheckIntervalMs: 50, watchTimeoutSeconds: 3600 });
     await cache.waitForSync();

@@ -6,9 +6,10 @@
 
 import type { Logger } from "pino";
 import type { CloudClient } from "../../cloud/client.ts";
-import { isCloudError, OperationTracker, TrackerStoppedError } from "../../cloud/index.ts";
+import { isCloudError, type OperationOutcome, OperationTracker, TrackerStoppedError } from "../../cloud/index.ts";
 import type { Disk, FirewallRule, Operation, OperationFamily, VpcNetwork } from "../../cloud/wire.ts";
 import { accountOf } from "./account.ts";
+import { observeSettledResource } from "./settled-resources.ts";
 import { FamilySnapshot } from "./snapshots.ts";
 import { summarizeVm, type VmSummary } from "./vm-summary.ts";
 
@@ -249,27 +250,7 @@ export class CloudAccount {
       .then(
         (outcome) => {
           settled();
-          const settledAt = this.#now();
-          // The server cannot show this family's operations: the owners follow their resources instead.
-          const unreadable = outcome.vanished && outcome.reason === "unsupported";
-          tracked.progress = !outcome.vanished
-            ? { state: "settled", operation: outcomeOf(outcome.operation), settledAt }
-            : { state: unreadable ? "unreadable" : "vanished", settledAt };
-          this.#forgetLater(operationId, tracked, "settled");
-          const name = outcome.vanished ? "UNKNOWN" : outcome.operation.metadata.operation_name;
-          const result = !outcome.vanished ? outcome.operation.state : unreadable ? "unreadable" : "vanished";
-          this.#options.onOperationSettled?.(family, name, result, settledAt - tracked.startedAt);
-          // The owner asks for its resource as fresh as the settlement (notBefore); a large family that refreshes
-          // single resources by id needs no full list for it (FamilySnapshot.settled).
-          this.snapshotOf(family).settled(settledAt);
-          const affected = sideEffectsOf(family, outcome.vanished ? undefined : name);
-          // Coalesced: the next read of each affected snapshot lists once for every key that asks meanwhile.
-          for (const other of affected) this.snapshotOf(other).invalidate(settledAt);
-          for (const owner of tracked.owners) this.#options.wake(family, owner, affected);
-          if (!outcome.vanished && name === "DELETE" && outcome.operation.state === "SUCCEEDED") {
-            this.#options.onGone?.(family, [outcome.operation.metadata.id]);
-          }
-          this.#forgetOldOperations();
+          this.#settled(operationId, tracked, outcome);
         },
         (error: unknown) => {
           // Stopped tracker (credentials rotated, shutdown): forget it; the next reconcile tracks it again.
@@ -280,6 +261,36 @@ export class CloudAccount {
         },
       );
     return tracked.progress;
+  }
+
+  /** An operation tracked for `tracked`'s owners ended: what they read, the snapshots it changed, who wakes. */
+  #settled(operationId: string, tracked: Tracked, outcome: OperationOutcome): void {
+    const family = tracked.family;
+    // The operation was over when the call that showed it started: anything read after that shows it.
+    const settledAt = outcome.vanished ? this.#now() : outcome.observedAt;
+    // The server cannot show this family's operations: the owners follow their resources instead.
+    const unreadable = outcome.vanished && outcome.reason === "unsupported";
+    tracked.progress = !outcome.vanished
+      ? { state: "settled", operation: outcomeOf(outcome.operation), settledAt }
+      : { state: unreadable ? "unreadable" : "vanished", settledAt };
+    this.#forgetLater(operationId, tracked, "settled");
+    const name = outcome.vanished ? "UNKNOWN" : outcome.operation.metadata.operation_name;
+    const result = !outcome.vanished ? outcome.operation.state : unreadable ? "unreadable" : "vanished";
+    this.#options.onOperationSettled?.(family, name, result, settledAt - tracked.startedAt);
+    // The owner asks for its resource as fresh as the settlement (notBefore): the operation's answer shows it
+    // when it carries the resource (no list at all); else a large family that refreshes single resources by id
+    // needs no full list for it (FamilySnapshot.settled).
+    if (outcome.vanished || !observeSettledResource(this, family, outcome.operation, this.#now())) {
+      this.snapshotOf(family).settled(settledAt);
+    }
+    const affected = sideEffectsOf(family, outcome.vanished ? undefined : name);
+    // Coalesced: the next read of each affected snapshot lists once for every key that asks meanwhile.
+    for (const other of affected) this.snapshotOf(other).invalidate(settledAt);
+    for (const owner of tracked.owners) this.#options.wake(family, owner, affected);
+    if (!outcome.vanished && name === "DELETE" && outcome.operation.state === "SUCCEEDED") {
+      this.#options.onGone?.(family, [outcome.operation.metadata.id]);
+    }
+    this.#forgetOldOperations();
   }
 
   /**

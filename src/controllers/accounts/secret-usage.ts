@@ -237,12 +237,15 @@ export function registerSecretUsage(
       : [],
   });
   for (const { kind, informer } of options.kinds) {
-    informer.on((event) => {
-      for (const key of usage.apply(kind, event.type, event.object)) {
+    const apply = (type: "add" | "update" | "delete", object: unknown): void => {
+      for (const key of usage.apply(kind, type, object)) {
         const { namespace, name } = parseKey(key);
         if (reconciler.needsLook(namespace, name)) controller.enqueue(key);
       }
-    });
+    };
+    informer.on((event) => apply(event.type, event.object));
+    // With sharding, the objects other replicas reconcile are only noted here: they use Secrets all the same.
+    informer.onNote((event) => apply(event.type, event.object));
   }
   return { usage, controller };
 }

@@ -129,14 +129,18 @@ export class FamilySnapshot<T> {
    */
   async readOne(id: string, notBefore = 0, urgent = false): Promise<T | undefined> {
     this.#lastReadAt = this.#now();
+    const view = this.#view;
+    // Read on its own (an operation's answer showed it) since the change asked about: no list needed.
+    const itemFetchedAt = this.#itemFetchedAt.get(id);
+    if (view !== undefined && notBefore > 0 && itemFetchedAt !== undefined && itemFetchedAt >= this.#wanted(notBefore))
+      return view.byId.get(id);
     // Without a reason to look at this one resource (a periodic look), the periodic full list serves it: lists
     // by ids for every object would cost more calls per period than the full list.
     if (this.#options.listIds === undefined || notBefore <= 0 || this.#small()) {
       return (await this.#read(notBefore)).byId.get(id);
     }
     const wanted = Math.max(notBefore + 1, this.#invalidatedAt);
-    const view = this.#view;
-    const fetchedAt = Math.max(view?.fetchedAt ?? Number.NEGATIVE_INFINITY, this.#itemFetchedAt.get(id) ?? 0);
+    const fetchedAt = Math.max(view?.fetchedAt ?? Number.NEGATIVE_INFINITY, itemFetchedAt ?? 0);
     if (view !== undefined && fetchedAt >= wanted) return view.byId.get(id);
     if (this.#inFlight !== undefined && this.#inFlight.startedAt >= wanted) {
       return (await this.#inFlight.promise).byId.get(id);
@@ -226,6 +230,23 @@ export class FamilySnapshot<T> {
     if (this.#view === undefined) return;
     this.#interner.internDeep(item);
     this.#put(this.#options.idOf(item), item, this.#view);
+  }
+
+  /** The resource as the view holds it now, without reading (undefined when not held). */
+  held(id: string): T | undefined {
+    return this.#view?.byId.get(id);
+  }
+
+  /**
+   * A resource as an answer showed it (a settled operation's result), read as fresh as `at`: the owner's next
+   * look (`readOne` with a `notBefore` before `at`) takes it from the view instead of listing it, and a list
+   * started before `at` does not replace it (as after a list by ids).
+   */
+  observed(item: T, at: number): void {
+    const id = this.#options.idOf(item);
+    this.#view ??= { byId: new Map(), byName: new Map(), fetchedAt: Number.NEGATIVE_INFINITY };
+    this.#put(id, this.#kept(this.#view.byId.get(id), item), this.#view);
+    this.#itemFetchedAt.set(id, Math.max(at, this.#itemFetchedAt.get(id) ?? Number.NEGATIVE_INFINITY));
   }
 
   /** Replace (or, with no item, drop) one resource of the view, in place: O(1), whatever the family's size. */

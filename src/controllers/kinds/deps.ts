@@ -12,6 +12,7 @@ import type { ManagedObject } from "../core/object-model.ts";
 import type { ManagedCaches } from "../managed/caches.ts";
 import { type ClaimStore, claimedKind } from "../managed/claims.ts";
 import type { KindDeps, OwnedObject } from "../managed/external.ts";
+import type { ShardViews } from "../managed/shard-view.ts";
 import { deleteOwnedObjects, type OwnableObject, publishConnectionDetails } from "./owned-objects.ts";
 
 export type CachedConfigMap = KubernetesObject & { data?: Record<string, string> };
@@ -24,6 +25,8 @@ export interface KindDepsSources {
   configMaps: ObjectInformer<CachedConfigMap>;
   /** Who uses which credentials Secret: a connection-details Secret never takes such a name. */
   usage: Pick<CredentialsUsage, "usersOf">;
+  /** With sharding: what this replica holds of the sharded kinds, and reading in what its objects refer to. */
+  views?: ShardViews;
 }
 
 /** A Secret key as written (stringData) or stored (base64 data). */
@@ -38,7 +41,7 @@ export function kindDeps(sources: KindDepsSources): KindDeps & {
   /** Delete what an object wrote (what still carries its owner reference). */
   deleteOwned(owner: ManagedObject, objects: readonly OwnedObject[]): Promise<void>;
 } {
-  const { manager, caches, claims, secrets, configMaps, usage } = sources;
+  const { manager, caches, claims, secrets, configMaps, usage, views } = sources;
   const cachedObject = (kind: "Secret" | "ConfigMap", namespace: string, name: string): OwnableObject | undefined =>
     kind === "Secret" ? secrets.labelled.get(namespace, name) : configMaps.get(namespace, name);
   const claimedView = (kind: string, object: ManagedObject | undefined): ManagedObject | undefined => {
@@ -51,6 +54,7 @@ export function kindDeps(sources: KindDepsSources): KindDeps & {
   return {
     managed: (kind, namespace, name) => claimedView(kind, caches.get(kind, namespace, name)),
     listManaged: (kind, namespace) => caches.list(kind, namespace).flatMap((object) => claimedView(kind, object) ?? []),
+    ...(views !== undefined ? { fetching: (kind, namespace, name) => views.fetching(kind, namespace, name) } : {}),
     managedById: (kind, namespace, account, id) => {
       // The claims know who holds an id: names an attachment without a scan.
       const holder = claims.ofId(claimedKind(kind), account, id)?.holder;

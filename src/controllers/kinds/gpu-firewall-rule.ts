@@ -21,8 +21,8 @@ import {
   findResource,
   itemByName,
   knownId,
+  missingTarget,
   readyTarget,
-  referenceNotFound,
   rereadById,
   type Waiting,
 } from "./support.ts";
@@ -119,7 +119,7 @@ function resolveEndpoints(
       const what = `GpuVm ${namespace}/${endpoint.vmRef.name}`;
       const vm = deps.managed("GpuVm", namespace, endpoint.vmRef.name);
       const where = `spec.${field}[${index}].vmRef`;
-      if (vm === undefined) return referenceNotFound(what, where);
+      if (vm === undefined) return missingTarget(deps, "GpuVm", namespace, endpoint.vmRef.name, where);
       if (vm.metadata.deletionTimestamp !== undefined) {
         return blocked(
           REASONS.ReferenceDeleting,

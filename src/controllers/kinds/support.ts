@@ -129,6 +129,24 @@ export function referenceNotFound(what: string, field: string): Blocked {
 }
 
 /**
+ * A referenced object this replica does not hold: another shard's, being read in (waiting: its arrival wakes the
+ * referrer), or one that does not exist (for the user to fix).
+ */
+export function missingTarget(
+  deps: KindDeps,
+  kind: string,
+  namespace: string,
+  name: string,
+  field: string,
+): Waiting | Blocked {
+  const what = `${kind} ${namespace}/${name}`;
+  if (deps.fetching?.(kind, namespace, name) === true) {
+    return { type: "waiting", message: `${what} is being read (another shard reconciles it)` };
+  }
+  return referenceNotFound(what, field);
+}
+
+/**
  * Resolve a `Kind/name` reference (in `field`) to a Ready object with an id. Not there, or being deleted, is for
  * the user to fix (Blocked); not Ready yet resolves itself (waiting, with the target's own reason).
  */
@@ -141,7 +159,7 @@ export function readyTarget(
 ): { id: string } | Waiting | Blocked {
   const target = deps.managed(kind, namespace, name);
   const what = `${kind} ${namespace}/${name}`;
-  if (target === undefined) return referenceNotFound(what, field);
+  if (target === undefined) return missingTarget(deps, kind, namespace, name, field);
   if (target.metadata.deletionTimestamp !== undefined) {
     return blocked(
       REASONS.ReferenceDeleting,

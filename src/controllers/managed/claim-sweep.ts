@@ -6,6 +6,7 @@
 import type { KubeClient, KubeResource, Manager, ObjectInformer, Reconciler } from "../../runtime/index.ts";
 import { CLAIMS_RESOURCE } from "./claim-records.ts";
 import type { ClaimStore } from "./claims.ts";
+import type { ManagedNote } from "./shard-view.ts";
 
 export interface ClaimSweepOptions {
   claims: ClaimStore;
@@ -63,7 +64,10 @@ export function registerClaimSweep(
       kind,
       {
         resource: informer.resource,
-        cachedUid: (namespace: string, name: string) => informer.get(namespace, name)?.metadata?.uid,
+        // Held, or (another shard's) only noted with its uid.
+        cachedUid: (namespace: string, name: string) =>
+          informer.get(namespace, name)?.metadata?.uid ??
+          (informer.noteOf(namespace, name) as ManagedNote | undefined)?.uid,
       },
     ]),
   );

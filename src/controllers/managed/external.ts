@@ -225,6 +225,11 @@ export interface KindDeps {
    * absent in small tests, where managedByCloudId scans listManaged instead.
    */
   managedById?(kind: string, namespace: string, account: Account, id: string): ManagedObject | undefined;
+  /**
+   * Sharding: an object of a sharded kind that exists but another replica holds (another shard's): it is being
+   * read in for this one (true meanwhile), so that a reference to it waits instead of reporting it missing.
+   */
+  fetching?(kind: string, namespace: string, name: string): boolean;
   /** A key of a Secret or ConfigMap, decoded; undefined when the object or key is absent. */
   dataKey(kind: "Secret" | "ConfigMap", namespace: string, name: string, key: string): string | undefined;
   /**

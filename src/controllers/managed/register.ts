@@ -27,6 +27,7 @@ import { connectFor } from "./connection.ts";
 import type { DependencyIndex } from "./dependency-index.ts";
 import type { KindDefinition, KindDeps, OwnedObject } from "./external.ts";
 import { ManagedReconciler } from "./reconciler.ts";
+import type { ManagedNote } from "./shard-view.ts";
 import { markWithoutOwner } from "./without-owner.ts";
 
 /** What every managed kind's controller shares. */
@@ -101,9 +102,17 @@ export function registerManagedKind(kind: KindDefinition<ManagedSpecBase>, wirin
     isEcho: (key, resourceVersion) => managed.isEcho(key, resourceVersion),
     onWithoutOwner: (keys) =>
       void markWithoutOwner(keys, {
-        read: (key) => {
+        read: async (key) => {
           const { namespace, name: objectName } = parseKey(key);
-          return caches.get(name, namespace, objectName);
+          const held = caches.get(name, namespace, objectName);
+          if (held !== undefined) return held;
+          // Another shard's object, only noted here: read (once its shard has been without a leader for a while)
+          // only when its note says its spec is ahead of its status.
+          if ((informer.noteOf(namespace, objectName) as ManagedNote | undefined)?.ahead !== true) return undefined;
+          const live = await manager.kube.listObjects(resource, namespace, {
+            fieldSelector: `metadata.name=${objectName}`,
+          });
+          return caches.parse(name, live[0]);
         },
         kube,
         now: wiring.now ?? Date.now,

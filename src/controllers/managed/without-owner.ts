@@ -27,18 +27,27 @@ export function withoutOwnerStatus(mr: ManagedObject, nowMs: number): ManagedObj
   return { ...mr.status, conditions: conditions.map((condition) => (condition === synced ? waiting : condition)) };
 }
 
-/** Marks the objects of `keys` (from the cache, parsed) whose status would otherwise say Synced for an old spec. */
+/**
+ * Marks the objects of `keys` (parsed: from the cache, or read when this replica only notes them) whose status would
+ * otherwise say Synced for an old spec.
+ */
 export async function markWithoutOwner(
   keys: readonly string[],
   deps: {
-    read(key: string): ManagedObject | undefined;
+    read(key: string): ManagedObject | undefined | Promise<ManagedObject | undefined>;
     kube: Pick<KubeAccess, "writeStatus">;
     now(): number;
     logger: Logger;
   },
 ): Promise<void> {
   for (const key of keys) {
-    const mr = deps.read(key);
+    let mr: ManagedObject | undefined;
+    try {
+      mr = await deps.read(key);
+    } catch (error) {
+      deps.logger.debug({ err: error, key }, "could not read an object without owner");
+      continue;
+    }
     const status = mr === undefined ? undefined : withoutOwnerStatus(mr, deps.now());
     if (mr === undefined || status === undefined) continue;
     try {
