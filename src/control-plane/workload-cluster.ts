@@ -181,7 +181,11 @@ export function loopbackControlPlaneCrd(): Record<string, unknown> {
   return {
     apiVersion: "apiextensions.k8s.io/v1",
     kind: "CustomResourceDefinition",
-    metadata: { name: `${plural}.${group}`, labels: { "cluster.x-k8s.io/v1beta2": version } },
+    // Its objects belong to a cluster: clusterctl move looks for the CRDs with clusterctl's label.
+    metadata: {
+      name: `${plural}.${group}`,
+      labels: { "cluster.x-k8s.io/v1beta2": version, "clusterctl.cluster.x-k8s.io": "" },
+    },
     spec: {
       group,
       names: { kind, listKind: `${kind}List`, plural, singular: kind.toLowerCase(), categories: ["cluster-api"] },

@@ -60,7 +60,9 @@ function ownedAccess(manager: Manager, informers: ClusterApiControllerDeps["info
   return {
     get: (kind, namespace, name) => informers[kind].get(namespace, name),
     list: (kind, namespace) => informers[kind].list(namespace),
-    read: (kind, namespace, name) => manager.kube.getObject(resource(kind), namespace, name),
+    // A list by name: the operator may list and watch its kinds, not get them one by one.
+    read: async (kind, namespace, name) =>
+      (await manager.kube.listObjects(resource(kind), namespace, { fieldSelector: `metadata.name=${name}` }))[0],
     create: async (kind, namespace, body) =>
       (await manager.kube.createObject(resource(kind), namespace, body as KubernetesObject)).type === "created"
         ? "created"
