@@ -32,7 +32,7 @@ import {
   pauseOf,
   viewOf,
 } from "./objects.ts";
-import { type OwnerPassBase, ownerMetadata, pausedOwner, releaseOwner } from "./owner-pass.ts";
+import { type OwnerPassBase, ownerMetadata, pausedOwner, pinCloudId, releaseOwner } from "./owner-pass.ts";
 import { reconcileInfrastructure } from "./status.ts";
 
 export interface ClusterReconcilerOptions {
@@ -237,6 +237,7 @@ export class GpuClusterReconciler {
       return verdict(REASONS.Creating, `creating GpuNetwork ${name} (${asked.cidr})`, DONE, { progressing: true });
     }
     if (!ownedReady(network) || network.status.id === undefined) return waitingFor("GpuNetwork", network);
+    if (!(await pinCloudId(this.#options.owned, "GpuNetwork", network))) return conflict();
     draft.networkId = network.status.id;
     return undefined;
   }
@@ -264,6 +265,8 @@ export class GpuClusterReconciler {
           busy.push(`changing GpuFirewallRule ${name}`);
         } else if (!ownedReady(existing)) {
           busy.push(`GpuFirewallRule ${name}: ${ownedReadyCondition(existing)?.message ?? "not Ready yet"}`);
+        } else if (!(await pinCloudId(this.#options.owned, "GpuFirewallRule", existing))) {
+          busy.push(`GpuFirewallRule ${name} changed meanwhile`);
         }
       }
     }

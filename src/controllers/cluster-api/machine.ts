@@ -43,7 +43,7 @@ import {
   pauseOf,
   viewOf,
 } from "./objects.ts";
-import { type OwnerPassBase, ownerMetadata, pausedOwner, releaseOwner } from "./owner-pass.ts";
+import { type OwnerPassBase, ownerMetadata, pausedOwner, pinCloudId, releaseOwner } from "./owner-pass.ts";
 import { reconcileInfrastructure } from "./status.ts";
 
 export interface MachineReconcilerOptions {
@@ -187,13 +187,7 @@ export class GpuMachineReconciler {
     if (vm.status.location !== undefined) draft.failureDomain = vm.status.location;
     const id = vm.status.id;
     if (!ownedReady(vm) || id === undefined) return waitingForVm(vm, isProvisioned(mr.status));
-    // Pinned: a GpuVm that lost its status (a move, a restore) adopts this VM and never creates another.
-    if (vm.spec.id === undefined) {
-      const pinned = await this.#options.owned.patch("GpuVm", vm.metadata.namespace, vm.metadata.name, {
-        spec: { id },
-      });
-      if (pinned !== "written") return conflict();
-    }
+    if (!(await pinCloudId(this.#options.owned, "GpuVm", vm))) return conflict();
     const providerID = providerIdOf(id);
     if (mr.spec.providerID === undefined) {
       const written = await this.#options.patchSelf(mr.metadata.namespace, mr.metadata.name, {

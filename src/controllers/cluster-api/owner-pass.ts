@@ -15,7 +15,7 @@ import type { ManagedObject, ManagedStatusBase } from "../core/object-model.ts";
 import type { GuardedWrites } from "../core/own-writes.ts";
 import { after, conflict, DONE, RELEASED, type Step, type Verdict } from "../core/verdict.ts";
 import type { OwnedAccess, OwnedKind, SelfPatch } from "./access.ts";
-import { type OwnedView, pausedAndAcknowledged } from "./objects.ts";
+import { type OwnedView, ownedReady, pausedAndAcknowledged } from "./objects.ts";
 import type { PauseState } from "./status.ts";
 
 export interface OwnerPassBase<O extends ManagedObject> {
@@ -130,6 +130,17 @@ export async function pausedOwner<O extends ManagedObject>(
   pass.pause = { paused: true, message: why };
   const message = `paused (${why}): nothing is reconciled and no cloud call is made`;
   return { ready: undefined, reason: REASONS.Paused, message, progressing: false, stalled: false, outcome: DONE };
+}
+
+/**
+ * Pin a Ready owned object's cloud id in its spec.id: a copy of it without status (clusterctl move, a restore from
+ * a backup) then adopts that resource and never creates another. False when the write lost to another writer.
+ */
+export async function pinCloudId(owned: OwnedAccess, kind: OwnedKind, object: OwnedView): Promise<boolean> {
+  const id = object.status.id;
+  if (object.spec.id !== undefined || id === undefined || !ownedReady(object)) return true;
+  const { namespace, name } = object.metadata;
+  return (await owned.patch(kind, namespace, name, { spec: { id } })) === "written";
 }
 
 /** Remove our finalizer and say why the object was let go. */

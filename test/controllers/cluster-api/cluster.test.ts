@@ -41,6 +41,8 @@ describe("GpuCluster network and firewall rules", () => {
     const ready = await waitInfra(env, "gpuclusters", "net", (c) => condition(c, "Ready")?.status === "True", 15_000);
     const network = await env.get("GpuNetwork", "net");
     expect(ready?.status?.networkId).toBe(network?.status?.id);
+    // Pinned: a copy without status (clusterctl move) adopts the network instead of making another.
+    expect(network?.spec.id).toBe(network?.status?.id);
     expect((ready?.status as { initialization?: unknown } | undefined)?.initialization).toEqual({ provisioned: true });
     const firewall = await env.get("GpuFirewallRule", "net-apiserver");
     expect(firewall?.spec).toMatchObject({ networkRef: { name: "net" }, destinationPorts: ["6443"] });
