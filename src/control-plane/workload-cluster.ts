@@ -254,8 +254,8 @@ export const KUBEADM_BOOTSTRAP_SERVICE_ACCOUNT = {
 } as const;
 
 /**
- * RBAC for the control-plane kind: the core manager reads and patches the objects (owner reference, cluster
- * label) through its aggregated ClusterRole; the kubeadm bootstrap manager reads them through a binding.
+ * RBAC for the control-plane kind: the core manager reads, patches (owner reference, cluster label) and deletes
+ * (with the Cluster) the objects through its aggregated ClusterRole; the kubeadm bootstrap manager reads them through a binding.
  */
 function loopbackControlPlaneRbac(): ManifestObject[] {
   const { group, plural } = LOOPBACK_CONTROL_PLANE;
@@ -270,7 +270,8 @@ function loopbackControlPlaneRbac(): ManifestObject[] {
         {
           apiGroups: [group],
           resources: [plural, `${plural}/status`],
-          verbs: ["get", "list", "watch", "patch", "update"],
+          // delete: the Cluster's deletion deletes its control-plane object (and waits for it to go).
+          verbs: ["get", "list", "watch", "patch", "update", "delete"],
         },
       ],
     },
