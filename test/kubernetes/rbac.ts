@@ -28,9 +28,11 @@ export interface AuditedRequest extends Permission {
  */
 export const ONLY_THE_CLUSTER_API_CONTROLLERS_USE: ReadonlySet<string> = new Set([
   ...["gpuclusters", "gpumachines", "gpumachinetemplates"].flatMap((plural) => [
-    ...["list", "watch", "patch"].map((verb) => `${verb} infrastructure.cluster.x-k8s.io/${plural} (cluster-wide)`),
+    ...["list", "watch"].map((verb) => `${verb} infrastructure.cluster.x-k8s.io/${plural} (cluster-wide)`),
     `patch infrastructure.cluster.x-k8s.io/${plural}/status (cluster-wide)`,
   ]),
+  // Finalizers, block-move, providerID: a template has none of them.
+  ...["gpuclusters", "gpumachines"].map((plural) => `patch infrastructure.cluster.x-k8s.io/${plural} (cluster-wide)`),
   ...["clusters", "machines"].flatMap((plural) =>
     ["list", "watch"].map((verb) => `${verb} cluster.x-k8s.io/${plural} (cluster-wide)`),
   ),

@@ -65,11 +65,14 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
   resources: ["gpuvms/status", "gpudisks/status", "gpunetworks/status", "gpufirewallrules/status", "gpuvmpools/status"]
   verbs: ["patch"]
 # Cluster API's infrastructure kinds (docs/cluster-api.md): read through informers, finalizers, clusterctl's
-# block-move and the providerID patched, status patched; the Clusters and Machines that own them read (bootstrap
+# block-move and the providerID patched (not a template's), status patched; the Clusters and Machines that own them read (bootstrap
 # data, pause). A Machine's bootstrap data Secret is read live (get secrets) and copied to a Secret its GpuMachine owns.
 - apiGroups: ["infrastructure.cluster.x-k8s.io"]
-  resources: ["gpuclusters", "gpumachines", "gpumachinetemplates"]
+  resources: ["gpuclusters", "gpumachines"]
   verbs: ["list", "watch", "patch"]
+- apiGroups: ["infrastructure.cluster.x-k8s.io"]
+  resources: ["gpumachinetemplates"]
+  verbs: ["list", "watch"]
 - apiGroups: ["infrastructure.cluster.x-k8s.io"]
   resources: ["gpuclusters/status", "gpumachines/status", "gpumachinetemplates/status"]
   verbs: ["patch"]
