@@ -28,7 +28,7 @@ export const CLUSTER_API_LABELS = {
   clusterName: "cluster.x-k8s.io/cluster-name",
   /**
    * On a CRD: its objects may belong to a cluster, so `clusterctl move` looks for them (clusterctl puts it on what it
-   * installs; the CRDs of crds/ carry it for installs by Helm or kustomize, ADR 0030).
+   * installs; the CRDs of crds/ carry it for installs by Helm or kustomize, ADR 0031).
    */
   clusterctl: "clusterctl.cluster.x-k8s.io",
   /** On the GpuVm (and bootstrap data Secret) of a GpuMachine: the GpuMachine's name. */

@@ -1,6 +1,6 @@
 // The GpuMachine lifecycle. A GpuMachine owns a GpuVm of the same name (and the Secret holding its bootstrap
 // data), never a cloud resource: the GpuVm controller does the cloud work, with its claim, crash-safe create,
-// operations, deletion and fencing (ADR 0030). Order of a pass: read → invalid spec? → paused (its Cluster's
+// operations, deletion and fencing (ADR 0031). Order of a pass: read → invalid spec? → paused (its Cluster's
 // spec.paused or its annotation: the GpuVm is paused too, once a create in flight has ended) → deleting (the GpuVm
 // first, then our finalizer; nothing for clusterctl move) → the Machine owner, the Cluster → finalizer and
 // clusterctl's block-move → the GpuVm: made once the cluster's infrastructure and the Machine's bootstrap data are
