@@ -57,49 +57,84 @@ export async function writeFileAtomic(
   }
 }
 
-/** Debounced atomic writer: `markDirty()` schedules one write of `snapshot()`; writes never overlap. */
+/**
+ * Debounced atomic writer: `markDirty()` schedules one write of `snapshot()`. One write at a time, and the state
+ * is read (`snapshot()` serialized) only when the previous write has ended: however fast changes come and however
+ * slow the disk, the writer holds at most one serialized state, and the file catches up with the newest state.
+ */
 export class JsonStateFileWriter {
   readonly #path: string;
   readonly #snapshot: () => unknown;
   readonly #debounceMs: number;
   readonly #onError: (error: unknown) => void;
+  readonly #writeText: (path: string, text: string) => Promise<void>;
   #timer: NodeJS.Timeout | undefined;
-  #writing: Promise<void> = Promise.resolve();
+  /** The write in flight, if any. */
+  #writing: Promise<void> | undefined;
+  /** Changed since the write in flight read the state: write again once it ends. */
+  #dirtyDuringWrite = false;
+  /** The wait before the next write: the debounce, or as long as the last write took (half the time at most). */
+  #pauseMs: number;
 
   constructor(options: {
     path: string;
     snapshot: () => unknown;
     debounceMs: number;
     onError: (error: unknown) => void;
+    /** How the text reaches the file (default: `writeFileAtomic`, mode 0600). */
+    writeText?: (path: string, text: string) => Promise<void>;
   }) {
     this.#path = options.path;
     this.#snapshot = options.snapshot;
     this.#debounceMs = options.debounceMs;
+    this.#pauseMs = options.debounceMs;
     this.#onError = options.onError;
+    // 0600 also replaces an older file with looser permissions (the mode of the renamed file is the temp's).
+    this.#writeText = options.writeText ?? ((path, text) => writeFileAtomic(path, text, { mode: 0o600 }));
   }
 
   markDirty(): void {
+    if (this.#writing !== undefined) {
+      this.#dirtyDuringWrite = true;
+      return;
+    }
     if (this.#timer !== undefined) return;
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
-      void this.#write();
-    }, this.#debounceMs);
+      this.#startWrite();
+    }, this.#pauseMs);
   }
 
-  #write(): Promise<void> {
-    const text = JSON.stringify(this.#snapshot());
-    // 0600 also replaces an older file with looser permissions (the mode of the renamed file is the temp's).
-    this.#writing = this.#writing.then(() => writeFileAtomic(this.#path, text, { mode: 0o600 })).catch(this.#onError);
-    return this.#writing;
+  #startWrite(): void {
+    this.#dirtyDuringWrite = false;
+    const started = Date.now();
+    let text: string;
+    try {
+      text = JSON.stringify(this.#snapshot());
+    } catch (error) {
+      this.#onError(error);
+      return;
+    }
+    this.#writing = this.#writeText(this.#path, text)
+      .catch(this.#onError)
+      .finally(() => {
+        this.#writing = undefined;
+        this.#pauseMs = Math.max(this.#debounceMs, Date.now() - started);
+        if (this.#dirtyDuringWrite) this.markDirty();
+      });
   }
 
   /** Write pending changes now (on close) and wait for every write to finish. */
   async flush(): Promise<void> {
-    if (this.#timer !== undefined) {
+    for (;;) {
+      if (this.#writing !== undefined) {
+        await this.#writing;
+        continue;
+      }
+      if (this.#timer === undefined && !this.#dirtyDuringWrite) return;
       clearTimeout(this.#timer);
       this.#timer = undefined;
-      await this.#write();
+      this.#startWrite();
     }
-    await this.#writing;
   }
 }

@@ -4,7 +4,7 @@
 import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { startKubeDouble } from "../../src/kube-double/index.ts";
 import { startSimulator } from "../../src/simulator/index.ts";
 import { JsonStateFileWriter, readJsonStateFile, writeFileAtomic } from "../../src/util/json-state-file.ts";
@@ -55,6 +55,52 @@ describe("JSON state files", () => {
     await writer.flush();
     expect(await modeOf(file)).toBe(0o600);
     expect(await readJsonStateFile(file)).toEqual({ apiKey: "k" });
+  });
+
+  it("hold at most one serialized state however slow the disk: the state is read again only after a write ends", async () => {
+    // A slow disk (or a busy machine) and 10,000 objects changing: every debounce used to serialize the whole state
+    // and queue it behind the write in flight, and the playground ran out of heap (4 GiB) at 10,000 GpuVms.
+    let version = 0;
+    let snapshots = 0;
+    const written: string[] = [];
+    const gates: Array<() => void> = [];
+    const writer = new JsonStateFileWriter({
+      path: path.join(dir, "state.json"),
+      snapshot: () => {
+        snapshots++;
+        return { version };
+      },
+      debounceMs: 1,
+      onError: (error) => {
+        throw error;
+      },
+      writeText: (_path, text) =>
+        new Promise<void>((resolve) => {
+          written.push(text);
+          gates.push(resolve);
+        }),
+    });
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    writer.markDirty();
+    await sleep(20);
+    expect(written).toEqual(['{"version":0}']);
+    for (let i = 1; i <= 20; i++) {
+      version = i;
+      writer.markDirty();
+      await sleep(3);
+    }
+    expect(snapshots).toBe(1);
+    expect(written).toHaveLength(1);
+    gates.shift()?.();
+    // The next write waits as long as the last one took (here about 80 ms): at most half the time writing.
+    await vi.waitFor(() => expect(written).toHaveLength(2), { timeout: 2000 });
+    expect(written).toEqual(['{"version":0}', '{"version":20}']);
+    const flushed = writer.flush();
+    gates.shift()?.();
+    await flushed;
+    expect(snapshots).toBe(2);
+    // Nothing changed since the last write: flush writes nothing more.
+    expect(written).toHaveLength(2);
   });
 
   it("the simulator's and the test double's state files (API key, password, Secrets) are 0600", async () => {
