@@ -23,11 +23,15 @@
 // drift (VMs stopped through the cloud API by another client among them: until each GpuVm says so, and until the
 // operator has started it again),
 // anchors (the same burst with the defaults of ACK: one worker; Crossplane: 1 reconcile/s overall; the Terraform
-// provider: every operation polled on its own every 2 s). Raw results go to bench/results/runs/ (git-ignored).
+// provider: every operation polled on its own every 2 s), capi (not in the default set: needs Go and the built
+// Kubernetes and Cluster API: `npm run bench -- --only capi`; `playground --capi` and a MachineDeployment of
+// --capi-n Machines at once, until all are Running, against 1.25 × (L + N/R)). Raw results go to
+// bench/results/runs/ (git-ignored).
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
+import { type CapiResult, runCapi } from "./lib/capi.ts";
 import { selfByArea, topEntries } from "./lib/cpu-profile.ts";
 import { defaultsTable, runDefaults } from "./lib/defaults.ts";
 import { REPO_ROOT, warmCompileCache } from "./lib/processes.ts";
@@ -58,6 +62,8 @@ const { values } = parseArgs({
     /** Bursts measured again after a warm-up of as many other objects (a running operator, not a fresh one). */
     warm: { type: "string", default: "100" },
     "anchor-n": { type: "string", default: "1000" },
+    /** Machines of the capi scenario's MachineDeployment, made at once. */
+    "capi-n": { type: "string", default: "100" },
     "adopt-n": { type: "string", default: "10000" },
     "sync-period-s": { type: "string", default: "30" },
     /** The operator's --poll-interval in seconds (default: the operator's own, 30 s). */
@@ -136,6 +142,7 @@ interface Report {
   change?: ChangeResult;
   drift?: DriftResult;
   anchors: BurstResult[];
+  capi?: CapiResult;
   profiles: Record<string, { selfPercent: number; totalPercent: number; name: string }[]>;
 }
 
@@ -334,6 +341,13 @@ if (only.has("anchors")) {
   }
 }
 
+if (only.has("capi")) {
+  const n = Number(values["capi-n"]);
+  log(`capi: ${n} Machines at once (playground --capi), operation latency ${latencyMs} ms`);
+  report.capi = await runCapi({ n, latencyMs, timeoutMs: timeoutFor(n) + 120_000, log });
+  save();
+}
+
 log("");
 log(printSummary(report));
 save();
@@ -374,6 +388,7 @@ export function printSummary(all: Report): string {
       `VMs stopped outside the operator, ${d.stops} at once among ${d.n} (poll interval ${d.pollIntervalSeconds} s): reported p50 ${fixed(d.reportedP50Seconds)} s, max ${fixed(d.reportedMaxSeconds)} s; started again p50 ${fixed(d.correctedP50Seconds)} s, max ${fixed(d.correctedMaxSeconds)} s; ${d.missed} missed; VM lists per interval ${fixed(d.vmListCallsPerInterval, 2)} (bound ${d.listCallsBound}), single VM reads ${d.vmReads}; load ${fixed(d.load.before)}`,
     );
   }
+  if (all.capi) lines.push(capiLine(all.capi));
   if (all.anchors.length > 0) lines.push("", ...anchorTable(all.anchors));
   const goals = goalsTable(all);
   if (goals.length > 0) lines.push("", ...goals);
@@ -407,6 +422,12 @@ function mixedTable(mixed: readonly BurstResult[]): string[] {
     );
   }
   return lines;
+}
+
+/** The Cluster API scenario against the issue's bound 1.25 × (L + N/R). */
+function capiLine(c: CapiResult): string {
+  const met = !c.timedOut && c.timeToAllRunningSeconds <= c.boundSeconds ? "✓" : "✗";
+  return `Cluster API: ${c.n} Machines at once: ${c.running} Running in ${fixed(c.timeToAllRunningSeconds)} s (all made by Cluster API at ${fixed(c.timeToAllMachinesSeconds)} s, their VMs booted and joined at ${fixed(c.timeToAllVmsRunningSeconds)} s); bound 1.25 × (L + N/R) = 1.25 × (${c.latencyMs / 1000} + ${c.n}/${c.ratePerSec}) = ${fixed(c.boundSeconds)} s ${met}; load ${fixed(c.load.before)} → ${fixed(c.load.after)}`;
 }
 
 /** The issue's goal for a burst: the operation latency plus the calls the objects needed at the server's rate, + 15 %. */

@@ -227,7 +227,7 @@ describe("repository-wide rules", () => {
 
 // ---------------------------------------------------------------------------------------------------------
 // The controllers' sub-folders (docs/architecture.md, "src/controllers"): core ← accounts ← managed ← kinds, and
-// pool beside managed on core and accounts; accounts never import a kind or the lifecycle. index.ts composes them
+// pool and cluster-api beside managed on core and accounts; accounts never import a kind or the lifecycle. index.ts composes them
 // all and is the only file at the top of the folder.
 const CONTROLLERS = path.join(SRC, "controllers");
 
@@ -238,6 +238,7 @@ const CONTROLLER_FOLDERS: Record<string, readonly string[]> = {
   managed: ["core", "accounts"],
   kinds: ["core", "accounts", "managed"],
   pool: ["core", "accounts"],
+  "cluster-api": ["core", "accounts"],
 };
 
 function controllerViolations(file: string, source: string): string[] {

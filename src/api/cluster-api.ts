@@ -26,12 +26,31 @@ export const CLUSTER_API_CATEGORY = "cluster-api";
 export const CLUSTER_API_LABELS = {
   /** The Cluster an object belongs to (Cluster API sets it on the objects it makes from templates). */
   clusterName: "cluster.x-k8s.io/cluster-name",
+  /**
+   * On a CRD: its objects may belong to a cluster, so `clusterctl move` looks for them (clusterctl puts it on what it
+   * installs; the CRDs of crds/ carry it for installs by Helm or kustomize, ADR 0031).
+   */
+  clusterctl: "clusterctl.cluster.x-k8s.io",
+  /** On the GpuVm (and bootstrap data Secret) of a GpuMachine: the GpuMachine's name. */
+  gpuMachine: "infrastructure.cluster.x-k8s.io/gpu-machine",
+  /** On the GpuNetwork and GpuFirewallRules of a GpuCluster: the GpuCluster's name. */
+  gpuCluster: "infrastructure.cluster.x-k8s.io/gpu-cluster",
 } as const;
 
 export const CLUSTER_API_ANNOTATIONS = {
   /** Set by Cluster API (a paused Cluster, `clusterctl move`) or by hand: no reconciliation, no cloud call. */
   paused: "cluster.x-k8s.io/paused",
+  /**
+   * clusterctl waits for it to go before it moves anything: an object holds it while it cannot be paused at once
+   * (its GpuVm, GpuNetwork or GpuFirewallRules still act), and drops it once they are paused.
+   */
+  blockMove: "clusterctl.cluster.x-k8s.io/block-move",
+  /** Put by `clusterctl move` on what it deletes from the source cluster once copied: nothing in the cloud goes. */
+  deleteForMove: "clusterctl.cluster.x-k8s.io/delete-for-move",
 } as const;
+
+/** The labels of the CRDs whose objects `clusterctl move` must find (their owners are a Cluster's objects). */
+export const CLUSTERCTL_CRD_LABELS: Readonly<Record<string, string>> = { [CLUSTER_API_LABELS.clusterctl]: "" };
 
 /** The conditions of the infrastructure kinds: kstatus' three, and the contract's Paused. */
 export const INFRASTRUCTURE_CONDITION_TYPES = ["Ready", "Reconciling", "Stalled", "Paused"] as const;
@@ -132,7 +151,7 @@ export function infrastructureKindOptions(inGpucloudCategory: boolean) {
   return {
     group: INFRASTRUCTURE_GROUP,
     version: INFRASTRUCTURE_VERSION,
-    crdLabels: CONTRACT_CRD_LABELS,
+    crdLabels: { ...CONTRACT_CRD_LABELS, ...CLUSTERCTL_CRD_LABELS },
     categories: inGpucloudCategory ? [CLUSTER_API_CATEGORY, CATEGORY] : [CLUSTER_API_CATEGORY],
   };
 }

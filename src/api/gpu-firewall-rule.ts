@@ -1,6 +1,7 @@
 // GpuFirewallRule: an allow/deny rule on a GpuNetwork.
 import { z } from "zod";
 import { FIREWALL_ACTIONS, FIREWALL_DIRECTIONS, FIREWALL_PROTOCOLS } from "../cloud/wire.ts";
+import { CLUSTERCTL_CRD_LABELS } from "./cluster-api.ts";
 import { managedSpecRules, managedSpecShape, managedStatusShape } from "./common.ts";
 import {
   type CelRule,
@@ -132,6 +133,8 @@ export const GpuFirewallRuleStatus = z
 export type GpuFirewallRuleStatus = z.infer<typeof GpuFirewallRuleStatus>;
 
 export const gpuFirewallRuleKind = defineKind({
+  // A GpuMachine's GpuVm, a GpuCluster's network and rules move with their cluster (clusterctl move).
+  crdLabels: CLUSTERCTL_CRD_LABELS,
   kind: "GpuFirewallRule",
   shortNames: ["gfw"],
   description: "GpuFirewallRule allows or denies traffic on a GpuNetwork, by protocol, endpoint and port.",

@@ -1,6 +1,7 @@
 // GpuNetwork: a VPC network that firewall rules attach to.
 import { z } from "zod";
 import { CIDR_PATTERN } from "../cloud/wire.ts";
+import { CLUSTERCTL_CRD_LABELS } from "./cluster-api.ts";
 import { managedSpecRules, managedSpecShape, managedStatusShape } from "./common.ts";
 import { type CelRule, immutable, matching, text, whenMatching } from "./fields.ts";
 import { defineKind, MANAGED_COLUMNS } from "./kind-info.ts";
@@ -71,6 +72,8 @@ export const GpuNetworkStatus = z
 export type GpuNetworkStatus = z.infer<typeof GpuNetworkStatus>;
 
 export const gpuNetworkKind = defineKind({
+  // A GpuMachine's GpuVm, a GpuCluster's network and rules move with their cluster (clusterctl move).
+  crdLabels: CLUSTERCTL_CRD_LABELS,
   kind: "GpuNetwork",
   shortNames: ["gnet"],
   description: "GpuNetwork is a VPC network in the GPU cloud; GpuFirewallRules apply to it.",

@@ -1,6 +1,7 @@
 // GpuVm: a GPU virtual machine, its boot image, SSH access, scripts, attached disks and power state.
 import { z } from "zod";
 import { DISK_MODES, VM_TYPES } from "../cloud/wire.ts";
+import { CLUSTERCTL_CRD_LABELS } from "./cluster-api.ts";
 import {
   DEFAULT_CREDENTIALS_SECRET,
   managedSpecRules,
@@ -339,6 +340,8 @@ export const GpuVmStatus = z
 export type GpuVmStatus = z.infer<typeof GpuVmStatus>;
 
 export const gpuVmKind = defineKind({
+  // A GpuMachine's GpuVm, a GpuCluster's network and rules move with their cluster (clusterctl move).
+  crdLabels: CLUSTERCTL_CRD_LABELS,
   kind: "GpuVm",
   shortNames: ["gvm"],
   description: "GpuVm is a GPU virtual machine in the GPU cloud.",

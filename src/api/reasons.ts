@@ -38,6 +38,7 @@ export const REASONS = {
   NotSupported: "NotSupported",
   OperationFailed: "OperationFailed",
   Paused: "Paused",
+  NotPaused: "NotPaused",
   Observed: "Observed",
   Available: "Available",
   StatusRejected: "StatusRejected",
@@ -100,7 +101,13 @@ export const REASON_DESCRIPTIONS: Readonly<Record<Reason, string>> = {
   NotSupported:
     "The cloud API does not offer an endpoint this change needs (404/405 on that route), or refuses the form of the operator's request (415 and the like): the message says what to do instead (deletionPolicy: Orphan to let a resource the server cannot delete go).",
   OperationFailed: "A cloud operation ended FAILED; the message carries the cloud's code and text.",
-  Paused: "The gpucloud.dev/paused annotation is set; the operator makes no cloud calls for this object.",
+  Paused:
+    "The gpucloud.dev/paused annotation is set; the operator makes no cloud calls for this object. On a GpuCluster " +
+    "or GpuMachine (condition Paused=True): its Cluster's spec.paused or its cluster.x-k8s.io/paused annotation " +
+    "stops it, and the operator objects it owns are paused too.",
+  NotPaused:
+    "Paused=False on a GpuCluster or GpuMachine: it is reconciled (Cluster API's reason), or it waits for what it " +
+    "owns to finish a create before it pauses.",
   Observed: "managementPolicy is Observe: the cloud resource is read into status but never changed.",
   Available: "The cloud resource exists and matches the spec.",
   StatusRejected:

@@ -54,6 +54,9 @@ export interface RunningClusterApi {
   close(): Promise<void>;
 }
 
+/** The label clusterctl puts on every object it installs (`clusterctl move` discovers the CRDs to move by it). */
+export const CLUSTERCTL_LABELS: Readonly<Record<string, string>> = { "clusterctl.cluster.x-k8s.io": "" };
+
 /** The process name (and log file) of each component's manager. */
 const MANAGER_BINARY: Record<CapiComponent, CapiBinary> = {
   core: "capi-manager",
@@ -115,11 +118,13 @@ export function loopbackComponents(
         break;
       case "CustomResourceDefinition": {
         const spec = isRecord(object.spec) ? object.spec : {};
+        // As clusterctl init labels what it installs: `clusterctl move` finds the kinds to move by this label.
+        const labels = { ...(isRecord(object.metadata.labels) ? object.metadata.labels : {}), ...CLUSTERCTL_LABELS };
         const conversion = isRecord(spec.conversion) ? spec.conversion : undefined;
         const webhook = conversion !== undefined && isRecord(conversion.webhook) ? conversion.webhook : undefined;
         crds.push({
           ...object,
-          metadata: withoutCertManagerAnnotation(object.metadata),
+          metadata: { ...withoutCertManagerAnnotation(object.metadata), labels },
           spec:
             conversion === undefined || webhook === undefined
               ? spec

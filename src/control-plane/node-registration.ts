@@ -47,16 +47,7 @@ export async function registerNode(workload: KubeTarget, node: NodeRegistration)
     capacity,
     allocatable: capacity,
     addresses: node.addresses ?? [{ type: "Hostname", address: node.name }],
-    conditions: [
-      {
-        type: "Ready",
-        status: "True",
-        reason: "KubeletReady",
-        message: "kubelet is posting ready status",
-        lastHeartbeatTime: now,
-        lastTransitionTime: now,
-      },
-    ],
+    conditions: kubeletConditions(true, now),
     nodeInfo: {
       kubeletVersion: node.kubeletVersion ?? "",
       operatingSystem: "linux",
@@ -104,26 +95,45 @@ export async function nodeProviderId(workload: KubeTarget, name: string): Promis
  * controller does once the kubelet stopped posting (a stopped VM). False when there is no such Node.
  */
 export async function setNodeReady(workload: KubeTarget, name: string, ready: boolean): Promise<boolean> {
-  const now = timestamp();
-  const condition = ready
-    ? { type: "Ready", status: "True", reason: "KubeletReady", message: "kubelet is posting ready status" }
-    : {
-        type: "Ready",
-        status: "Unknown",
-        reason: "NodeStatusUnknown",
-        message: "Kubelet stopped posting node status.",
-      };
   const response = await kubeExpect(
     workload,
     {
       method: "PATCH",
       path: `${nodePath(name)}/status`,
-      body: { status: { conditions: [{ ...condition, lastHeartbeatTime: now, lastTransitionTime: now }] } },
+      body: { status: { conditions: kubeletConditions(ready, timestamp()) } },
       contentType: "application/merge-patch+json",
     },
     [200, 404],
   );
   return response.status === 200;
+}
+
+/** The pressure conditions a kubelet reports (Cluster API's NodeHealthy reads them with Ready). */
+const PRESSURE_CONDITIONS = [
+  ["MemoryPressure", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"],
+  ["DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"],
+  ["PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"],
+] as const;
+
+/**
+ * A Node's conditions as a kubelet posts them (Ready, no pressure), or as the node lifecycle controller marks
+ * them all once the kubelet stopped posting (Unknown).
+ */
+export function kubeletConditions(ready: boolean, now: string) {
+  const times = { lastHeartbeatTime: now, lastTransitionTime: now };
+  const silent = { status: "Unknown", reason: "NodeStatusUnknown", message: "Kubelet stopped posting node status." };
+  return [
+    {
+      type: "Ready",
+      ...(ready ? { status: "True", reason: "KubeletReady", message: "kubelet is posting ready status" } : silent),
+      ...times,
+    },
+    ...PRESSURE_CONDITIONS.map(([type, reason, message]) => ({
+      type,
+      ...(ready ? { status: "False", reason, message } : silent),
+      ...times,
+    })),
+  ];
 }
 
 /** Deletes the Node (gone already is fine), as a cloud controller manager does when its VM no longer exists. */

@@ -181,7 +181,11 @@ export function loopbackControlPlaneCrd(): Record<string, unknown> {
   return {
     apiVersion: "apiextensions.k8s.io/v1",
     kind: "CustomResourceDefinition",
-    metadata: { name: `${plural}.${group}`, labels: { "cluster.x-k8s.io/v1beta2": version } },
+    // Its objects belong to a cluster: clusterctl move looks for the CRDs with clusterctl's label.
+    metadata: {
+      name: `${plural}.${group}`,
+      labels: { "cluster.x-k8s.io/v1beta2": version, "clusterctl.cluster.x-k8s.io": "" },
+    },
     spec: {
       group,
       names: { kind, listKind: `${kind}List`, plural, singular: kind.toLowerCase(), categories: ["cluster-api"] },
@@ -250,8 +254,8 @@ export const KUBEADM_BOOTSTRAP_SERVICE_ACCOUNT = {
 } as const;
 
 /**
- * RBAC for the control-plane kind: the core manager reads and patches the objects (owner reference, cluster
- * label) through its aggregated ClusterRole; the kubeadm bootstrap manager reads them through a binding.
+ * RBAC for the control-plane kind: the core manager reads, patches (owner reference, cluster label) and deletes
+ * (with the Cluster) the objects through its aggregated ClusterRole; the kubeadm bootstrap manager reads them through a binding.
  */
 function loopbackControlPlaneRbac(): ManifestObject[] {
   const { group, plural } = LOOPBACK_CONTROL_PLANE;
@@ -266,7 +270,8 @@ function loopbackControlPlaneRbac(): ManifestObject[] {
         {
           apiGroups: [group],
           resources: [plural, `${plural}/status`],
-          verbs: ["get", "list", "watch", "patch", "update"],
+          // delete: the Cluster's deletion deletes its control-plane object (and waits for it to go).
+          verbs: ["get", "list", "watch", "patch", "update", "delete"],
         },
       ],
     },
@@ -288,6 +293,43 @@ function loopbackControlPlaneRbac(): ManifestObject[] {
 
 const Created = z.object({ metadata: z.object({ name: z.string() }) });
 
+/** The LoopbackControlPlane kind in a management cluster: its CRD, and the RBAC Cluster API's managers need for it. */
+export async function installLoopbackControlPlaneKind(management: KubeTarget): Promise<void> {
+  await installCrds(management, [loopbackControlPlaneCrd()]);
+  await applyManifests(management, loopbackControlPlaneRbac());
+}
+
+function loopbackControlPlanePath(cluster: { namespace: string; name: string }): string {
+  const { group, version, plural } = LOOPBACK_CONTROL_PLANE;
+  return `/apis/${group}/${version}/namespaces/${cluster.namespace}/${plural}/${cluster.name}`;
+}
+
+/**
+ * The status that declares the control plane initialized and externally managed, as a control plane provider
+ * writes it (again after `clusterctl move`, which copies objects without their status).
+ */
+export async function markControlPlaneInitialized(
+  management: KubeTarget,
+  workload: Pick<RunningWorkloadCluster, "version">,
+  cluster: { namespace: string; name: string },
+): Promise<void> {
+  const status = {
+    initialization: { controlPlaneInitialized: true },
+    externalManagedControlPlane: true,
+    version: workload.version,
+  };
+  await kubeExpect(
+    management,
+    {
+      method: "PATCH",
+      path: `${loopbackControlPlanePath(cluster)}/status`,
+      body: { status },
+      contentType: "application/merge-patch+json",
+    },
+    [200],
+  );
+}
+
 /**
  * Declares a running workload cluster to Cluster API in the management cluster: its Secrets, and a
  * LoopbackControlPlane (installed with its aggregated RBAC if missing) whose status says the control plane is
@@ -298,10 +340,9 @@ export async function declareWorkloadCluster(
   workload: Pick<RunningWorkloadCluster, "kubeconfigYaml" | "caPem" | "caKeyPem" | "endpoint" | "version">,
   cluster: { namespace: string; name: string },
 ): Promise<{ apiGroup: string; kind: string; name: string }> {
-  const { group, version, kind, plural } = LOOPBACK_CONTROL_PLANE;
-  await installCrds(management, [loopbackControlPlaneCrd()]);
-  await applyManifests(management, [...loopbackControlPlaneRbac(), ...clusterSecrets(workload, cluster)]);
-  const base = `/apis/${group}/${version}/namespaces/${cluster.namespace}/${plural}/${cluster.name}`;
+  const { group, version, kind } = LOOPBACK_CONTROL_PLANE;
+  await installLoopbackControlPlaneKind(management);
+  await applyManifests(management, clusterSecrets(workload, cluster));
   const object = {
     apiVersion: `${group}/${version}`,
     kind,
@@ -312,22 +353,13 @@ export async function declareWorkloadCluster(
     management,
     {
       method: "PATCH",
-      path: `${base}?fieldManager=gpuvm-test&force=true`,
+      path: `${loopbackControlPlanePath(cluster)}?fieldManager=gpuvm-test&force=true`,
       body: JSON.stringify(object),
       contentType: "application/apply-patch+yaml",
     },
     [200, 201],
   );
   Created.parse(applied.json);
-  const status = {
-    initialization: { controlPlaneInitialized: true },
-    externalManagedControlPlane: true,
-    version: workload.version,
-  };
-  await kubeExpect(
-    management,
-    { method: "PATCH", path: `${base}/status`, body: { status }, contentType: "application/merge-patch+json" },
-    [200],
-  );
+  await markControlPlaneInitialized(management, workload, cluster);
   return { apiGroup: group, kind, name: cluster.name };
 }

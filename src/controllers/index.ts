@@ -5,6 +5,7 @@
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { gpuDiskKind } from "../api/gpu-disk.ts";
 import { gpuFirewallRuleKind } from "../api/gpu-firewall-rule.ts";
+import { gpuNetworkKind } from "../api/gpu-network.ts";
 import { gpuVmKind } from "../api/gpu-vm.ts";
 import { gpuVmPoolKind } from "../api/gpu-vm-pool.ts";
 import { CONFIG_MAPS, type Controller, type Manager, ownsKey } from "../runtime/index.ts";
@@ -13,6 +14,7 @@ import type { CloudAccount } from "./accounts/cloud-account.ts";
 import type { CredentialStore } from "./accounts/credentials.ts";
 import { watchSecrets } from "./accounts/secret-sources.ts";
 import { registerSecretUsage } from "./accounts/secret-usage.ts";
+import { registerClusterApiControllers } from "./cluster-api/register.ts";
 import type { ReconcileTiming } from "./core/lifecycle.ts";
 import { cloudOperationsSample, registerOperatorMetrics } from "./core/metrics.ts";
 import { watchForeignAttachments } from "./kinds/attachment-changes.ts";
@@ -27,10 +29,17 @@ import { installShardViews } from "./managed/shard-view.ts";
 import { ManagedWakes } from "./managed/wakes.ts";
 import { registerPoolController } from "./pool/controller.ts";
 
+export { clusterApiServed } from "./cluster-api/register.ts";
+
 export interface RegisterOptions {
   /** Overrides of the reconciler's timing (tests use short fallbacks). */
   timing?: Partial<ReconcileTiming>;
   now?: () => number;
+  /**
+   * Register the Cluster API provider's controllers (GpuCluster, GpuMachine, GpuMachineTemplate): only where the
+   * API server serves Cluster API's Clusters and Machines (clusterApiServed), whose informers they need.
+   */
+  clusterApi?: boolean;
 }
 
 export interface OperatorControllers {
@@ -117,6 +126,20 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
   const pool = { informers: { GpuVm: vms, GpuDisk: disks }, credentials, timing: { ...options.timing }, ...now };
   controllers.set(gpuVmPoolKind.kind, registerPoolController(manager, pool));
   registerClaimSweep(manager, claims, managedInformers);
+
+  // The Cluster API provider: its kinds own GpuVms, GpuNetworks and GpuFirewallRules, whose controllers do the cloud work.
+  if (options.clusterApi === true) {
+    const networks = caches.informer(gpuNetworkKind.kind);
+    const rules = caches.informer(gpuFirewallRuleKind.kind);
+    if (networks === undefined || rules === undefined)
+      throw new Error("no informer for the clusters' networks and rules");
+    const informers = { GpuVm: vms, GpuNetwork: networks, GpuFirewallRule: rules };
+    for (const [kind, controller] of Object.entries(
+      registerClusterApiControllers(manager, { informers, credentials }),
+    )) {
+      controllers.set(kind, controller);
+    }
+  }
 
   registerOperatorMetrics(manager.metrics.registry, {
     kinds: managedInformers.map(({ kind, informer }) => ({

@@ -50,6 +50,17 @@ describe("examples/", () => {
     }
   });
 
+  it("examples/cluster-api/ holds the playground cluster's GPU workers: a MachineDeployment and its two templates", async () => {
+    const directory = join(ROOT, "examples/cluster-api");
+    const objects = [];
+    for (const file of await yamlFiles(directory)) objects.push(...(await load(join(directory, file))));
+    const kinds = objects.map(({ object }) => (object as { kind: string }).kind);
+    expect(kinds).toEqual(["GpuMachineTemplate", "KubeadmConfigTemplate", "MachineDeployment"]);
+    const [template] = objects;
+    expect(validator.check(template?.object)).toEqual({ kind: "GpuMachineTemplate", problems: [] });
+    expect(objects[2]?.object).toMatchObject({ spec: { clusterName: "playground", replicas: 3 } });
+  });
+
   it("the trainer is an 8-GPU a100-80gb in us-east1-a first, mounting the datasets disk", async () => {
     const [vm] = await load(join(ROOT, "examples/04-gpu-vm.yaml"));
     expect(vm?.object).toMatchObject({
@@ -198,7 +209,7 @@ describe(".ci/check-manifests.ts", () => {
       cwd: ROOT,
     });
     expect(stdout).toMatch(/^ok {3}crds: 10 checked$/m);
-    expect(stdout).toMatch(/^ok {3}examples: 5 checked$/m);
+    expect(stdout).toMatch(/^ok {3}examples: 6 checked$/m);
     expect(stdout).toMatch(/^ok {3}invalid fixtures: \d+ checked$/m);
     expect(stdout).toContain("manifests: all checks passed");
   });

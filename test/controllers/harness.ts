@@ -99,11 +99,15 @@ export interface EnvOptions {
   timing?: Partial<ReconcileTiming>;
   /** The operator's logger (default: silent, or TEST_LOG_LEVEL). */
   logger?: Logger;
+  /** More CRDs for the test double to serve (Cluster API's, for the provider's controllers). */
+  crds?: unknown[];
+  /** Register the Cluster API provider's controllers (the double must serve Cluster API's CRDs). */
+  clusterApi?: boolean;
 }
 
 export async function startEnv(options: EnvOptions = {}): Promise<Env> {
   const sim = await startSimulator({ port: 0, latencyMs: 0, rateLimit: false, ...options.simulator });
-  const double = await startKubeDouble({ port: 0, crdDir: CRD_DIR });
+  const double = await startKubeDouble({ port: 0, crdDir: CRD_DIR, ...(options.crds ? { crds: options.crds } : {}) });
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromString(double.kubeconfigYaml());
   const custom = kubeConfig.makeApiClient(CustomObjectsApi);
@@ -217,6 +221,7 @@ export async function startEnv(options: EnvOptions = {}): Promise<Env> {
       const logger = options.logger ?? pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" });
       manager = new Manager({ kubeConfig, config, logger });
       controllers = registerControllers(manager, {
+        ...(options.clusterApi ? { clusterApi: true } : {}),
         timing: {
           operationFallbackMs: 1000,
           shortMs: 100,

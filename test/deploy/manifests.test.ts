@@ -715,13 +715,14 @@ const LEAST_PRIVILEGE = [
     `gpucloud.dev/${plural}: list patch watch`,
     `gpucloud.dev/${plural}/status: patch`,
   ]),
-  // A GpuVmPool's replicas are GpuVms and GpuDisks the operator creates and deletes.
-  ...["gpudisks", "gpuvms"].map((plural) => `gpucloud.dev/${plural}: create delete`),
+  // Owned by the operator's objects (a pool's replicas, a GpuMachine's VM, a GpuCluster's network and rules).
+  ...["gpudisks", "gpufirewallrules", "gpunetworks", "gpuvms"].map((plural) => `gpucloud.dev/${plural}: create delete`),
   // Cluster API's infrastructure kinds, and the Clusters and Machines that own them (read only).
-  ...["gpuclusters", "gpumachines", "gpumachinetemplates"].flatMap((plural) => [
-    `infrastructure.cluster.x-k8s.io/${plural}: list patch watch`,
-    `infrastructure.cluster.x-k8s.io/${plural}/status: patch`,
-  ]),
+  ...["gpuclusters", "gpumachines"].map((plural) => `infrastructure.cluster.x-k8s.io/${plural}: list patch watch`),
+  "infrastructure.cluster.x-k8s.io/gpumachinetemplates: list watch",
+  ...["gpuclusters", "gpumachines", "gpumachinetemplates"].map(
+    (plural) => `infrastructure.cluster.x-k8s.io/${plural}/status: patch`,
+  ),
   ...["clusters", "machines"].map((plural) => `cluster.x-k8s.io/${plural}: list watch`),
   // Budgets are read, and their ledger written through /status only.
   "gpucloud.dev/gpubudgets: list watch",

@@ -108,6 +108,8 @@ export async function startPlayground(options: {
   shards?: number;
   /** The simulator's profile (`--profile`); the playground's default (contract) otherwise. */
   profile?: "contract" | "seed-only";
+  /** `--capi`: Cluster API and a workload cluster too (the real control plane; its start takes longer). */
+  capi?: boolean;
 }): Promise<Playground> {
   const stateDir = options.stateDir ?? (await mkdtemp(path.join(tmpdir(), "gpuvm-e2e-")));
   const args = ["playground", "--port", "0", "--cloud-port", "0", "--metrics-port", "0", "--health-port", "0"];
@@ -116,9 +118,10 @@ export async function startPlayground(options: {
   if (options.kube === "real") args.push("--kube", "real");
   if (options.shards !== undefined) args.push("--shards", String(options.shards));
   if (options.profile !== undefined) args.push("--profile", options.profile);
+  if (options.capi === true) args.push("--capi", "--workload-port", "0");
   const playground = new RunningProcess(args);
   try {
-    await playground.waitForOutput(READY_LINE, 120_000);
+    await playground.waitForOutput(READY_LINE, options.capi === true ? 300_000 : 120_000);
   } catch (error) {
     await playground.stop("SIGKILL");
     await rm(stateDir, { recursive: true, force: true });
@@ -158,7 +161,7 @@ export async function startPlayground(options: {
     operatorArgs(shard?: { index: number; count: number }): string[] {
       // On the real control plane the operator runs as deploy/ installs it: its ServiceAccount's kubeconfig and
       // its Lease(s) in deploy/'s namespace, as the playground itself starts it.
-      const real = options.kube === "real";
+      const real = options.kube === "real" || options.capi === true;
       return operatorArgs({
         kubeconfigPath: real ? path.join(stateDir, "operator.kubeconfig") : kubeconfigPath,
         apiUrl: cloud.url,

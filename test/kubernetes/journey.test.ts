@@ -8,7 +8,7 @@ import { expect, it } from "vitest";
 import { type CustomObject, eventually, listCloud, listObjects } from "../e2e/harness.ts";
 import { describeJourney } from "../e2e/journey.ts";
 import { argocdHealth, kstatus } from "./peers.ts";
-import { auditedRequests, grantedPermissions, rbacVerdict } from "./rbac.ts";
+import { auditedRequests, grantedPermissions, ONLY_THE_CLUSTER_API_CONTROLLERS_USE, rbacVerdict } from "./rbac.ts";
 import { kubeBin } from "./shared.ts";
 
 /**
@@ -34,20 +34,6 @@ const NEEDED_WHEN_REACHED: Record<string, string> = {
   "get gpucloud.dev/gpucloudclaims (in gpuvm-system)":
     "ClaimStore.acquire reads the holder of a claim its create found taken (claims.ts)",
 };
-
-/**
- * Granted for the Cluster API controllers (issue #31), which are not written yet: no code uses them, so the
- * journey cannot. Each entry goes when those controllers land, and their journey proves the use instead.
- */
-const GRANTED_AHEAD_OF_THE_CLUSTER_API_CONTROLLERS = new Set([
-  ...["gpuclusters", "gpumachines", "gpumachinetemplates"].flatMap((plural) => [
-    ...["list", "watch", "patch"].map((verb) => `${verb} infrastructure.cluster.x-k8s.io/${plural} (cluster-wide)`),
-    `patch infrastructure.cluster.x-k8s.io/${plural}/status (cluster-wide)`,
-  ]),
-  ...["clusters", "machines"].flatMap((plural) =>
-    ["list", "watch"].map((verb) => `${verb} cluster.x-k8s.io/${plural} (cluster-wide)`),
-  ),
-]);
 
 const OPERATOR_USER = "system:serviceaccount:gpuvm-system:gpuvm-operator";
 
@@ -210,8 +196,7 @@ describeJourney({
       expect(verdict.missing, "requests RBAC refused: deploy/rbac.yaml lacks these").toEqual([]);
       const unexplained = verdict.unused.filter(
         (permission) =>
-          NEEDED_WHEN_REACHED[permission] === undefined &&
-          !GRANTED_AHEAD_OF_THE_CLUSTER_API_CONTROLLERS.has(permission),
+          NEEDED_WHEN_REACHED[permission] === undefined && !ONLY_THE_CLUSTER_API_CONTROLLERS_USE.has(permission),
       );
       expect(unexplained, "granted by deploy/rbac.yaml, never used by the operator").toEqual([]);
     });

@@ -22,6 +22,25 @@ export interface AuditedRequest extends Permission {
   decision: string | undefined;
 }
 
+/**
+ * What only the Cluster API provider's controllers use: the journeys run without Cluster API (the controllers are
+ * off), so they cannot show these; test/kubernetes/cluster-api-controllers.test.ts shows each one used.
+ */
+export const ONLY_THE_CLUSTER_API_CONTROLLERS_USE: ReadonlySet<string> = new Set([
+  ...["gpuclusters", "gpumachines", "gpumachinetemplates"].flatMap((plural) => [
+    ...["list", "watch"].map((verb) => `${verb} infrastructure.cluster.x-k8s.io/${plural} (cluster-wide)`),
+    `patch infrastructure.cluster.x-k8s.io/${plural}/status (cluster-wide)`,
+  ]),
+  // Finalizers, block-move, providerID: a template has none of them.
+  ...["gpuclusters", "gpumachines"].map((plural) => `patch infrastructure.cluster.x-k8s.io/${plural} (cluster-wide)`),
+  ...["clusters", "machines"].flatMap((plural) =>
+    ["list", "watch"].map((verb) => `${verb} cluster.x-k8s.io/${plural} (cluster-wide)`),
+  ),
+  ...["gpunetworks", "gpufirewallrules"].flatMap((plural) =>
+    ["create", "delete"].map((verb) => `${verb} gpucloud.dev/${plural} (cluster-wide)`),
+  ),
+]);
+
 export function permissionKey(permission: Permission): string {
   const where = permission.namespace === undefined ? "cluster-wide" : `in ${permission.namespace}`;
   return `${permission.verb} ${permission.group === "" ? "core" : permission.group}/${permission.resource} (${where})`;

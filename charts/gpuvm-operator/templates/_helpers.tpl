@@ -56,18 +56,23 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 - apiGroups: ["gpucloud.dev"]
   resources: ["gpuvms", "gpudisks", "gpunetworks", "gpufirewallrules", "gpuvmpools"]
   verbs: ["list", "watch", "patch"]
-# A GpuVmPool's replicas: the operator creates and deletes their GpuVms and GpuDisks.
+# Objects the operator's own objects own: a GpuVmPool's GpuVms and GpuDisks, a GpuMachine's GpuVm, a GpuCluster's
+# GpuNetwork and GpuFirewallRules (docs/cluster-api.md): created and deleted by the operator.
 - apiGroups: ["gpucloud.dev"]
-  resources: ["gpuvms", "gpudisks"]
+  resources: ["gpuvms", "gpudisks", "gpunetworks", "gpufirewallrules"]
   verbs: ["create", "delete"]
 - apiGroups: ["gpucloud.dev"]
   resources: ["gpuvms/status", "gpudisks/status", "gpunetworks/status", "gpufirewallrules/status", "gpuvmpools/status"]
   verbs: ["patch"]
-# Cluster API's infrastructure kinds (docs/cluster-api.md): read through informers, finalizers and the
-# providerID patched, status patched; the Clusters and Machines that own them read (bootstrap data, pause).
+# Cluster API's infrastructure kinds (docs/cluster-api.md): read through informers, finalizers, clusterctl's
+# block-move and the providerID patched (not a template's), status patched; the Clusters and Machines that own them read (bootstrap
+# data, pause). A Machine's bootstrap data Secret is read live (get secrets) and copied to a Secret its GpuMachine owns.
 - apiGroups: ["infrastructure.cluster.x-k8s.io"]
-  resources: ["gpuclusters", "gpumachines", "gpumachinetemplates"]
+  resources: ["gpuclusters", "gpumachines"]
   verbs: ["list", "watch", "patch"]
+- apiGroups: ["infrastructure.cluster.x-k8s.io"]
+  resources: ["gpumachinetemplates"]
+  verbs: ["list", "watch"]
 - apiGroups: ["infrastructure.cluster.x-k8s.io"]
   resources: ["gpuclusters/status", "gpumachines/status", "gpumachinetemplates/status"]
   verbs: ["patch"]
@@ -82,10 +87,11 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 - apiGroups: ["gpucloud.dev"]
   resources: ["gpubudgets/status"]
   verbs: ["patch"]
-# Secrets: credentials and referenced keys are read (the cache holds only those labelled gpucloud.dev/watch=true);
-# written are only the connection-details Secrets a GpuVm owns (create, patch; delete when the GpuVm names another,
-# with the owner's uid as precondition) and the credentials-in-use finalizer (patch). RBAC cannot say "only objects
-# we own"; the operator never writes any other.
+# Secrets: credentials and referenced keys are read (the cache holds only those labelled gpucloud.dev/watch=true),
+# a Machine's bootstrap data live; written are only the connection-details Secrets a GpuVm owns (create, patch;
+# delete when it names another, with the owner's uid as precondition), the bootstrap data copies GpuMachines own
+# (create; delete with them) and the credentials-in-use finalizer (patch). RBAC cannot say "only objects we own";
+# the operator never writes any other.
 - apiGroups: [""]
   resources: ["secrets"]
   verbs: ["get", "list", "watch", "create", "patch", "delete"]

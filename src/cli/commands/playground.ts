@@ -6,6 +6,7 @@
 import type { ChildProcess } from "node:child_process";
 import { chmod, mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
+import { type CapiPlayground, startCapiPlayground } from "../playground/cluster-api.ts";
 import { PLAYGROUND_HELP, type PlaygroundOptions, parsePlaygroundArgs } from "../playground/flags.ts";
 import { ensureCredentials, startDoubleKube, startRealKube } from "../playground/kube.ts";
 import { nextSteps } from "../playground/next-steps.ts";
@@ -81,6 +82,7 @@ async function runPlayground(options: PlaygroundOptions): Promise<number> {
     closers.push(() => simulator.close());
     const kube = options.kube === "real" ? await startRealKube(options) : await startDoubleKube(options);
     closers.push(kube.close);
+    let capi: CapiPlayground | undefined;
     await writeFile(kubeconfigPath, kube.kubeconfigYaml, { mode: 0o600 });
     await chmod(kubeconfigPath, 0o600);
     const cloud = { url: simulator.url, apiKey: simulator.apiKey, projectId: simulator.projectId };
@@ -88,6 +90,20 @@ async function runPlayground(options: PlaygroundOptions): Promise<number> {
     const cloudFile = path.join(options.stateDir, "cloud.json");
     await writeFile(cloudFile, `${JSON.stringify(cloud, null, 2)}\n`, { mode: 0o600 });
     await chmod(cloudFile, 0o600); // the file may predate this run with looser permissions
+    if (options.capi) {
+      // Before the operator: it registers the provider's controllers only where Cluster API is served.
+      const real = kube.real;
+      if (real === undefined) throw new Error("--capi without the real control plane");
+      capi = await startCapiPlayground({
+        management: real.plane,
+        built: real.built,
+        stateDir: options.stateDir,
+        workloadPort: options.workloadPort,
+        simulatorAdminUrl: simulator.adminUrl,
+        log: (line) => process.stdout.write(`[playground] ${line}\n`),
+      });
+      closers.push(capi.close);
+    }
     const operatorKubeconfigPath =
       kube.operatorKubeconfigYaml === undefined ? kubeconfigPath : path.join(options.stateDir, "operator.kubeconfig");
     if (kube.operatorKubeconfigYaml !== undefined) {
@@ -130,6 +146,7 @@ async function runPlayground(options: PlaygroundOptions): Promise<number> {
         user: simulator.user,
         profile: options.profile,
         operatorCommand: options.withoutOperator ? commandLine : undefined,
+        ...(capi !== undefined ? { capi: { workloadKubeconfigPath: capi.workloadKubeconfigPath } } : {}),
       }),
     );
   } catch (error) {

@@ -1,7 +1,7 @@
 // `gpuvm-operator run`: parse flags and environment, build the Manager, register the four controllers, start,
 // and resolve with 0 after SIGTERM/SIGINT once the graceful drain has finished.
 import { KubeConfig } from "@kubernetes/client-node/dist/config.js";
-import { registerControllers } from "../../controllers/index.ts";
+import { clusterApiServed, registerControllers } from "../../controllers/index.ts";
 import { createLogger, helpText, Manager, parseConfig } from "../../runtime/index.ts";
 import { applyRuntimeV8Flags } from "../node-flags.ts";
 
@@ -38,10 +38,19 @@ export async function main(argv: string[]): Promise<number> {
       if (code !== 0) process.exit(code);
     },
   });
-  const controllers = registerControllers(manager);
+  // The Cluster API provider's controllers run where Cluster API is installed (checked once: installed later, restart).
+  const clusterApi = await clusterApiServed(manager);
+  const controllers = registerControllers(manager, { clusterApi });
   logger.info(
-    { watchNamespaces: config.watchNamespaces, apiUrl: config.apiUrl, credentialsSecret: config.credentialsSecret },
-    "starting gpuvm-operator",
+    {
+      watchNamespaces: config.watchNamespaces,
+      apiUrl: config.apiUrl,
+      credentialsSecret: config.credentialsSecret,
+      clusterApi,
+    },
+    clusterApi
+      ? "starting gpuvm-operator (with the Cluster API provider's controllers)"
+      : "starting gpuvm-operator (Cluster API not installed: no GpuCluster, GpuMachine or GpuMachineTemplate controller)",
   );
   try {
     await manager.start();

@@ -10,6 +10,7 @@ export const PLAYGROUND_DEFAULTS = {
   cloudPort: 8091,
   metricsPort: 8092,
   healthPort: 8093,
+  workloadPort: 8094,
   stateDir: ".playground",
   latencyMs: 1500,
 } as const;
@@ -27,6 +28,10 @@ export interface PlaygroundOptions {
   kube: "double" | "real";
   /** Operator replicas sharing the objects by hash (--shard-count), each with its own Lease. */
   shards: number;
+  /** Cluster API and a workload cluster next to the operator (implies the real control plane). */
+  capi: boolean;
+  /** The workload cluster's kube-apiserver port (with --capi). */
+  workloadPort: number;
 }
 
 export const PLAYGROUND_HELP = `Usage: gpuvm-operator playground [flags]
@@ -49,6 +54,13 @@ Flags:
   --profile <name>       the simulated cloud's API: contract (default; the spec and contract-decisions.md) or
                          seed-only (only the spec's endpoints, see docs/simulator.md)
   --without-operator     start only the two servers and print the command that runs the operator against them
+  --capi                 Cluster API v1.14 (core and kubeadm bootstrap managers) and the operator as its
+                         infrastructure provider, on the real control plane (implies --kube real; builds
+                         Kubernetes and Cluster API the first time, needs Go), with one workload cluster whose
+                         nodes the simulator's VMs join: the Cluster playground, its GpuCluster and the Secret
+                         playground-kubeconfig in default. Then: kubectl apply -f examples/cluster-api/
+  --workload-port <n>    the workload cluster's kube-apiserver port with --capi (default ${PLAYGROUND_DEFAULTS.workloadPort}; kept
+                         across restarts: Cluster API pins it)
   --shards <n>           run n operators, each reconciling its shard of the objects (--shard-count n, one Lease
                          per shard, in gpuvm-system with --kube real; shard i serves /metrics and probes on the
                          ports above + 2i) (default 1)
@@ -78,6 +90,10 @@ export function parsePlaygroundArgs(argv: string[]): PlaygroundOptions | "help" 
   if (shardsText !== undefined && (!/^\d+$/.test(shardsText) || shards < 1 || shards > 16)) {
     throw new UsageError(`--shards: expected a whole number from 1 to 16, got "${shardsText}"`);
   }
+  const capi = values.capi === true;
+  if (capi && values.kube === "double") {
+    throw new UsageError("--capi runs Cluster API on the real control plane: leave out --kube double");
+  }
   const profile = values.profile ?? "contract";
   if (!isSimulatorProfile(profile)) {
     throw new UsageError(`--profile: expected one of ${SIMULATOR_PROFILES.join(", ")}, got "${profile}"`);
@@ -91,8 +107,10 @@ export function parsePlaygroundArgs(argv: string[]): PlaygroundOptions | "help" 
     latencyMs,
     profile,
     withoutOperator: values["without-operator"] === true,
-    kube: parseKube(values.kube),
+    kube: capi ? "real" : parseKube(values.kube),
     shards,
+    capi,
+    workloadPort: parsePort("workload-port", values["workload-port"], PLAYGROUND_DEFAULTS.workloadPort),
   };
 }
 
@@ -124,6 +142,8 @@ function playgroundFlags(argv: string[]) {
       "without-operator": { type: "boolean" },
       kube: { type: "string" },
       shards: { type: "string" },
+      capi: { type: "boolean" },
+      "workload-port": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });

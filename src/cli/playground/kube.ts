@@ -3,6 +3,8 @@
 // leader election in its namespace); and the namespace and credentials Secret the examples rely on.
 import path from "node:path";
 import { SECRET_WATCH_LABEL } from "../../api/common.ts";
+import type { BuiltKube } from "../../control-plane/binaries.ts";
+import type { RunningControlPlane } from "../../control-plane/control-plane.ts";
 import { type KubeTarget, kubeRequest as sendKubeRequest } from "../../control-plane/http.ts";
 import { CREDENTIALS_NAMESPACE, CREDENTIALS_SECRET, OPERATOR_NAMESPACE, REPO_ROOT } from "./conventions.ts";
 
@@ -19,6 +21,8 @@ export interface PlaygroundKube {
   operatorKubeconfigYaml?: string;
   leaderElectionNamespace?: string;
   kubectl?: string;
+  /** The real control plane and its build (what Cluster API is started on with --capi). */
+  real?: { plane: RunningControlPlane; built: BuiltKube };
   close: () => Promise<void>;
 }
 
@@ -40,11 +44,24 @@ export async function startDoubleKube(options: { port: number; stateDir: string 
 /** Thirty days: the playground may run for long; a restart asks for a new token. */
 const OPERATOR_TOKEN_SECONDS = 30 * 24 * 3600;
 
-export async function startRealKube(options: { port: number; stateDir: string }): Promise<PlaygroundKube> {
-  const { builtKubeBinaries } = await import("../../control-plane/binaries.ts");
+/** The management cluster's controllers with Cluster API: its manager's role is an aggregated ClusterRole. */
+const CAPI_MANAGEMENT_CONTROLLERS = [
+  "garbage-collector-controller",
+  "namespace-controller",
+  "clusterrole-aggregation-controller",
+];
+
+export async function startRealKube(options: {
+  port: number;
+  stateDir: string;
+  capi?: boolean;
+}): Promise<PlaygroundKube> {
+  const { builtKubeBinaries, ensureKubeBinaries } = await import("../../control-plane/binaries.ts");
   const { startControlPlane } = await import("../../control-plane/control-plane.ts");
   const { installOperatorIdentity } = await import("../../control-plane/operator-identity.ts");
-  const built = await builtKubeBinaries();
+  const log = (line: string) => process.stdout.write(`[playground] ${line}\n`);
+  // --capi builds what is missing (minutes the first time); --kube real asks for the build first.
+  const built = options.capi === true ? await ensureKubeBinaries({ log }) : await builtKubeBinaries();
   if (built === undefined) {
     throw new PlaygroundSetupError(
       "--kube real needs the control plane binaries: run `npm run kube:build` first (needs Go 1.26+ on PATH)",
@@ -56,7 +73,8 @@ export async function startRealKube(options: { port: number; stateDir: string })
     keepData: true,
     port: options.port,
     crdDirs: [path.join(REPO_ROOT, "crds")],
-    log: (line) => process.stdout.write(`[playground] ${line}\n`),
+    ...(options.capi === true ? { controllers: CAPI_MANAGEMENT_CONTROLLERS } : {}),
+    log,
   });
   try {
     const account = await installOperatorIdentity(plane.admin);
@@ -68,6 +86,7 @@ export async function startRealKube(options: { port: number; stateDir: string })
       operatorKubeconfigYaml: plane.kubeconfigYaml({ token, user: `${account.namespace}:${account.name}` }),
       leaderElectionNamespace: account.namespace,
       kubectl: built.bin("kubectl"),
+      real: { plane, built },
       close: () => plane.close(),
     };
   } catch (error) {

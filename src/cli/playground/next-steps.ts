@@ -27,6 +27,8 @@ export function nextSteps(options: {
   user: { email: string; password: string };
   profile: SimulatorProfile;
   operatorCommand: string | undefined;
+  /** With --capi: the workload cluster's kubeconfig. */
+  capi?: { workloadKubeconfigPath: string };
 }): string {
   const kubeconfig = displayPath(path.join(options.stateDir, "kubeconfig"));
   const cloudFile = displayPath(path.join(options.stateDir, "cloud.json"));
@@ -50,6 +52,20 @@ export function nextSteps(options: {
   const requirePath = path.isAbsolute(cloudFile) ? cloudFile : `./${cloudFile}`;
   const apiKey = `"$(node -p 'require(${JSON.stringify(requirePath)}).apiKey')"`;
   const { email, password } = options.user;
+  if (options.capi !== undefined) {
+    const workload = displayPath(options.capi.workloadKubeconfigPath);
+    lines.push(
+      "Cluster API: the Cluster default/playground (its GpuCluster, Secret playground-kubeconfig), control plane up.",
+      "Its GPU workers, in another shell:",
+      "",
+      `  export KUBECONFIG=${path.isAbsolute(kubeconfig) ? kubeconfig : `$PWD/${kubeconfig}`}`,
+      "  kubectl apply -f examples/cluster-api/",
+      "  kubectl get machines,gpumachines -w  # 3 Machines Running, each a GPU VM of the simulator",
+      `  kubectl --kubeconfig ${workload} get nodes -o wide   # their Nodes in the workload cluster`,
+      "  kubectl scale machinedeployment gpu-workers --replicas 5",
+      "",
+    );
+  }
   lines.push(
     "Next, in another shell:",
     "",

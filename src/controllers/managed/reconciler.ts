@@ -10,6 +10,7 @@
 // No worker ever waits on a cloud operation: the operation id goes into status, trackers wake the key, and a
 // fallback requeue covers lost wake-ups.
 
+import { CLUSTER_API_ANNOTATIONS } from "../../api/cluster-api.ts";
 import { ANNOTATIONS, FINALIZER, MIN_SYNC_PERIOD_MS, REASONS } from "../../api/common.ts";
 import {
   formatDuration,
@@ -232,6 +233,14 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
       // Let go without us (the finalizer removed by hand): its claim must not outlive it.
       await this.#services.releaseClaim(mr);
       return RELEASED;
+    }
+    if (deleting && CLUSTER_API_ANNOTATIONS.deleteForMove in mr.metadata.annotations) {
+      // clusterctl move deletes what it copied to another management cluster: the copy manages the resource now.
+      return release(
+        pass,
+        "Normal",
+        `moved by clusterctl (${CLUSTER_API_ANNOTATIONS.deleteForMove}): the cloud resource is kept`,
+      );
     }
     if (mr.metadata.annotations[ANNOTATIONS.paused] === "true") return paused(pass, deleting);
     if (deleting && (mr.spec.deletionPolicy === "Orphan" || mr.spec.managementPolicy === "Observe")) {

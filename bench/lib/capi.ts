@@ -1,0 +1,193 @@
+// The Cluster API scenario: `playground --capi` (real management and workload control planes, Cluster API's
+// managers, the operator, the simulator with node-join) and examples/cluster-api/'s MachineDeployment at N replicas
+// applied at once; measured until every Machine is Running (its Node joined, nodeRef set), against the issue's
+// bound 1.25 × (L + N/R): L the simulator's operation latency, R its rate limit.
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { createInterface } from "node:readline";
+import { parse } from "yaml";
+import { READY_LINE } from "../../src/cli/playground/next-steps.ts";
+import { type KubeTarget, kubeExpect, kubeRequest, kubeTargetOf } from "../../src/control-plane/http.ts";
+import { loadAverage, REPO_ROOT, sleep } from "./processes.ts";
+
+export interface CapiResult {
+  scenario: "capi";
+  n: number;
+  latencyMs: number;
+  ratePerSec: number;
+  /** From the apply to N Machines made by Cluster API's MachineSet controller (its own pace, not the provider's). */
+  timeToAllMachinesSeconds: number;
+  /** From the apply to every Machine Running with a nodeRef. */
+  timeToAllRunningSeconds: number;
+  /** From the apply to N VMs booted and their Nodes joined (the simulator's node-join emulation). */
+  timeToAllVmsRunningSeconds: number;
+  /** The issue's bound: 1.25 × (L + N/R). */
+  boundSeconds: number;
+  running: number;
+  timedOut: boolean;
+  /** The 1-minute load average before the apply and at the end. */
+  load: { before: number; after: number };
+}
+
+const NS = "/namespaces/default";
+const CAPI = `/apis/cluster.x-k8s.io/v1beta2${NS}`;
+const EXAMPLES = path.join(REPO_ROOT, "examples/cluster-api");
+const ROUTES: Record<string, string> = {
+  GpuMachineTemplate: `/apis/infrastructure.cluster.x-k8s.io/v1alpha1${NS}/gpumachinetemplates`,
+  KubeadmConfigTemplate: `/apis/bootstrap.cluster.x-k8s.io/v1beta2${NS}/kubeadmconfigtemplates`,
+  MachineDeployment: `${CAPI}/machinedeployments`,
+};
+
+/** The playground with --capi, until it prints its ready line (its first start builds nothing: kube:build did). */
+async function startCapiPlayground(stateDir: string, latencyMs: number, log: (line: string) => void) {
+  const args = ["playground", "--capi", "--state-dir", stateDir, "--latency-ms", String(latencyMs)];
+  for (const flag of ["--port", "--cloud-port", "--metrics-port", "--health-port", "--workload-port"]) {
+    args.push(flag, "0");
+  }
+  const child = spawn(process.execPath, [path.join(REPO_ROOT, "src/cli/main.ts"), ...args], {
+    cwd: REPO_ROOT,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const lines: string[] = [];
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`playground --capi not ready in 300 s: ${lines.slice(-5)}`)),
+      300_000,
+    );
+    const reader = createInterface({ input: child.stdout });
+    reader.on("line", (line) => {
+      lines.push(line);
+      if (line.includes(READY_LINE)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`playground --capi exited with ${code}: ${lines.slice(-5).join(" | ")}`));
+    });
+  });
+  child.stderr.resume();
+  log(`  playground --capi ready (${stateDir})`);
+  return child;
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+async function items(target: KubeTarget, route: string): Promise<Record<string, unknown>[]> {
+  const response = await kubeExpect(target, { path: route }, [200]);
+  return ((response.json as { items?: Record<string, unknown>[] }).items ?? []) as Record<string, unknown>[];
+}
+
+function seconds(ms: number | undefined): string {
+  return ms === undefined ? "—" : (ms / 1000).toFixed(1);
+}
+
+function isRunning(machine: Record<string, unknown>): boolean {
+  const status = machine.status as { phase?: string; nodeRef?: { name?: string } } | undefined;
+  return status?.phase === "Running" && status.nodeRef?.name !== undefined;
+}
+
+export async function runCapi(options: {
+  n: number;
+  latencyMs: number;
+  timeoutMs: number;
+  log: (line: string) => void;
+}): Promise<CapiResult> {
+  const { n, latencyMs, log } = options;
+  const stateDir = await mkdtemp(path.join(tmpdir(), "gpuvm-bench-capi-"));
+  const playground = await startCapiPlayground(stateDir, latencyMs, log);
+  try {
+    const management = kubeTargetOf(await readFile(path.join(stateDir, "kubeconfig"), "utf8"));
+    const cloud = JSON.parse(await readFile(path.join(stateDir, "cloud.json"), "utf8")) as { url: string };
+    const admin = `${new URL(cloud.url).origin}/_sim`;
+    // L and R as the simulator itself says them.
+    const settings = (await (await fetch(`${admin}/settings`)).json()) as {
+      latency_ms: number;
+      rate_limit: { rate_per_sec: number } | false;
+    };
+    if (settings.latency_ms !== latencyMs) throw new Error(`the simulator's latency is ${settings.latency_ms} ms`);
+    const ratePerSec = settings.rate_limit === false ? Number.POSITIVE_INFINITY : settings.rate_limit.rate_per_sec;
+    const boundSeconds = 1.25 * (latencyMs / 1000 + n / ratePerSec);
+    const objects: Record<string, unknown>[] = [];
+    for (const file of [
+      "01-gpu-machine-template.yaml",
+      "02-kubeadm-config-template.yaml",
+      "03-machine-deployment.yaml",
+    ]) {
+      objects.push(parse(await readFile(path.join(EXAMPLES, file), "utf8")) as Record<string, unknown>);
+    }
+    const deployment = objects[2] as { spec: { replicas: number } };
+    deployment.spec.replicas = n;
+    // Room for N VMs of the template's type in every location (the simulator's default is a few per location).
+    const vmType = String((objects[0] as { spec: { template: { spec: { type: string } } } }).spec.template.spec.type);
+    const capacity = (await (await fetch(`${admin}/capacity`)).json()) as Record<string, Record<string, unknown>>;
+    const room = Object.fromEntries(Object.keys(capacity).map((location) => [location, { [vmType]: { capacity: n } }]));
+    const put = await fetch(`${admin}/capacity`, {
+      method: "PUT",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(room),
+    });
+    if (!put.ok) throw new Error(`setting the simulator's capacity: ${put.status} ${await put.text()}`);
+    // Through the admin API: the cloud API's rate limit is the operator's to spend.
+    const nodesJoined = async () => {
+      const answer = (await (await fetch(`${admin}/node-joins`)).json()) as { joins?: { state: string }[] };
+      return (answer.joins ?? []).filter((join) => join.state === "joined").length;
+    };
+    const load = { before: loadAverage(), after: 0 };
+    const started = Date.now();
+    for (const object of objects) {
+      const route = ROUTES[String(object.kind)];
+      if (route === undefined) throw new Error(`no route for ${String(object.kind)}`);
+      const answer = await kubeRequest(management, { method: "POST", path: route, body: object });
+      if (answer.status !== 201) throw new Error(`creating ${String(object.kind)}: ${answer.status} ${answer.text}`);
+    }
+    let running = 0;
+    let vmsAt: number | undefined;
+    let machinesAt: number | undefined;
+    let timedOut = false;
+    for (;;) {
+      const elapsed = Date.now() - started;
+      if (vmsAt === undefined && (await nodesJoined()) >= n) vmsAt = Date.now() - started;
+      const machines = await items(management, `${CAPI}/machines`);
+      if (machinesAt === undefined && machines.length >= n) machinesAt = Date.now() - started;
+      running = machines.filter(isRunning).length;
+      if (running >= n) break;
+      if (elapsed > options.timeoutMs) {
+        timedOut = true;
+        break;
+      }
+      await sleep(250);
+    }
+    const totalSeconds = (Date.now() - started) / 1000;
+    load.after = loadAverage();
+    log(
+      `  ${running} of ${n} Machines Running in ${totalSeconds.toFixed(1)} s (all made by Cluster API at ${seconds(machinesAt)} s, VMs booted and joined at ${seconds(vmsAt)} s); bound 1.25 × (${latencyMs / 1000} + ${n}/${ratePerSec}) = ${boundSeconds.toFixed(1)} s; load ${load.before} → ${load.after}`,
+    );
+    return {
+      scenario: "capi",
+      n,
+      latencyMs,
+      ratePerSec,
+      timeToAllRunningSeconds: totalSeconds,
+      timeToAllMachinesSeconds: machinesAt === undefined ? Number.NaN : machinesAt / 1000,
+      timeToAllVmsRunningSeconds: vmsAt === undefined ? Number.NaN : vmsAt / 1000,
+      boundSeconds,
+      running,
+      timedOut,
+      load,
+    };
+  } finally {
+    await stop(playground);
+    await rm(stateDir, { recursive: true, force: true });
+  }
+}
