@@ -1,7 +1,8 @@
 // The operator's controllers, composed on the runtime's Manager: the managed kinds' controllers (managed/, one per
 // kind of kinds/), the GpuVmPool controller (pool/), the credentials-in-use controller and the accounts behind the
-// credentials (accounts/), the sweep of claims whose holder is gone, and the operator's gauges. Only composition
-// lives here; every piece is in its folder (docs/architecture.md).
+// credentials (accounts/), the sweep of claims whose holder is gone, budgets and the capacity queue in front of the
+// cloud calls that raise spend (budgets/), and the operator's gauges. Only composition lives here; every piece is
+// in its folder (docs/architecture.md).
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { gpuDiskKind } from "../api/gpu-disk.ts";
 import { gpuVmKind } from "../api/gpu-vm.ts";
@@ -12,6 +13,7 @@ import type { CloudAccount } from "./accounts/cloud-account.ts";
 import type { CredentialStore } from "./accounts/credentials.ts";
 import { watchSecrets } from "./accounts/secret-sources.ts";
 import { registerSecretUsage } from "./accounts/secret-usage.ts";
+import { type Budgets, registerBudgets } from "./budgets/controller.ts";
 import type { ReconcileTiming } from "./core/lifecycle.ts";
 import { cloudOperationsSample, registerOperatorMetrics } from "./core/metrics.ts";
 import { watchForeignAttachments } from "./kinds/attachment-changes.ts";
@@ -34,6 +36,8 @@ export interface RegisterOptions {
 export interface OperatorControllers {
   controllers: ReadonlyMap<string, Controller>;
   credentials: CredentialStore<CloudAccount>;
+  /** Budgets, prices and the capacity queue. */
+  budgets: Budgets;
   /** Stop the trackers of every cloud account (after the manager stopped). */
   stop(): void;
 }
@@ -59,7 +63,16 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
     resolve: (namespace, refName) => credentials.secretFor(namespace, refName),
     kinds: managedInformers,
   });
-  const deps = kindDeps({ manager, caches, claims, secrets, configMaps, usage: usage.usage });
+  // Budgets and the capacity queue: their waiters are woken through the kinds' controllers (only this shard's keys).
+  const budgets = registerBudgets(manager, {
+    caches,
+    claims,
+    credentials,
+    wake: (kind, key) => controllers.get(kind)?.wake(key, "high"),
+    ...(options.now ? { now: options.now } : {}),
+  });
+  const prices = () => budgets.prices.current();
+  const deps = kindDeps({ manager, caches, claims, secrets, configMaps, usage: usage.usage, prices });
   // A recorded action is decided afresh only once the replica that recorded it can no longer send it.
   const timing = { intentHoldMs: config.leaseDurationMs + config.apiTimeoutMs, ...options.timing };
   const now = options.now ? { now: options.now } : {};
@@ -73,6 +86,7 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
     dependencies,
     deps,
     timing,
+    spendGuard: (kind: string) => budgets.guardFor(kind),
     ...now,
   };
   for (const kind of MANAGED_KINDS) controllers.set(kind.info.kind, registerManagedKind(kind, wiring));
@@ -99,7 +113,17 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
   // GpuVmPools own GpuVms and GpuDisks: their controller writes Kubernetes objects only.
   const disks = caches.informer(gpuDiskKind.kind);
   if (vms === undefined || disks === undefined) throw new Error("no informer for the pools' members");
-  const pool = { informers: { GpuVm: vms, GpuDisk: disks }, credentials, timing: { ...options.timing }, ...now };
+  const pool = {
+    informers: { GpuVm: vms, GpuDisk: disks },
+    credentials,
+    // A pool places no more than the capacity queue leaves (ADR 0020's room), and what it reads counts as a probe.
+    queue: {
+      roomFor: (type: string, location: string) => budgets.capacity.roomFor(type, location),
+      record: budgets.capacity.record.bind(budgets.capacity),
+    },
+    timing: { ...options.timing },
+    ...now,
+  };
   controllers.set(gpuVmPoolKind.kind, registerPoolController(manager, pool));
   registerClaimSweep(manager, claims, managedInformers);
 
@@ -116,5 +140,14 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
     cloudOperationsSample(credentials.accounts(), (options.now ?? Date.now)()),
   );
 
-  return { controllers, credentials, stop: () => credentials.stop() };
+  budgets.start();
+  return {
+    controllers,
+    credentials,
+    budgets,
+    stop: () => {
+      budgets.stop();
+      credentials.stop();
+    },
+  };
 }
