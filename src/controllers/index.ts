@@ -68,7 +68,7 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
     caches,
     claims,
     credentials,
-    wake: (kind, key) => controllers.get(kind)?.wake(key, "high"),
+    wake: (kind, key, priority = "high") => controllers.get(kind)?.wake(key, priority),
     ...(options.now ? { now: options.now } : {}),
   });
   const prices = () => budgets.prices.current();

@@ -2,12 +2,13 @@
 // come from the GpuVm informer (a VM whose every location answered no), so every replica and shard builds the same
 // queues; a timer probes each (type, location) that has a waiter of this replica at most once per interval, through
 // the credentials of one of them, and wakes the waiters the probe admits, in order, and those it moved to their
-// next location. The managed lifecycle asks it for a create's turn (managed/spend.ts capacityTurn) through the
+// next location. A waiter's status says its place ("3rd of 30 waiting for …"): said when it joins, and brought up
+// to date at each probe of its pair (at most once per interval, not at every move of the line). The managed lifecycle asks it for a create's turn (managed/spend.ts capacityTurn) through the
 // CapacityPort it implements; the pool places no more than its room (roomFor).
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { capacityWaiterOf } from "../../admission/actions.ts";
-import { type Availability, CapacityQueue, type QueuePosition } from "../../admission/capacity-queue.ts";
+import { type Availability, CapacityQueue, type QueuePosition, queueMessage } from "../../admission/capacity-queue.ts";
 import type { ObjectInformer } from "../../runtime/index.ts";
 import { keyOf } from "../../runtime/index.ts";
 import type { ManagedObject } from "../core/object-model.ts";
@@ -26,8 +27,8 @@ export interface CapacityDriverOptions {
   owns(key: string): boolean;
   /** Whether this replica may call the cloud now (it leads its shard). */
   leading(): boolean;
-  /** Wake a GpuVm's key (its turn came, or it moved). */
-  wake(key: string): void;
+  /** Wake a GpuVm's key: its turn came or it moved (`high`), or the place its status shows is out of date. */
+  wake(key: string, priority: "high" | "normal"): void;
   probeIntervalMs: number;
   logger: Logger;
   now?: () => number;
@@ -77,18 +78,47 @@ export class CapacityDriver implements CapacityPort {
             this.#options.priorityOf(vm),
           );
     if (vm === undefined || waiter === undefined) {
-      this.#forget(key);
+      this.#leave(key, vm);
       return;
     }
     this.#objects.set(key, vm);
     this.queue.upsert(waiter);
+    this.#refreshPlace(key);
+  }
+
+  /**
+   * The object no longer waits. One whose create began (its intent, or a VM) took a unit of the room when it was
+   * admitted: another replica's is counted as started here (so the line behind it does not move up into room it
+   * took); one of ours whose create is about to be sent stays in the line until its pass says it was (started),
+   * so that this replica's creates go out in order.
+   */
+  #leave(key: string, vm: ManagedObject | undefined): void {
+    if (!this.#objects.has(key)) return;
+    const began = vm !== undefined && (vm.status.createPending !== undefined || vm.status.id !== undefined);
+    const sending = vm !== undefined && vm.status.createPending !== undefined && vm.status.id === undefined;
+    if (sending && this.#options.owns(key)) return;
+    const position = this.queue.position(key);
+    this.#objects.delete(key);
+    if (began && position?.admitted === true) this.queue.started(key);
+    else this.queue.remove(key);
+    // The one ahead left: the next of ours may go.
+    if (position !== undefined) this.#wakeAll(this.queue.admitted(position.type, position.location));
+  }
+
+  /** Wake a waiter of ours whose status does not say its place in the line yet. */
+  #refreshPlace(key: string): void {
+    const position = this.queue.position(key);
+    const vm = this.#objects.get(key);
+    if (position === undefined || vm === undefined || !this.#options.owns(key)) return;
+    const said = vm.status.conditions?.find((condition) => condition.type === "Ready")?.message ?? "";
+    if (!said.includes(queueMessage(position))) this.#options.wake(key, "normal");
   }
 
   #forget(key: string): void {
-    if (!this.#objects.delete(key)) return;
+    if (!this.#objects.has(key)) return;
+    this.#objects.delete(key);
     const position = this.queue.position(key);
     this.queue.remove(key);
-    // The one ahead left: the next of ours may go (its room is unchanged).
     if (position !== undefined) this.#wakeAll(this.queue.admitted(position.type, position.location));
   }
 
@@ -139,6 +169,11 @@ export class CapacityDriver implements CapacityPort {
     this.#options.logger.debug({ type, location, reading, admitted: admitted.length, moved: moved.length }, "capacity");
     this.#wakeAll(admitted);
     this.#wakeAll(moved.map((entry) => entry.key));
+    // Once per probe of the pair: the places the line's moves changed are said again.
+    for (const [key] of this.#objects) {
+      const position = this.queue.position(key);
+      if (position?.type === type && position.location === location) this.#refreshPlace(key);
+    }
   }
 
   #ownWaiterOf(type: string, location: string): ManagedObject | undefined {
@@ -151,7 +186,7 @@ export class CapacityDriver implements CapacityPort {
   }
 
   #wakeAll(keys: readonly string[]): void {
-    for (const key of keys) this.#options.wake(key);
+    for (const key of keys) this.#options.wake(key, "high");
   }
 
   position(key: string): QueuePosition | undefined {

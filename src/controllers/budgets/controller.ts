@@ -33,8 +33,8 @@ export interface BudgetsDeps {
   caches: ManagedCaches;
   claims: ClaimStore;
   credentials: CredentialStore<CloudAccount>;
-  /** Wake an object of a managed kind (its controller: only this replica's keys). */
-  wake(kind: BudgetedKind, key: string): void;
+  /** Wake an object of a managed kind (its controller: only this replica's keys), ahead of others by default. */
+  wake(kind: BudgetedKind, key: string, priority?: "high" | "normal"): void;
   now?: () => number;
 }
 
@@ -137,7 +137,7 @@ function capacityDriver(
     },
     owns: (key) => ownsKey(manager.config.shard, key),
     leading: () => manager.isLeader(),
-    wake: (key) => deps.wake("GpuVm", key),
+    wake: (key, priority) => deps.wake("GpuVm", key, priority),
     probeIntervalMs: manager.config.capacityProbeIntervalMs,
     logger,
     ...(deps.now ? { now: deps.now } : {}),
