@@ -108,6 +108,8 @@ export async function startPlayground(options: {
   shards?: number;
   /** The simulator's profile (`--profile`); the playground's default (contract) otherwise. */
   profile?: "contract" | "seed-only";
+  /** Environment of the playground and the operators it starts (GPUVM_<FLAG> sets an operator flag). */
+  env?: Record<string, string>;
 }): Promise<Playground> {
   const stateDir = options.stateDir ?? (await mkdtemp(path.join(tmpdir(), "gpuvm-e2e-")));
   const args = ["playground", "--port", "0", "--cloud-port", "0", "--metrics-port", "0", "--health-port", "0"];
@@ -116,7 +118,7 @@ export async function startPlayground(options: {
   if (options.kube === "real") args.push("--kube", "real");
   if (options.shards !== undefined) args.push("--shards", String(options.shards));
   if (options.profile !== undefined) args.push("--profile", options.profile);
-  const playground = new RunningProcess(args);
+  const playground = new RunningProcess(args, options.env);
   try {
     await playground.waitForOutput(READY_LINE, 120_000);
   } catch (error) {
