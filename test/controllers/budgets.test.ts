@@ -117,6 +117,39 @@ describe("a GpuBudget in front of the creates", () => {
   });
 });
 
+describe("prices", () => {
+  it("the ConfigMap's prices are the budgets' and the $/HOUR column's, without a restart; a malformed one changes nothing", async () => {
+    env = await startEnv();
+    const e = env;
+    const prices = (text: string) => ({ metadata: { name: "gpuvm-operator-prices" }, data: { "prices.yaml": text } });
+    await e.core.createNamespacedConfigMap({ namespace: "default", body: prices("gpuHourUSD:\n  a40: 2\n") });
+    // Two a40.1x at $2.00/h fill $4.00/h; a third waits.
+    await e.apply("GpuBudget", "gpus", { maxHourlyUSD: 4 });
+    await e.apply("GpuVm", "a", a40());
+    const running = await e.waitReady("GpuVm", "a", 15_000);
+    expect(running.status?.hourlyPriceUSD).toBe(2);
+    await e.apply("GpuVm", "b", a40());
+    await e.waitReady("GpuVm", "b", 15_000);
+    await e.apply("GpuVm", "c", a40());
+    const waiting = await e.waitFor("GpuVm", "c", (o) => reasonOf(o) === "BudgetExceeded", 15_000);
+    expect(waiting?.status?.conditions?.find((c) => c.type === "Ready")?.message).toMatch(/needs \$2\.00\/h/);
+
+    // A malformed file is refused whole: the last good prices stay.
+    await e.core.replaceNamespacedConfigMap({
+      name: "gpuvm-operator-prices",
+      namespace: "default",
+      body: prices("gpuHourUSD:\n  h100: 1\n"),
+    });
+    await e.annotate("GpuVm", "a", { touched: "1" });
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect((await e.get("GpuVm", "a"))?.status?.hourlyPriceUSD).toBe(2);
+    // Deleted: the seed's prices again ($1.10/h), seen at the next pass.
+    await e.core.deleteNamespacedConfigMap({ name: "gpuvm-operator-prices", namespace: "default" });
+    await e.annotate("GpuVm", "a", { touched: "2" });
+    await e.waitFor("GpuVm", "a", (o) => o?.status?.hourlyPriceUSD === 1.1, 15_000);
+  });
+});
+
 describe("budgets and namespaces", () => {
   it("covers only its own namespace's objects, by its selector", async () => {
     env = await startEnv();

@@ -3,7 +3,7 @@
 // is written and confirmed before the POST, so a crash or a lost answer makes the next pass look the name up and
 // adopt instead of creating a second resource. A resource this object held that no read shows any more is
 // created again only once its absence is confirmed (absence.ts). Also the location walk when a location has no
-// capacity. Budgets and the capacity queue (spend.ts, ADR 0032): a VM waiting for capacity goes only in its turn
+// capacity. Budgets and the capacity queue (spend.ts, ADR 0030): a VM waiting for capacity goes only in its turn
 // (before anything is written), and the create's amount is reserved after the intent, before the POST.
 
 import { REASONS } from "../../api/common.ts";
@@ -123,7 +123,7 @@ async function create<Spec extends ManagedSpecBase>(
     const existing = await connection.external.findByName(pass.cloudName, pass.signal);
     if (existing !== undefined) return adoptFound(pass, connection, existing);
   }
-  // Claim, intent, then the reservation (ADR 0032): the budget's sweep finds the intent of every entry in flight.
+  // Claim, intent, then the reservation (ADR 0030): the budget's sweep finds the intent of every entry in flight.
   const waiting = await reserveOrDropIntent(pass, need, freshIntent);
   if (waiting !== undefined) return waiting;
   try {

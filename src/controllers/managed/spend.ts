@@ -1,6 +1,6 @@
-// The managed lifecycle's side of budgets and the capacity queue (docs/budgets.md, ADR 0026, ADR 0032): the port
+// The managed lifecycle's side of budgets and the capacity queue (docs/budgets.md, ADR 0026, ADR 0030): the port
 // it calls around its cloud calls (SpendGuard, implemented over src/admission by controllers/budgets/), and the
-// steps that call it. The order of a create (ADR 0032): the capacity queue's turn (in memory, nothing written),
+// steps that call it. The order of a create (ADR 0030): the capacity queue's turn (in memory, nothing written),
 // the name's claim (ADR 0021), the create intent, the reservation, the POST; of an action (START, a type change's
 // STOP, a disk's RESIZE): its intent, the reservation, the request. A reservation is settled once the resource is
 // seen as the spec asks (Available), released when a create is refused or finds no capacity, and when the object
