@@ -1,8 +1,7 @@
 // One copy of each repeated string in long-lived parsed JSON. JSON.parse makes a new string for every value it
 // reads, so 10,000 cached objects hold 10,000 copies of the same namespace, location, project id, condition
 // reason and message, finalizer, timestamp of the same second. Interning replaces each by the copy seen before:
-// the duplicates die young instead of living as long as the objects (measured at 10,000 VMs: about a fifth of
-// the live heap was duplicate strings).
+// the duplicates die young instead of living as long as the objects (ADR 0027 has the measurement).
 //
 // The table is bounded: two generations of `maxEntries` each. A string found in the old generation moves to
 // the new one; when the new one is full it becomes the old one and the previous old one is dropped. Strings

@@ -71,7 +71,7 @@ const RESET = "gpucloud.dev/reset-requested-at";
 const MERGE = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 /** Short Lease timings, so a takeover is quick: the fence is the renew deadline, the standby waits the duration. */
 const LEASE = { durationMs: 6000, renewDeadlineMs: 4000, retryPeriodMs: 1000 };
-const VMS = 10;
+const VMS = 6;
 
 interface Condition {
   type: string;
@@ -130,11 +130,12 @@ class World {
             ...["--leader-election-renew-deadline", `${LEASE.renewDeadlineMs}ms`],
             ...["--leader-election-retry-period", `${LEASE.retryPeriodMs}ms`],
             ...["--metrics-bind-address", "0", "--health-probe-bind-address", "0"],
-            // Two cloud requests a second: sends queue behind the account's token bucket, so a freeze always
+            // Three cloud requests a second: sends queue behind the account's token bucket, so a freeze always
             // catches some decided and not yet sent.
-            ...["--api-rate-limit", "2", "--api-burst", "2", "--operation-poll-interval", "500ms"],
-            // A call's deadline includes its wait for a token: long enough for the queue of ten.
-            ...["--api-timeout", "30s", "--sync-period", "10m", "--log-level", "debug"],
+            ...["--api-rate-limit", "3", "--api-burst", "2", "--operation-poll-interval", "500ms"],
+            // A call's deadline includes its wait for a token: long enough for the queue of six (it also bounds how
+            // long the next leader holds a recorded action: the Lease duration plus this).
+            ...["--api-timeout", "12s", "--sync-period", "10m", "--log-level", "debug"],
           ],
           { POD_NAME: name },
         ),

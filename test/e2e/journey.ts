@@ -82,11 +82,24 @@ export function describeJourney(options: JourneyOptions): void {
       await playground.kubectl("wait", "--for=condition=Ready", "gvm/trainer", "--timeout=120s");
       await waitAllReady(playground);
       await options.whenReady?.(await allObjects(playground), playground);
+      const claimed: string[] = [];
       for (const kind of KINDS) {
         const objects = await listObjects(playground, kind.plural);
         const cloudIds = (await listCloud(playground, kind.cloudRoute)).map((item) => item.id);
         expect(cloudIds.sort(), kind.kind).toEqual(objects.map((object) => object.status?.id).sort());
+        claimed.push(...cloudIds.map(String));
       }
+      // Who manages what is recorded in the operator's own namespace, not the examples' (ADR 0021).
+      const claims = await playground.kubectl(
+        "get",
+        "gpucloudclaims",
+        "-n",
+        "gpuvm-system",
+        "-o",
+        "jsonpath={.items[*].spec.id}",
+      );
+      expect(claims.split(" ").filter(Boolean).sort()).toEqual(claimed.sort());
+      expect(await playground.kubectl("get", "gpucloudclaims", "-n", "default", "-o", "name")).toBe("");
       const table = await playground.kubectl("get", "gpucloud");
       expect(table).toContain("trainer");
       // Columns read like kubectl's own: RUNNING, tcp, the GpuVm a disk is attached to, SYNCED next to READY.

@@ -65,7 +65,7 @@ describe("gpuvm-operator playground command line", () => {
     expect(chosen !== "help" && chosen.stateDir).toBe("/tmp/mine");
   });
 
-  it("runs the operator with the playground's kubeconfig, simulator and credentials Secret", () => {
+  it("runs the operator with the playground's kubeconfig, simulator and credentials Secret, its claims in gpuvm-system", () => {
     const args = operatorArgs({
       kubeconfigPath: "/tmp/pg/kubeconfig",
       apiUrl: "http://127.0.0.1:9/v0.1",
@@ -75,6 +75,7 @@ describe("gpuvm-operator playground command line", () => {
     });
     expect(args.join(" ")).toBe(
       "run --kubeconfig /tmp/pg/kubeconfig --api-url http://127.0.0.1:9/v0.1 --credentials-secret default/gpucloud-credentials " +
+        "--claims-namespace gpuvm-system " +
         "--metrics-bind-address 127.0.0.1:8092 --health-probe-bind-address 127.0.0.1:8093 --operation-poll-interval 750ms",
     );
   });

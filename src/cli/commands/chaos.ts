@@ -14,10 +14,12 @@ Runs the operator (two replicas with leader election) against the cloud API simu
 test double under faults: cloud 5xx, 429, lost answers, FAILED operations, latency spikes; dropped watches,
 410 Gone, 409 on status writes; SIGKILLs of the leader (also while a disk resize and a VM type change are in
 flight) and freezes of the leader past its Lease (SIGSTOP, then SIGCONT); RESETs asked for meanwhile; and
-hostile tenants (a cloud that never answers, endless answers, malformed JSON). Then checks: every healthy
-object Ready, one cloud resource per object, no RESET twice for one annotation, no write from a replica
-without its Lease, nothing left after deleting everything, no crash, memory and file descriptors flat, no
-secret in any log line.
+hostile tenants (a cloud that never answers, endless answers, malformed JSON) and a trespasser (a tenant in
+other namespaces that points its objects at their cloud resources, edits status, switches policies and
+Secrets). Then checks: every healthy object Ready, one cloud resource per object, no resource changed by an
+object that does not own it, nothing made in an account the user did not name, no RESET twice for one
+annotation, no write from a replica without its Lease, nothing left after deleting everything, no crash,
+memory and file descriptors flat, no secret in any log line.
 
 Flags:
   --profile <name>   full (default): 500 objects, 10 kills, 4 freezes; ci: about 60 objects, 2 kills, 1 freeze

@@ -4,7 +4,7 @@
 import path from "node:path";
 import { SECRET_WATCH_LABEL } from "../../api/common.ts";
 import { type KubeTarget, kubeRequest as sendKubeRequest } from "../../control-plane/http.ts";
-import { CREDENTIALS_NAMESPACE, CREDENTIALS_SECRET, REPO_ROOT } from "./conventions.ts";
+import { CREDENTIALS_NAMESPACE, CREDENTIALS_SECRET, OPERATOR_NAMESPACE, REPO_ROOT } from "./conventions.ts";
 
 /** A step of the setup failed: the message says which, and what the API server answered. */
 class PlaygroundSetupError extends Error {
@@ -94,17 +94,22 @@ async function expectStatus(
   throw new PlaygroundSetupError(`${what}: HTTP ${response.status} ${response.text.slice(0, 300)}`);
 }
 
-/** Namespace `default` and the credentials Secret the examples rely on (created or brought up to date). */
+/**
+ * Namespace `default` and the credentials Secret the examples rely on (created or brought up to date), and the
+ * operator's own namespace (its claims).
+ */
 export async function ensureCredentials(
   target: KubeTarget,
   cloud: { url: string; apiKey: string; projectId: string },
 ): Promise<void> {
-  const namespace = await kubeRequest(target, "POST", "/api/v1/namespaces", {
-    apiVersion: "v1",
-    kind: "Namespace",
-    metadata: { name: CREDENTIALS_NAMESPACE },
-  });
-  await expectStatus(namespace, [200, 201, 409], `creating namespace ${CREDENTIALS_NAMESPACE}`);
+  for (const name of [CREDENTIALS_NAMESPACE, OPERATOR_NAMESPACE]) {
+    const namespace = await kubeRequest(target, "POST", "/api/v1/namespaces", {
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: { name },
+    });
+    await expectStatus(namespace, [200, 201, 409], `creating namespace ${name}`);
+  }
   const stringData = { apiKey: cloud.apiKey, projectId: cloud.projectId, apiUrl: cloud.url };
   const data = Object.fromEntries(
     Object.entries(stringData).map(([key, value]) => [key, Buffer.from(value).toString("base64")]),

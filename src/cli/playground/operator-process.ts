@@ -7,7 +7,7 @@ import { createInterface } from "node:readline";
 import { formatLogLine } from "../../runtime/logging.ts";
 import { shellQuote } from "../../util/shell-quote.ts";
 import { OPERATOR_NODE_FLAGS, operatorEnvironment } from "../node-flags.ts";
-import { CREDENTIALS_NAMESPACE, CREDENTIALS_SECRET, REPO_ROOT } from "./conventions.ts";
+import { CREDENTIALS_NAMESPACE, CREDENTIALS_SECRET, OPERATOR_NAMESPACE, REPO_ROOT } from "./conventions.ts";
 
 const MAIN_SCRIPT = path.join(REPO_ROOT, "src/cli/main.ts");
 const OPERATOR_STOP_TIMEOUT_MS = 15_000;
@@ -36,6 +36,8 @@ export function operatorArgs(input: OperatorArgsInput): string[] {
     input.apiUrl,
     "--credentials-secret",
     `${CREDENTIALS_NAMESPACE}/${CREDENTIALS_SECRET}`,
+    "--claims-namespace",
+    OPERATOR_NAMESPACE,
     "--metrics-bind-address",
     `127.0.0.1:${input.metricsPort}`,
     "--health-probe-bind-address",
