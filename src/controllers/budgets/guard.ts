@@ -2,7 +2,9 @@
 // and release through the ledger (admission/budget-ledger.ts: the namespace's budgets read live, every write guarded
 // by the budget's resourceVersion). The cached budgets only spare writes and reads that would change nothing: an
 // object they show still waiting (and not among the waiters that fit) stays waiting without a write, an entry they
-// show right is not written again, an object they show holding nothing releases nothing.
+// show right is not written again, an object they show holding nothing releases nothing. Only this process's own
+// waiting records are remembered besides: the cache may not show one yet when the object's next pass finds its
+// resource as the spec asks (its spec changed back), and a record left there would hold room from the others.
 import type { Logger } from "pino";
 import { subjectOf } from "../../admission/actions.ts";
 import type { Admission, BudgetLedger } from "../../admission/budget-ledger.ts";
@@ -38,6 +40,8 @@ export class BudgetGuard implements SpendGuard {
   readonly #options: BudgetGuardOptions;
   readonly #now: () => number;
   readonly capacity: CapacityPort | undefined;
+  /** The uids whose reservation this process was told to wait, until a settle or release clears their record. */
+  readonly #recordedWaiting = new Set<string>();
 
   constructor(options: BudgetGuardOptions) {
     this.#options = options;
@@ -73,15 +77,21 @@ export class BudgetGuard implements SpendGuard {
   }
 
   async reserve(mr: ManagedObject, need: Need): Promise<Reservation> {
-    return reservationOf(await this.#options.ledger.reserve(this.#subject(mr), need));
+    const subject = this.#subject(mr);
+    const admission = await this.#options.ledger.reserve(subject, need);
+    if (admission.type === "waiting") this.#recordedWaiting.add(subject.uid);
+    if (admission.type === "admitted") this.#recordedWaiting.delete(subject.uid);
+    return reservationOf(admission);
   }
 
   async billed(mr: ManagedObject, billing: Need | undefined): Promise<void> {
     const subject = this.#subject(mr);
     const budgets = this.#options.cached(subject.namespace);
+    const recorded = this.#recordedWaiting.has(subject.uid);
     if (billing === undefined) {
-      if (budgets.some((budget) => subject.uid in budget.entries || subject.uid in budget.waiting)) {
+      if (recorded || budgets.some((budget) => subject.uid in budget.entries || subject.uid in budget.waiting)) {
         await this.#options.ledger.release(subject);
+        this.#recordedWaiting.delete(subject.uid);
       }
       return;
     }
@@ -91,13 +101,18 @@ export class BudgetGuard implements SpendGuard {
       const entry = budget.entries[subject.uid];
       return entry?.state !== "Used" || entry.amountUSD !== amountUSD || subject.uid in budget.waiting;
     });
-    if (stale) await this.#options.ledger.settle(subject, billing);
+    if (stale || recorded) {
+      await this.#options.ledger.settle(subject, billing);
+      this.#recordedWaiting.delete(subject.uid);
+    }
   }
 
   async release(mr: ManagedObject): Promise<void> {
     try {
       // Live, whatever the cache shows: a reservation made moments ago may not be cached yet.
-      await this.#options.ledger.release(this.#subject(mr));
+      const subject = this.#subject(mr);
+      await this.#options.ledger.release(subject);
+      this.#recordedWaiting.delete(subject.uid);
     } catch (error) {
       this.#options.logger.info(
         { err: error, object: `${mr.metadata.namespace}/${mr.metadata.name}` },
