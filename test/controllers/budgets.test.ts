@@ -81,7 +81,10 @@ describe("a GpuBudget in front of the creates", () => {
     await e.waitFor("GpuVm", "a", (o) => reasonOf(o) === "BudgetExceeded", 15_000);
     expect((await cloudVms(e)).get("default-a")).toMatchObject({ state: "STATE_RUNNING", type: "a40.1x" });
     await e.patchSpec("GpuVm", "a", { type: "a40.1x" });
-    await e.waitReady("GpuVm", "a", 15_000);
+    // Ready at its new generation: its waiting record goes once it is seen as asked. (The held STOP's intent is
+    // dropped by a status write that the spec's change can make conflict; the intent left is then held for
+    // intentHoldMs, as one that may have been sent, before the pass decides afresh: hence the longer wait.)
+    await e.waitFor("GpuVm", "a", ready, 30_000);
 
     await e.patchSpec("GpuVm", "b", { powerState: "Stopped" });
     await e.waitFor("GpuVm", "b", (o) => ready(o) && o?.status?.state === "STATE_STOPPED", 15_000);
