@@ -226,8 +226,9 @@ describe("repository-wide rules", () => {
 });
 
 // ---------------------------------------------------------------------------------------------------------
-// The controllers' sub-folders (docs/architecture.md, "src/controllers"): core ← accounts ← managed ← kinds, and
-// pool and cluster-api beside managed on core and accounts; accounts never import a kind or the lifecycle. index.ts composes them
+// The controllers' sub-folders (docs/architecture.md, "src/controllers"): core ← accounts ← managed ← kinds, pool
+// and cluster-api beside managed on core and accounts, budgets beside kinds on core, accounts and managed; accounts
+// never import a kind or the lifecycle. index.ts composes them
 // all and is the only file at the top of the folder.
 const CONTROLLERS = path.join(SRC, "controllers");
 
@@ -239,6 +240,7 @@ const CONTROLLER_FOLDERS: Record<string, readonly string[]> = {
   kinds: ["core", "accounts", "managed"],
   pool: ["core", "accounts"],
   "cluster-api": ["core", "accounts"],
+  budgets: ["core", "accounts", "managed"],
 };
 
 function controllerViolations(file: string, source: string): string[] {

@@ -91,17 +91,27 @@ export function effectivePriority(subject: Subject, budgets: readonly Budget[]):
 export interface QueuedVm {
   metadata: ObjectMeta;
   spec: { type: string; location?: string | undefined; locations?: readonly string[] | undefined };
-  status?: { locationIndex?: number | undefined; conditions?: readonly { type: string; reason: string }[] | undefined };
+  status?: {
+    locationIndex?: number | undefined;
+    conditions?: readonly { type: string; status: string; reason: string }[] | undefined;
+    id?: string | undefined;
+    createPending?: unknown;
+  };
 }
 
 /**
- * The GpuVm as a capacity waiter, when it waits for capacity (its Ready reason is CapacityUnavailable): its
- * location list and where it is in it, its priority as counted, and its age (creationTimestamp). All of it read from
- * the object, so every replica derives the same queue. `key` is what the caller wakes.
+ * The GpuVm as a capacity waiter, when it waits for capacity (Ready reason CapacityUnavailable and Stalled: every
+ * location of its walk answered no; no VM and no create intent): its location list and where it is in it, its
+ * priority as counted, and its age (creationTimestamp). All of it read from the object, so every replica derives the
+ * same queue. A VM still walking its locations (not Stalled yet) tries the next one at once; one whose create intent
+ * is written is about to be sent (it left the queue). `key` is what the caller wakes.
  */
 export function capacityWaiterOf(vm: QueuedVm, key: string, priority: number): CapacityWaiter | undefined {
-  const ready = vm.status?.conditions?.find((condition) => condition.type === "Ready");
-  if (ready?.reason !== "CapacityUnavailable") return undefined;
+  const conditions = vm.status?.conditions ?? [];
+  const ready = conditions.find((condition) => condition.type === "Ready");
+  const stalled = conditions.find((condition) => condition.type === "Stalled");
+  if (ready?.reason !== "CapacityUnavailable" || stalled?.status !== "True") return undefined;
+  if (vm.status?.id !== undefined || vm.status?.createPending !== undefined) return undefined;
   const locations = vm.spec.locations ?? (vm.spec.location === undefined ? [] : [vm.spec.location]);
   if (locations.length === 0 || vm.metadata.uid === undefined) return undefined;
   return {

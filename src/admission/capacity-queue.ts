@@ -66,6 +66,12 @@ export interface CapacityQueueOptions {
   probeIntervalMs?: number;
   /** Whether this replica acts for a key (its shard). Default: every key. */
   owns?: (key: string) => boolean;
+  /**
+   * One at a time, in the queue's order: of this replica's waiters within the room, only the first may try; the
+   * next once it has started (`started` names it). So this replica's creates reach the cloud in the order of the
+   * queue, not in whatever order concurrent passes get there. Default: every waiter within the room at once.
+   */
+  inOrder?: boolean;
 }
 
 interface Pair {
@@ -87,6 +93,7 @@ export class CapacityQueue {
   readonly #now: () => number;
   readonly #intervalMs: number;
   readonly #owns: (key: string) => boolean;
+  readonly #inOrder: boolean;
   readonly #waiters = new Map<string, CapacityWaiter>();
   readonly #pairs = new Map<string, Pair>();
   /** The keys waiting in each pair, and each pair's line once sorted (dropped when the pair changes). */
@@ -97,6 +104,7 @@ export class CapacityQueue {
     this.#now = options.now ?? Date.now;
     this.#intervalMs = options.probeIntervalMs ?? 60_000;
     this.#owns = options.owns ?? (() => true);
+    this.#inOrder = options.inOrder ?? false;
   }
 
   /** Join or refresh (from the object as the informer shows it). */
@@ -127,9 +135,16 @@ export class CapacityQueue {
     return { type: waiter.type, location, position: index + 1, length: line.length, admitted: index < room };
   }
 
-  /** Whether this waiter may send its create now: it is ours, and within the room from the head. */
+  /**
+   * Whether this waiter may send its create now: it is ours, and within the room from the head (in order: and no
+   * waiter of ours is ahead of it).
+   */
   mayTry(key: string): boolean {
-    return this.#owns(key) && (this.position(key)?.admitted ?? false);
+    if (!this.#owns(key) || !(this.position(key)?.admitted ?? false)) return false;
+    if (!this.#inOrder) return true;
+    const waiter = this.#waiters.get(key);
+    if (waiter === undefined) return false;
+    return this.#admittedOurs(waiter.type, locationOf(waiter))[0] === key;
   }
 
   /**
@@ -183,13 +198,22 @@ export class CapacityQueue {
     return { admitted: this.#admittedOurs(type, location), moved };
   }
 
-  /** Our waiter's create was sent: it takes one unit of room and leaves the queue. */
-  started(key: string): void {
+  /**
+   * Our waiter's create was sent: it takes one unit of room and leaves the queue. Returns our waiters that may try
+   * now (in order: the next one), for the caller to wake.
+   */
+  started(key: string): string[] {
     const waiter = this.#waiters.get(key);
-    if (waiter === undefined) return;
+    if (waiter === undefined) return [];
     const pair = this.#pairs.get(pairKey(waiter.type, locationOf(waiter)));
     if (pair !== undefined) pair.room = Math.max(0, pair.room - 1);
     this.remove(key);
+    return this.#admittedOurs(waiter.type, locationOf(waiter));
+  }
+
+  /** Our waiters of the pair that may try now (a waiter of ours left it: the next may go). */
+  admitted(type: string, location: string): string[] {
+    return this.#admittedOurs(type, location);
   }
 
   /** A create (or START) there failed out of stock: no room until the next probe; the waiter rejoins by upsert. */

@@ -1,7 +1,9 @@
 // The operator's controllers, composed on the runtime's Manager: the managed kinds' controllers (managed/, one per
 // kind of kinds/), the GpuVmPool controller (pool/), the credentials-in-use controller and the accounts behind the
-// credentials (accounts/), the sweep of claims whose holder is gone, and the operator's gauges. Only composition
-// lives here; every piece is in its folder (docs/architecture.md).
+// credentials (accounts/), the sweep of claims whose holder is gone, budgets and the capacity queue in front of the
+// cloud calls that raise spend (budgets/), the Cluster API provider's controllers where Cluster API is served
+// (cluster-api/), and the operator's gauges. Only composition lives here; every piece is
+// in its folder (docs/architecture.md).
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { gpuDiskKind } from "../api/gpu-disk.ts";
 import { gpuFirewallRuleKind } from "../api/gpu-firewall-rule.ts";
@@ -14,6 +16,7 @@ import type { CloudAccount } from "./accounts/cloud-account.ts";
 import type { CredentialStore } from "./accounts/credentials.ts";
 import { watchSecrets } from "./accounts/secret-sources.ts";
 import { registerSecretUsage } from "./accounts/secret-usage.ts";
+import { type Budgets, registerBudgets } from "./budgets/controller.ts";
 import { registerClusterApiControllers } from "./cluster-api/register.ts";
 import type { ReconcileTiming } from "./core/lifecycle.ts";
 import { cloudOperationsSample, registerOperatorMetrics } from "./core/metrics.ts";
@@ -45,6 +48,8 @@ export interface RegisterOptions {
 export interface OperatorControllers {
   controllers: ReadonlyMap<string, Controller>;
   credentials: CredentialStore<CloudAccount>;
+  /** Budgets, prices and the capacity queue. */
+  budgets: Budgets;
   /** Stop the trackers of every cloud account (after the manager stopped). */
   stop(): void;
 }
@@ -75,6 +80,15 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
     resolve: (namespace, refName) => credentials.secretFor(namespace, refName),
     kinds: managedInformers,
   });
+  // Budgets and the capacity queue: their waiters are woken through the kinds' controllers (only this shard's keys).
+  const budgets = registerBudgets(manager, {
+    caches,
+    claims,
+    credentials,
+    wake: (kind, key, priority = "high") => controllers.get(kind)?.wake(key, priority),
+    ...(options.now ? { now: options.now } : {}),
+  });
+  const prices = () => budgets.prices.current();
   const deps = kindDeps({
     manager,
     caches,
@@ -82,6 +96,7 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
     secrets,
     configMaps,
     usage: usage.usage,
+    prices,
     ...(views !== undefined ? { views } : {}),
   });
   // A recorded action is decided afresh only once the replica that recorded it can no longer send it.
@@ -97,6 +112,7 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
     dependencies,
     deps,
     timing,
+    spendGuard: (kind: string) => budgets.guardFor(kind),
     ...now,
   };
   for (const kind of MANAGED_KINDS) controllers.set(kind.info.kind, registerManagedKind(kind, wiring));
@@ -120,26 +136,8 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
     wakes.usersOfSecret(defaultSecret.ref, (namespace, refName) => credentials.secretFor(namespace, refName));
   });
 
-  // GpuVmPools own GpuVms and GpuDisks: their controller writes Kubernetes objects only.
-  const disks = caches.informer(gpuDiskKind.kind);
-  if (vms === undefined || disks === undefined) throw new Error("no informer for the pools' members");
-  const pool = { informers: { GpuVm: vms, GpuDisk: disks }, credentials, timing: { ...options.timing }, ...now };
-  controllers.set(gpuVmPoolKind.kind, registerPoolController(manager, pool));
+  registerOwners(manager, { caches, credentials, budgets, controllers, options });
   registerClaimSweep(manager, claims, managedInformers);
-
-  // The Cluster API provider: its kinds own GpuVms, GpuNetworks and GpuFirewallRules, whose controllers do the cloud work.
-  if (options.clusterApi === true) {
-    const networks = caches.informer(gpuNetworkKind.kind);
-    const rules = caches.informer(gpuFirewallRuleKind.kind);
-    if (networks === undefined || rules === undefined)
-      throw new Error("no informer for the clusters' networks and rules");
-    const informers = { GpuVm: vms, GpuNetwork: networks, GpuFirewallRule: rules };
-    for (const [kind, controller] of Object.entries(
-      registerClusterApiControllers(manager, { informers, credentials }),
-    )) {
-      controllers.set(kind, controller);
-    }
-  }
 
   registerOperatorMetrics(manager.metrics.registry, {
     kinds: managedInformers.map(({ kind, informer }) => ({
@@ -154,5 +152,55 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
     cloudOperationsSample(credentials.accounts(), (options.now ?? Date.now)()),
   );
 
-  return { controllers, credentials, stop: () => credentials.stop() };
+  budgets.start();
+  return {
+    controllers,
+    credentials,
+    budgets,
+    stop: () => {
+      budgets.stop();
+      credentials.stop();
+    },
+  };
+}
+
+/**
+ * The kinds that own managed objects and write Kubernetes objects only: GpuVmPools (GpuVms and GpuDisks) and,
+ * where Cluster API is served, its provider's kinds (GpuVms, GpuNetworks, GpuFirewallRules).
+ */
+function registerOwners(
+  manager: Manager,
+  wiring: {
+    caches: ManagedCaches;
+    credentials: CredentialStore<CloudAccount>;
+    budgets: Budgets;
+    controllers: Map<string, Controller>;
+    options: RegisterOptions;
+  },
+): void {
+  const { caches, credentials, budgets, controllers, options } = wiring;
+  const vms = caches.informer(gpuVmKind.kind);
+  const disks = caches.informer(gpuDiskKind.kind);
+  if (vms === undefined || disks === undefined) throw new Error("no informer for the pools' members");
+  const pool = {
+    informers: { GpuVm: vms, GpuDisk: disks },
+    credentials,
+    // A pool places no more than the capacity queue leaves (ADR 0020's room), and what it reads counts as a probe.
+    queue: {
+      roomFor: (type: string, location: string) => budgets.capacity.roomFor(type, location),
+      record: budgets.capacity.record.bind(budgets.capacity),
+    },
+    timing: { ...options.timing },
+    ...(options.now ? { now: options.now } : {}),
+  };
+  controllers.set(gpuVmPoolKind.kind, registerPoolController(manager, pool));
+  if (options.clusterApi !== true) return;
+  const networks = caches.informer(gpuNetworkKind.kind);
+  const rules = caches.informer(gpuFirewallRuleKind.kind);
+  if (networks === undefined || rules === undefined)
+    throw new Error("no informer for the clusters' networks and rules");
+  const informers = { GpuVm: vms, GpuNetwork: networks, GpuFirewallRule: rules };
+  for (const [kind, controller] of Object.entries(registerClusterApiControllers(manager, { informers, credentials }))) {
+    controllers.set(kind, controller);
+  }
 }

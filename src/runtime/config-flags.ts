@@ -84,6 +84,12 @@ export const FLAGS: readonly FlagSpec[] = [
     help: "How often each cloud account's resources are listed (one list per family: ceil(N/500) calls) to see changes made outside the operator, such as a VM stopped with another client; what changed is corrected or reported at once. At most --sync-period",
   },
   {
+    name: "capacity-probe-interval",
+    type: "duration",
+    default: "60s",
+    help: "How often the availability of a VM type in a location is read while objects wait for its capacity (once per interval for the pair, not per object); the head of its queue goes first when capacity returns",
+  },
+  {
     name: "graceful-shutdown-timeout",
     type: "duration",
     default: "30s",

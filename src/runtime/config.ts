@@ -52,6 +52,8 @@ export interface OperatorConfig {
    * never longer than the sync period. What changed wakes its object.
    */
   pollIntervalMs: number;
+  /** How often a (VM type, location) with objects waiting for its capacity is probed (docs/budgets.md). */
+  capacityProbeIntervalMs: number;
   gracefulShutdownTimeoutMs: number;
   /** GPU cloud API base URL (…/v0.1); undefined → the credentials Secret's `apiUrl` key decides. */
   apiUrl: string | undefined;
@@ -189,6 +191,7 @@ function buildConfig(value: FlagValue): OperatorConfig {
     maxConcurrentReconciles,
     syncPeriodMs: duration("sync-period", value),
     pollIntervalMs: duration("poll-interval", value),
+    capacityProbeIntervalMs: duration("capacity-probe-interval", value),
     gracefulShutdownTimeoutMs: duration("graceful-shutdown-timeout", value),
     apiUrl: apiUrl || undefined,
     allowedApiUrls: [...new Set(allowedApiUrls)],

@@ -91,7 +91,13 @@ describe("objects", () => {
     const waiting = {
       metadata,
       spec: { type: "a40.1x", locations: ["us-east1-a", "eu-iceland1-a"] },
-      status: { locationIndex: 1, conditions: [{ type: "Ready", reason: "CapacityUnavailable" }] },
+      status: {
+        locationIndex: 1,
+        conditions: [
+          { type: "Ready", status: "False", reason: "CapacityUnavailable" },
+          { type: "Stalled", status: "True", reason: "CapacityUnavailable" },
+        ],
+      },
     };
     expect(capacityWaiterOf(waiting, "team/trainer", 7)).toEqual({
       key: "team/trainer",
@@ -102,8 +108,15 @@ describe("objects", () => {
       priority: 7,
       sinceMs: Date.parse("2026-11-28T10:00:00Z"),
     });
-    const creating = { ...waiting, status: { conditions: [{ type: "Ready", reason: "Creating" }] } };
+    const creating = { ...waiting, status: { conditions: [{ type: "Ready", status: "False", reason: "Creating" }] } };
     expect(capacityWaiterOf(creating, "team/trainer", 0)).toBeUndefined();
+    // Still walking its locations (the next one is tried at once): not waiting yet.
+    const walking = { ...waiting, status: { ...waiting.status, conditions: waiting.status.conditions.slice(0, 1) } };
+    expect(capacityWaiterOf(walking, "team/trainer", 0)).toBeUndefined();
+    // Its create intent is written (its create goes now), or it has a VM: it left the queue.
+    const sending = { ...waiting, status: { ...waiting.status, createPending: { cloudName: "team-trainer" } } };
+    expect(capacityWaiterOf(sending, "team/trainer", 0)).toBeUndefined();
+    expect(capacityWaiterOf({ ...waiting, status: { ...waiting.status, id: "vm-1" } }, "k", 0)).toBeUndefined();
     const fixed = { ...waiting, spec: { type: "a40.1x", location: "us-east1-a" }, status: waiting.status };
     expect(capacityWaiterOf(fixed, "k", 0)?.locations).toEqual(["us-east1-a"]);
   });

@@ -164,4 +164,31 @@ describe("CapacityQueue", () => {
     // Twelve free, nine waiting: a newcomer placed now (a pool's new replica) has room for three.
     expect(queue.roomFor("a40.1x", "us-east1-a")).toBe(3);
   });
+
+  it("in order: of one replica's waiters within the room, only the first may go; the next once it started", () => {
+    const waiters = Array.from({ length: 6 }, (_, i) => waiter(`vm${i}`, i));
+    const ours = (key: string) => key !== "team/vm1";
+    const queue = new CapacityQueue({ owns: ours, inOrder: true });
+    for (const entry of shuffled(waiters)) queue.upsert(entry);
+    expect(queue.record("a40.1x", "us-east1-a", { available: true, count: 4 }).admitted).toEqual([
+      "team/vm0",
+      "team/vm2",
+      "team/vm3",
+    ]);
+    // Another replica's waiter (vm1) ahead holds no one back; ours go one after the other.
+    expect(["team/vm0", "team/vm2", "team/vm3"].map((key) => queue.mayTry(key))).toEqual([true, false, false]);
+    expect(queue.started("team/vm0")).toEqual(["team/vm2", "team/vm3"]);
+    expect(["team/vm2", "team/vm3"].map((key) => queue.mayTry(key))).toEqual([true, false]);
+    queue.started("team/vm2");
+    expect(queue.mayTry("team/vm3")).toBe(true);
+    queue.started("team/vm3");
+    // The room is used up (vm1 holds the fourth place): the rest wait for the next probe.
+    expect(queue.mayTry("team/vm4")).toBe(false);
+    expect(queue.admitted("a40.1x", "us-east1-a")).toEqual([]);
+    // Without the option, every waiter within the room may go at once (what the other tests rely on).
+    const atOnce = new CapacityQueue();
+    for (const entry of waiters) atOnce.upsert(entry);
+    atOnce.record("a40.1x", "us-east1-a", { available: true, count: 3 });
+    expect(waiters.slice(0, 3).every((entry) => atOnce.mayTry(entry.key))).toBe(true);
+  });
 });

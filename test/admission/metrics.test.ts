@@ -1,6 +1,6 @@
 // The budget and queue gauges as a scrape shows them, and the names the alerts and the dashboard read: each one is a
-// family registered here (the live scrape of test/e2e/monitoring.test.ts cannot show them until the controllers
-// register these metrics, issue #32 part B).
+// family registered here (the live scrape of test/e2e/monitoring.test.ts shows them too, registered by
+// controllers/budgets/).
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { Registry } from "prom-client";

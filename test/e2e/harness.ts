@@ -110,6 +110,8 @@ export async function startPlayground(options: {
   profile?: "contract" | "seed-only";
   /** `--capi`: Cluster API and a workload cluster too (the real control plane; its start takes longer). */
   capi?: boolean;
+  /** Environment of the playground and the operators it starts (GPUVM_<FLAG> sets an operator flag). */
+  env?: Record<string, string>;
 }): Promise<Playground> {
   const stateDir = options.stateDir ?? (await mkdtemp(path.join(tmpdir(), "gpuvm-e2e-")));
   const args = ["playground", "--port", "0", "--cloud-port", "0", "--metrics-port", "0", "--health-port", "0"];
@@ -119,7 +121,7 @@ export async function startPlayground(options: {
   if (options.shards !== undefined) args.push("--shards", String(options.shards));
   if (options.profile !== undefined) args.push("--profile", options.profile);
   if (options.capi === true) args.push("--capi", "--workload-port", "0");
-  const playground = new RunningProcess(args);
+  const playground = new RunningProcess(args, options.env);
   try {
     await playground.waitForOutput(READY_LINE, options.capi === true ? 300_000 : 120_000);
   } catch (error) {

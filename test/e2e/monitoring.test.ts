@@ -7,7 +7,6 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { ADMISSION_METRICS } from "../../src/admission/metrics.ts";
 import { exposedSampleNames, metricNamesOf } from "../deploy/promql.ts";
 import { requirePromtool } from "../deploy/promtool.ts";
 import {
@@ -21,12 +20,6 @@ import {
 } from "./harness.ts";
 
 const SOURCE_DIR = path.join(REPO_ROOT, "deploy/monitoring/rules-and-dashboard");
-/**
- * The budget and capacity-queue families are registered by src/admission/metrics.ts, which the operator does not
- * register yet (issue #32's wiring): test/admission/metrics.test.ts checks the alerts' and the dashboard's names
- * against it until then. Remove this once `gpuvm-operator run` registers them.
- */
-const NOT_SERVED_YET = new Set<string>(ADMISSION_METRICS);
 
 interface DashboardPanel {
   title?: string;
@@ -109,7 +102,7 @@ describe("a live /metrics scrape", () => {
     expect(queries.length).toBeGreaterThan(20);
     const missing = queries.flatMap(({ panel, expr }) =>
       metricNamesOf(expr)
-        .filter((name) => !exposed.has(name) && !NOT_SERVED_YET.has(name))
+        .filter((name) => !exposed.has(name))
         .map((name) => `${panel}: ${name}`),
     );
     expect(missing).toEqual([]);
@@ -124,7 +117,7 @@ describe("a live /metrics scrape", () => {
       .flatMap((group) => group.rules)
       .flatMap(({ alert, expr }) =>
         metricNamesOf(expr)
-          .filter((name) => !exposed.has(name) && !NOT_SERVED_YET.has(name))
+          .filter((name) => !exposed.has(name))
           .map((name) => `${alert}: ${name}`),
       );
     expect(missing).toEqual([]);

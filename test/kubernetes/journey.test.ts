@@ -25,12 +25,9 @@ const NEEDED_WHEN_REACHED: Record<string, string> = {
   "patch events.k8s.io/events (cluster-wide)": "runtime/events.ts when an Event repeats (series)",
   "delete core/secrets (cluster-wide)": "deleteOwnedObjects when a GpuVm that published to a Secret goes",
   "delete core/configmaps (cluster-wide)": "deleteOwnedObjects when a GpuVm that published to a ConfigMap goes",
-  // The budget ledger (src/admission) is built and tested but not wired into the controllers yet (issue #32 part B):
-  // its informer will list and watch budgets, BudgetLedger (budget-ledger.ts, budget-records.ts) lists them live
-  // before each reservation and patches their /status.
-  "list gpucloud.dev/gpubudgets (cluster-wide)": "kubeBudgetRecords.list before a reservation (src/admission)",
-  "watch gpucloud.dev/gpubudgets (cluster-wide)": "the budget informer of the budget reconciler (src/admission)",
-  "patch gpucloud.dev/gpubudgets/status (cluster-wide)": "kubeBudgetRecords.writeStatus (src/admission)",
+  // The examples hold no GpuBudget: a budget's ledger is written only where one covers an object.
+  "patch gpucloud.dev/gpubudgets/status (cluster-wide)":
+    "kubeBudgetRecords.writeStatus: a reservation, settlement or release in a budget (controllers/budgets/)",
   "get gpucloud.dev/gpucloudclaims (in gpuvm-system)":
     "ClaimStore.acquire reads the holder of a claim its create found taken (claims.ts)",
 };

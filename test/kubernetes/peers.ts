@@ -26,7 +26,9 @@ function runPeer(command: string, args: string[], objects: unknown[]): Promise<P
       stderr += chunk.toString("utf8");
     });
     child.once("error", reject);
-    child.once("exit", (code) => {
+    // "close", not "exit": at "exit" the child's stdout may still hold answers not yet read (a loaded machine showed
+    // "0 answers for 8 objects" from a peer that had answered all 8 and exited 0).
+    child.once("close", (code) => {
       if (code !== 0) {
         reject(new Error(`${path.basename(command)} exited with ${code}: ${stderr}`));
         return;

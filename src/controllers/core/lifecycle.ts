@@ -65,6 +65,8 @@ export interface LifecyclePass {
     setFinalizer(mr: ManagedObject, present: boolean): Promise<WriteResult>;
     /** Give up the claim the object holds (managed kinds; a GpuVmPool holds none). */
     releaseClaim?(mr: ManagedObject): Promise<void>;
+    /** Give back what the object holds in budgets, and leave their waiting lines (managed kinds that bill). */
+    releaseSpend?(mr: ManagedObject): Promise<void>;
     options: { kube: Pick<KubeAccess, "event">; onReleased?(mr: ManagedObject): Promise<void> };
   };
 }
@@ -90,12 +92,13 @@ export async function paused(pass: LifecyclePass, deleting: boolean): Promise<St
 }
 
 /**
- * Give up the object's claim (its cloud resource, if any, is nobody's from now on), remove our finalizer (when
- * held) and record why the object was let go. The claim goes first: a crash in between leaves an object that
- * releases again, never a claim without its holder.
+ * Give up the object's claim (its cloud resource, if any, is nobody's from now on) and what it holds in budgets,
+ * remove our finalizer (when held) and record why the object was let go. The claim and the budgets go first: a
+ * crash in between leaves an object that releases again, never a claim or an entry without its holder.
  */
 export async function release(pass: LifecyclePass, type: "Normal" | "Warning", note: string): Promise<Step> {
   await pass.services.releaseClaim?.(pass.mr);
+  await pass.services.releaseSpend?.(pass.mr);
   if (pass.mr.metadata.finalizers.includes(FINALIZER)) {
     // What the object wrote goes with it (its owner reference would have Kubernetes do it too).
     await pass.services.options.onReleased?.(pass.mr);

@@ -28,6 +28,8 @@ const ManagedMeta = ObjectMetaSchema.transform((meta) => ({
   resourceVersion: meta.resourceVersion ?? "",
   finalizers: meta.finalizers ?? [],
   annotations: meta.annotations ?? {},
+  // What a GpuBudget's selector reads.
+  labels: meta.labels ?? {},
   ...(meta.deletionTimestamp ? { deletionTimestamp: meta.deletionTimestamp } : {}),
   ...(meta.creationTimestamp ? { creationTimestamp: meta.creationTimestamp } : {}),
 }));

@@ -1,8 +1,9 @@
 // What a kind reads of Kubernetes (KindDeps, managed/external.ts), over the informer caches: other managed objects
 // with the id their claim records (never the id their status says: a status edit must not point a reference, a
 // disk attachment or a firewall rule at another namespace's resource), keys of Secrets and ConfigMaps, and the
-// connection details a GpuVm publishes (never into a Secret of a credentials name).
+// connection details a GpuVm publishes (never into a Secret of a credentials name), and the price table in force.
 import type { KubernetesObject } from "@kubernetes/client-node";
+import type { PriceTable } from "../../admission/prices.ts";
 import { DEFAULT_CREDENTIALS_SECRET } from "../../api/common.ts";
 import type { Manager, ObjectInformer } from "../../runtime/index.ts";
 import type { SecretLike } from "../accounts/credentials.ts";
@@ -27,6 +28,8 @@ export interface KindDepsSources {
   usage: Pick<CredentialsUsage, "usersOf">;
   /** With sharding: what this replica holds of the sharded kinds, and reading in what its objects refer to. */
   views?: ShardViews;
+  /** The price table in force (the operator's ConfigMap over the seed's prices). */
+  prices?: () => PriceTable;
 }
 
 /** A Secret key as written (stringData) or stored (base64 data). */
@@ -52,6 +55,7 @@ export function kindDeps(sources: KindDepsSources): KindDeps & {
     return { ...object, status: id === undefined ? status : { ...status, id } };
   };
   return {
+    ...(sources.prices !== undefined ? { prices: sources.prices } : {}),
     managed: (kind, namespace, name) => claimedView(kind, caches.get(kind, namespace, name)),
     listManaged: (kind, namespace) => caches.list(kind, namespace).flatMap((object) => claimedView(kind, object) ?? []),
     ...(views !== undefined ? { fetching: (kind, namespace, name) => views.fetching(kind, namespace, name) } : {}),

@@ -1,11 +1,16 @@
-// GpuDisk: create, grow-only resize (a shrink is refused, nothing sent), delete once no VM has it attached.
+// GpuDisk: create, grow-only resize (a shrink is refused, nothing sent), delete once no VM has it attached. What it
+// spends (budgets, docs/budgets.md): the disk price at its size, from its create on, attached or not; a growth
+// reserves the price at the new size.
 
+import { diskLedgerStep, type LedgerStep } from "../../admission/actions.ts";
+import type { Need } from "../../admission/ledger.ts";
+import { DEFAULT_PRICES, type PriceTable } from "../../admission/prices.ts";
 import { REASONS } from "../../api/common.ts";
 import { type GpuDiskSpec, gpuDiskKind, PRINTABLE_ATTACHED_LENGTH } from "../../api/gpu-disk.ts";
 import { parseSize } from "../../cloud/sizes.ts";
 import type { Disk } from "../../cloud/wire.ts";
 import type { ManagedObject } from "../core/object-model.ts";
-import type { DeleteBlocker, ExternalClient, KindDefinition, Observation } from "../managed/external.ts";
+import type { DeleteBlocker, ExternalClient, KindDefinition, KindSpend, Observation } from "../managed/external.ts";
 import { findResource, itemByName, managedByCloudId } from "./support.ts";
 
 /** The GpuVm (of the disk's namespace) that manages a VM id, when one does. */
@@ -114,13 +119,31 @@ export function diskInUse(
   return { message: `waiting to be detached from ${leaving.join(", ")}`, needsAction: false };
 }
 
+/** The amount of a disk step at `size` (a size that does not parse asks for more than any budget holds). */
+function diskNeed(action: "create" | "grow", size: string, prices: PriceTable): Need {
+  const step: LedgerStep = diskLedgerStep({ action, sizeBytes: safeBytes(size) ?? Number.MAX_SAFE_INTEGER }, prices);
+  if (step.step !== "reserve") throw new Error(`a disk ${action} reserves its price`);
+  return step.need;
+}
+
+/** A disk bills its size's price, attached or not. */
+export const gpuDiskSpend: KindSpend<GpuDiskSpec> = {
+  create: (spec, prices) => diskNeed("create", spec.size, prices),
+  billing(observed, prices) {
+    const bytes = observed.atProvider.sizeBytes;
+    return typeof bytes === "number" ? { ...prices.disk(bytes), purpose: "Running" } : undefined;
+  },
+};
+
 export const gpuDisk: KindDefinition<GpuDiskSpec, undefined> = {
   info: gpuDiskKind,
   family: "disk",
   locations: (spec) => [spec.location],
   references: () => [],
+  spend: gpuDiskSpend,
   external(account, deps): ExternalClient<GpuDiskSpec, undefined> {
     const { client, projectId } = account;
+    const prices = () => deps.prices?.() ?? DEFAULT_PRICES;
     return {
       resolve: async () => ({ type: "ready", resolved: undefined }),
       async observe(mr, options, signal) {
@@ -169,6 +192,7 @@ export const gpuDisk: KindDefinition<GpuDiskSpec, undefined> = {
           action: "RESIZE",
           send: () => client.disks.resize(projectId, observed.id, size, { signal }),
           note: `RESIZE ${current} → ${size}`,
+          reserve: diskNeed("grow", size, prices()),
         };
       },
       async delete(_mr, id, signal) {

@@ -1,7 +1,8 @@
 // Pure mappers of GpuVm (table-tested in test/controllers/kinds/mappers.test.ts): the observed VM as status fields,
 // the one next step towards the spec, and the connection details users get.
+import { DEFAULT_PRICES, type PriceTable } from "../../admission/prices.ts";
 import { REASONS } from "../../api/common.ts";
-import { type DiskRef, normalizeVmState, VM_TYPE_INFO, type VmType, vmFamily } from "../../cloud/wire.ts";
+import { type DiskRef, normalizeVmState, vmFamily } from "../../cloud/wire.ts";
 import type { VmSummary } from "../accounts/vm-summary.ts";
 import type { Observation } from "../managed/external.ts";
 
@@ -18,9 +19,10 @@ export function dataDisks(vm: VmSummary): { id: string; name: string; mode: stri
     .map((d) => ({ id: d.id, name: d.name, mode: d.mode }));
 }
 
-export function vmAtProvider(vm: VmSummary): Record<string, unknown> {
+/** The VM as status fields; its price per hour (the $/HOUR column) from the price table in force. */
+export function vmAtProvider(vm: VmSummary, prices: PriceTable = DEFAULT_PRICES): Record<string, unknown> {
   const ip = vm.network_interfaces.flatMap((nic) => nic.ips)[0];
-  const info = VM_TYPE_INFO[vm.type as VmType] as (typeof VM_TYPE_INFO)[VmType] | undefined;
+  const hourlyPriceUSD = typeof vm.type === "string" ? prices.vmHourlyUSD(vm.type) : undefined;
   const state = normalizeVmState(vm.state);
   return {
     cloudName: vm.name,
@@ -32,7 +34,7 @@ export function vmAtProvider(vm: VmSummary): Record<string, unknown> {
     ...(ip?.public_ipv4.address ? { publicIP: ip.public_ipv4.address } : {}),
     ...(ip?.private_ipv4.address ? { privateIP: ip.private_ipv4.address } : {}),
     ...(vm.ssh_destination ? { sshDestination: vm.ssh_destination } : {}),
-    ...(info ? { hourlyPriceUSD: info.hourlyPriceUsd } : {}),
+    ...(hourlyPriceUSD !== undefined ? { hourlyPriceUSD } : {}),
     attachedDisks: dataDisks(vm),
   };
 }
@@ -114,9 +116,13 @@ export function nextVmStep(desired: DesiredVm, vm: ObservedVm): VmStep {
   return { action: "none" };
 }
 
-export function observeVm(desired: DesiredVm | undefined, vm: VmSummary): Extract<Observation, { exists: true }> {
+export function observeVm(
+  desired: DesiredVm | undefined,
+  vm: VmSummary,
+  prices: PriceTable = DEFAULT_PRICES,
+): Extract<Observation, { exists: true }> {
   const state = normalizeVmState(vm.state);
-  const atProvider = vmAtProvider(vm);
+  const atProvider = vmAtProvider(vm, prices);
   if (desired !== undefined && vmFamily(desired.type) !== vmFamily(vm.type)) {
     const message = `spec.type ${desired.type} is outside the VM's family ${vmFamily(vm.type)}; recreate the object to change family`;
     return {

@@ -1,9 +1,14 @@
 // GpuVm: create (image, SSH key inline or from a Secret, scripts inline or from a ConfigMap/Secret, data disks
 // as GpuDisk references or ids), power state through START/STOP, RESET on a new reset annotation, a type change
 // within its family through STOP → UPDATE type → START (one step per reconcile), data disks through UPDATE
-// disks, connection details published to a Secret or ConfigMap owned by the GpuVm.
+// disks, connection details published to a Secret or ConfigMap owned by the GpuVm. What it spends (budgets,
+// docs/budgets.md): its type's price from a create or a START on, the larger type through a running VM's type
+// change, nothing while stopped; its creates wait in the capacity queue of (type, location).
 
 import { hash } from "node:crypto";
+import { type LedgerStep, vmLedgerStep } from "../../admission/actions.ts";
+import type { Need } from "../../admission/ledger.ts";
+import { DEFAULT_PRICES, type PriceTable } from "../../admission/prices.ts";
 import { ANNOTATIONS, REASONS, SECRET_WATCH_HINT } from "../../api/common.ts";
 import { type GpuVmSpec, gpuVmKind, MAX_RESET_VALUE_LENGTH } from "../../api/gpu-vm.ts";
 import type { CloudClient } from "../../cloud/client.ts";
@@ -15,6 +20,7 @@ import { cloudStatus, ReconcileError } from "../core/classify.ts";
 import type { ManagedObject } from "../core/object-model.ts";
 import { fitText } from "../core/status-limits.ts";
 import type {
+  Action,
   Blocked,
   CreateAnswer,
   CreateOnlyValue,
@@ -23,6 +29,7 @@ import type {
   ExternalClient,
   KindDefinition,
   KindDeps,
+  KindSpend,
   OwnedObject,
   Resolution,
   UpdateAnswer,
@@ -266,6 +273,30 @@ async function createVm(
   return { type: "started", operation, statusFields: { cloudName: target.cloudName, location, createOnlyDigests } };
 }
 
+/** The amount a reserve step asks for (undefined: the step releases or changes nothing). */
+function reserved(step: LedgerStep): Need | undefined {
+  return step.step === "reserve" ? step.need : undefined;
+}
+
+/**
+ * What a step raises spend by: a START reserves the VM's type, the STOP that begins a running VM's type change
+ * reserves the new type (kept through its UPDATE and START); a STOP the user asked for releases once the VM is
+ * seen stopped (managed/spend.ts), a RESET or a disk change changes nothing.
+ */
+function reserveOf(
+  step: ReturnType<typeof nextVmStepFromObservation>,
+  desired: DesiredVm,
+  observed: Existing,
+  prices: PriceTable,
+) {
+  const type = String(observed.atProvider.type ?? "");
+  if (step.action === "START") return reserved(vmLedgerStep({ action: "start", type }, prices));
+  if (step.action === "STOP" && desired.type !== type) {
+    return reserved(vmLedgerStep({ action: "changeType", to: desired.type, running: true }, prices));
+  }
+  return undefined;
+}
+
 /** The one next step of a VM towards the spec, as a request to send once its intent is recorded. */
 function updateVm(
   vms: CloudClient["vms"],
@@ -274,6 +305,7 @@ function updateVm(
   desired: DesiredVm,
   observed: Existing,
   signal: AbortSignal,
+  prices: PriceTable,
 ): UpdateAnswer {
   const step = nextVmStepFromObservation(desired, observed);
   const reset = desired.resetRequestedAt;
@@ -298,8 +330,25 @@ function updateVm(
         return vms.reset(projectId, id, { signal });
     }
   };
-  return { type: "action", action: step.action, send, note: step.why, ...(fields ? { intentFields: fields } : {}) };
+  const reserve = reserveOf(step, desired, observed, prices);
+  const action: Action = { type: "action", action: step.action, send, note: step.why };
+  return { ...action, ...(fields ? { intentFields: fields } : {}), ...(reserve ? { reserve } : {}) };
 }
+
+/** A running VM bills its type's price; a stopped one nothing. */
+export const gpuVmSpend: KindSpend<GpuVmSpec> = {
+  create(spec, prices) {
+    const step = vmLedgerStep({ action: "create", type: spec.type }, prices);
+    if (step.step !== "reserve") throw new Error("a VM create reserves its type's price");
+    return step.need;
+  },
+  billing(observed, prices) {
+    if (observed.atProvider.state !== "STATE_RUNNING") return undefined;
+    const spend = prices.vm(String(observed.atProvider.type ?? ""));
+    return spend === undefined ? undefined : { ...spend, purpose: "Running" };
+  },
+  capacityPair: (spec, location) => ({ type: spec.type, location }),
+};
 
 export const gpuVm: KindDefinition<GpuVmSpec, VmResolved> = {
   info: gpuVmKind,
@@ -311,8 +360,10 @@ export const gpuVm: KindDefinition<GpuVmSpec, VmResolved> = {
     ...[spec.startupScriptRef, spec.shutdownScriptRef].flatMap((ref) => (ref ? [`${ref.kind}/${ref.name}`] : [])),
   ],
   ownedObjects: (spec) => ownedObjectsOf(spec),
+  spend: gpuVmSpend,
   external(account, deps): ExternalClient<GpuVmSpec, VmResolved> {
     const { client, projectId } = account;
+    const prices = () => deps.prices?.() ?? DEFAULT_PRICES;
     return {
       resolve: async (mr) => resolveVm(deps, mr),
       async observe(mr, options, signal) {
@@ -320,7 +371,7 @@ export const gpuVm: KindDefinition<GpuVmSpec, VmResolved> = {
           summarizeVm(await client.vms.get(projectId, id, { signal })),
         );
         if (vm === undefined) return { exists: false };
-        const found = observeVm(options.resolved?.desired, vm);
+        const found = observeVm(options.resolved?.desired, vm, prices());
         const observed = { ...found, atProvider: namedDisks(deps, mr, account, found.atProvider), reads: [vm] };
         const inputs = options.resolved?.inputs;
         return inputs !== undefined && !("type" in inputs) ? { ...observed, createOnly: inputs.createOnly } : observed;
@@ -333,7 +384,7 @@ export const gpuVm: KindDefinition<GpuVmSpec, VmResolved> = {
       },
       create: (mr, resolved, target, signal) => createVm(account, mr, resolved, target, signal),
       update: async (mr, resolved, observed, signal) =>
-        updateVm(client.vms, projectId, mr, resolved.desired, observed, signal),
+        updateVm(client.vms, projectId, mr, resolved.desired, observed, signal, prices()),
       async delete(_mr, id, signal) {
         return { type: "action", action: "DELETE", send: () => client.vms.terminate(projectId, id, { signal }) };
       },

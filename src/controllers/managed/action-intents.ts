@@ -21,14 +21,15 @@ import { type CloudConnection, type Pass, withDraft } from "./pass.ts";
 
 /**
  * Record the intent, then send. Returns the operation, or the verdict that ends the pass without sending (the
- * intent could not be recorded). A request refused outright drops its intent; an answer lost on the way keeps
- * it, for the next pass to look up.
+ * intent could not be recorded, or `beforeSend` held it: a budget without room). A request refused outright drops
+ * its intent; an answer lost on the way keeps it, for the next pass to look up.
  */
 export async function sendAction<Spec extends ManagedSpecBase>(
   pass: Pass<Spec>,
   connection: CloudConnection<Spec>,
   action: Action,
   resourceId: string,
+  beforeSend?: () => Promise<Verdict | undefined>,
 ): Promise<{ operation: Operation } | { verdict: Verdict }> {
   const { mr, draft, services } = pass;
   const requestedAt = new Date(services.now()).toISOString();
@@ -46,6 +47,18 @@ export async function sendAction<Spec extends ManagedSpecBase>(
   }
   if (written.type !== "written") return { verdict: conflict() };
   mr.status = structuredClone(draft);
+  // After the intent, before the request (the reservation): held, nothing is sent, so the intent goes.
+  let hold: Verdict | undefined;
+  try {
+    hold = await beforeSend?.();
+  } catch (error) {
+    delete draft.actionPending;
+    throw error;
+  }
+  if (hold !== undefined) {
+    delete draft.actionPending;
+    return { verdict: hold };
+  }
   let operation: Operation;
   try {
     operation = await action.send();

@@ -3,7 +3,8 @@
 // is written and confirmed before the POST, so a crash or a lost answer makes the next pass look the name up and
 // adopt instead of creating a second resource. A resource this object held that no read shows any more is
 // created again only once its absence is confirmed (absence.ts). Also the location walk when a location has no
-// capacity.
+// capacity. Budgets and the capacity queue (spend.ts, ADR 0030): a VM waiting for capacity goes only in its turn
+// (before anything is written), and the create's amount is reserved after the intent, before the POST.
 
 import { REASONS } from "../../api/common.ts";
 import { cloudStatus, isCloudConflict, requestRefused } from "../core/classify.ts";
@@ -15,6 +16,7 @@ import { adoptFound, foreignResourceMessage, heldByOtherMessage, nameConflict } 
 import { recordOperation, UNKNOWN_OUTCOME } from "./operation-tracking.ts";
 import { holderOf, slotOf } from "./ownership.ts";
 import type { CloudConnection, Pass } from "./pass.ts";
+import { capacityPairOf, capacityTurn, createNeed, releaseSpend, reserve, stillWaiting } from "./spend.ts";
 
 /** The observation found nothing: wait for a fresh create to become readable, or (re)create. */
 export async function createAbsent<Spec extends ManagedSpecBase>(
@@ -76,6 +78,7 @@ async function paymentRefusal<Spec extends ManagedSpecBase>(
   const problem = await connection.paymentProblem(pass.signal, { fresh: true });
   if (problem === undefined) return undefined;
   delete pass.draft.createPending;
+  await releaseSpend(pass.services.options.spend, pass.mr);
   return verdict(REASONS.PaymentMethodRequired, problem, after(pass.services.timing.dependencyMs * 2), {
     stalled: true,
     event: "Warning",
@@ -97,13 +100,22 @@ async function create<Spec extends ManagedSpecBase>(
     });
   }
   const locations = services.options.locations(mr.spec);
-  const location = locations[draft.locationIndex ?? 0] ?? locations[0];
-  // The name's claim first: nobody else holds or creates under it from here on.
-  const claimed = await claimName(pass, connection);
-  if (claimed !== undefined) return claimed;
+  // A VM waiting for capacity goes only in its turn: nothing is claimed or written before it.
+  const turn = capacityTurn(pass, locations[draft.locationIndex ?? 0] ?? locations[0]);
+  if ("wait" in turn) return turn.wait;
+  const location = turn.location;
+  const need = createNeed(pass);
   const intent = draft.createPending;
   // An intent written by this pass has had no POST yet: a 409 answer to this POST proves the name is not ours.
   const freshIntent = intent === undefined || intent.cloudName !== pass.cloudName || intent.location !== location;
+  if (freshIntent) {
+    // Still waiting for a budget, as the cached budgets show: nothing to write until its turn comes.
+    const waiting = stillWaiting(pass, need);
+    if (waiting !== undefined) return waiting;
+  }
+  // The name's claim first: nobody else holds or creates under it from here on.
+  const claimed = await claimName(pass, connection);
+  if (claimed !== undefined) return claimed;
   if (freshIntent) {
     const stop = await recordIntent(pass, location);
     if (stop !== undefined) return stop;
@@ -111,6 +123,9 @@ async function create<Spec extends ManagedSpecBase>(
     const existing = await connection.external.findByName(pass.cloudName, pass.signal);
     if (existing !== undefined) return adoptFound(pass, connection, existing);
   }
+  // Claim, intent, then the reservation (ADR 0030): the budget's sweep finds the intent of every entry in flight.
+  const waiting = await reserveOrDropIntent(pass, need, freshIntent);
+  if (waiting !== undefined) return waiting;
   try {
     return await sendCreate(pass, connection, resolved, location);
   } catch (error) {
@@ -119,7 +134,29 @@ async function create<Spec extends ManagedSpecBase>(
     if (isCloudConflict(error)) return nameInUse(pass, connection, freshIntent);
     // Refused outright (a 4xx): this POST created nothing, so its intent goes, unless an earlier POST under the
     // same intent may have created the resource (its proof is kept for the name lookup).
-    if (freshIntent && requestRefused(error)) delete pass.draft.createPending;
+    if (freshIntent && requestRefused(error)) {
+      delete pass.draft.createPending;
+      await releaseSpend(services.options.spend, mr);
+    }
+    throw error;
+  }
+}
+
+/**
+ * Reserve the create's amount. An object that must wait drops the intent this pass wrote (nothing was sent under
+ * it); one written before stays, as the proof an earlier POST may need.
+ */
+async function reserveOrDropIntent<Spec extends ManagedSpecBase>(
+  pass: Pass<Spec>,
+  need: ReturnType<typeof createNeed>,
+  freshIntent: boolean,
+): Promise<Verdict | undefined> {
+  try {
+    const waiting = await reserve(pass, need);
+    if (waiting !== undefined && freshIntent) delete pass.draft.createPending;
+    return waiting;
+  } catch (error) {
+    if (freshIntent) delete pass.draft.createPending;
     throw error;
   }
 }
@@ -185,14 +222,18 @@ async function sendCreate<Spec extends ManagedSpecBase>(
   const { timing } = pass.services;
   const target = { cloudName: pass.cloudName, ...(location !== undefined ? { location } : {}) };
   const answer = await connection.external.create(mr, resolved, target, pass.signal);
+  const queue = capacityPairOf(pass, location);
   if (answer.type === "capacityUnavailable") {
     delete draft.createPending;
+    queue?.capacity.outOfStock(queue.type, queue.location);
+    await releaseSpend(pass.services.options.spend, mr);
     return nextLocation(pass, answer.message);
   }
   if (answer.type === "blocked") {
     return verdict(answer.reason, answer.message, after(timing.dependencyMs), { stalled: true, event: "Warning" });
   }
   const { operation } = answer;
+  queue?.capacity.started(pass.key);
   draft.id = operation.metadata.id;
   Object.assign(draft, answer.statusFields);
   recordOperation(pass, connection, operation);

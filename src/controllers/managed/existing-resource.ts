@@ -1,5 +1,7 @@
 // A resource that exists: bring it to the spec one step at a time (an update answers the operation it started),
 // wait while it is in transition, publish connection details once it is ready. Observe-only objects mirror it.
+// An action that raises spend reserves its amount after its intent (spend.ts); once the resource is as the spec
+// asks, its budgets' entries follow what it bills.
 
 import { REASONS } from "../../api/common.ts";
 import { isUnsupported } from "../../cloud/errors.ts";
@@ -11,6 +13,7 @@ import { claimHolderText } from "./adoption.ts";
 import type { Existing } from "./external.ts";
 import { slotOf } from "./ownership.ts";
 import { type CloudConnection, type Pass, withDraft } from "./pass.ts";
+import { reserve, settleAsObserved } from "./spend.ts";
 
 export async function reconcileExisting<Spec extends ManagedSpecBase>(
   pass: Pass<Spec>,
@@ -46,7 +49,9 @@ export async function reconcileExisting<Spec extends ManagedSpecBase>(
     if (answer.type === "action") {
       let sent: Awaited<ReturnType<typeof sendAction>>;
       try {
-        sent = await sendAction(pass, connection, answer, observed.id);
+        sent = await sendAction(pass, connection, answer, observed.id, () =>
+          reserve(pass, answer.reserve, observed.ready),
+        );
       } catch (error) {
         if (!isUnsupported(error)) throw error;
         // Nothing was changed in the cloud; the resource still works as it is (Ready keeps its value).
@@ -77,6 +82,7 @@ export async function reconcileExisting<Spec extends ManagedSpecBase>(
     });
   }
   delete draft.lastError;
+  await settleAsObserved(pass, observed);
   return verdict(REASONS.Available, `cloud resource ${pass.cloudName} (id ${observed.id}) is available`, DONE, {
     ready: true,
     event: "Normal",

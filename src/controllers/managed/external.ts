@@ -6,6 +6,8 @@
 // operation it started (a create), or with the request to send once its intent is recorded (any other change).
 
 import type { z } from "zod";
+import type { Need } from "../../admission/ledger.ts";
+import type { PriceTable } from "../../admission/prices.ts";
 import type { Reason } from "../../api/common.ts";
 import type { KindInfo } from "../../api/kind-info.ts";
 import type { Operation, OperationFamily } from "../../cloud/wire.ts";
@@ -97,6 +99,11 @@ export interface Action {
   note?: string;
   /** Status fields of what the action serves (the reset annotation's value), recorded with its intent. */
   intentFields?: Record<string, string>;
+  /**
+   * What the object bills once the action is done, when it raises spend (a START, a running VM's change to another
+   * type, a disk's growth): reserved in its budgets after the intent, before the request (managed/spend.ts).
+   */
+  reserve?: Need;
 }
 
 /** Nothing to send: the resource is as the spec asks, or only status fields change (a reset acknowledged). */
@@ -208,6 +215,16 @@ export interface ExternalClient<Spec extends ManagedSpecBase, Resolved = unknown
   deleteBlocker?(mr: ManagedObject<Spec>, observed: Extract<Observation, { exists: true }>): DeleteBlocker | undefined;
 }
 
+/** What a kind's objects spend (kinds/gpu-vm.ts, kinds/gpu-disk.ts), priced by the table in force. */
+export interface KindSpend<Spec extends ManagedSpecBase> {
+  /** What a create of the object's resource will bill: reserved before its POST. */
+  create(spec: Spec, prices: PriceTable): Need;
+  /** What the resource bills as observed (a running VM, a disk), or undefined (a stopped VM). */
+  billing(observed: Existing, prices: PriceTable): Need | undefined;
+  /** The capacity queue a create of this object waits in, for kinds that wait for capacity. */
+  capacityPair?(spec: Spec, location: string): { type: string; location: string } | undefined;
+}
+
 export interface CreateTarget {
   cloudName: string;
   /** Location chosen from the kind's candidate locations (status.locationIndex), when the kind has one. */
@@ -230,6 +247,8 @@ export interface KindDeps {
    * read in for this one (true meanwhile), so that a reference to it waits instead of reporting it missing.
    */
   fetching?(kind: string, namespace: string, name: string): boolean;
+  /** The price table in force (the operator's ConfigMap over the seed's prices); the seed's when absent. */
+  prices?(): PriceTable;
   /** A key of a Secret or ConfigMap, decoded; undefined when the object or key is absent. */
   dataKey(kind: "Secret" | "ConfigMap", namespace: string, name: string, key: string): string | undefined;
   /**
@@ -260,4 +279,6 @@ export interface KindDefinition<Spec extends ManagedSpecBase, Resolved = unknown
   external(account: CloudAccount, deps: KindDeps): ExternalClient<Spec, Resolved>;
   /** The Secrets/ConfigMaps an object of this kind writes (deleted with it when it carries its owner reference). */
   ownedObjects?(spec: Spec): OwnedObject[];
+  /** What its objects spend, for kinds whose resources bill (GpuVm, GpuDisk): budgets guard their changes. */
+  spend?: KindSpend<Spec>;
 }

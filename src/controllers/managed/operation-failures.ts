@@ -1,6 +1,8 @@
 // What a FAILED cloud operation means for the object, by the cloud's failure code (the table is in
 // docs/operator.md): a transient failure is retried with backoff (Reconciling), `out_of_stock` walks to the next
-// location, a failed create with `already_exists` adopts by name only with proof, and anything else stalls.
+// location, a failed create with `already_exists` adopts by name only with proof, and anything else stalls. A create
+// that failed for good gives its budgets back (nothing bills); one out of stock closes its capacity queue's pair
+// until the next probe.
 
 import { REASONS } from "../../api/common.ts";
 import type { ManagedSpecBase } from "../core/object-model.ts";
@@ -9,6 +11,7 @@ import { adoptFound } from "./adoption.ts";
 import { nextLocation } from "./creation.ts";
 import type { OperationFailure } from "./operation-tracking.ts";
 import type { CloudConnection, Pass } from "./pass.ts";
+import { capacityPairOf, releaseSpend } from "./spend.ts";
 
 /** Failure codes after which the same request may well succeed: retried with backoff, never a stall. */
 export const RETRYABLE_FAILURE_CODES: ReadonlySet<string> = new Set([
@@ -56,8 +59,16 @@ export async function handleFailedOperation<Spec extends ManagedSpecBase>(
         progressing: true,
       });
     }
-    if (failureClass !== "retryable") delete pass.draft.createPending;
-    if (failureClass === "capacity") return nextLocation(pass, message);
+    if (failureClass !== "retryable") {
+      delete pass.draft.createPending;
+      await releaseSpend(pass.services.options.spend, pass.mr);
+    }
+    if (failureClass === "capacity") {
+      const locations = pass.services.options.locations(pass.mr.spec);
+      const queue = capacityPairOf(pass, locations[pass.draft.locationIndex ?? 0] ?? locations[0]);
+      queue?.capacity.outOfStock(queue.type, queue.location);
+      return nextLocation(pass, message);
+    }
   }
   if (failureClass === "retryable") {
     return verdict(

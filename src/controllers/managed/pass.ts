@@ -1,8 +1,12 @@
 // What one pass of the managed lifecycle carries (the object, its status draft, the services it may use) and its
-// contracts with the outside (the cloud connection, the reconciler's options). Shared by the lifecycle
+// contracts with the outside (the cloud connection, the budgets and capacity queue, the reconciler's options).
+// Shared by the lifecycle
 // (reconciler.ts) and its steps (creation.ts, existing-resource.ts, deletion.ts, operation-tracking.ts, …).
 
 import type { Logger } from "pino";
+import type { QueuePosition } from "../../admission/capacity-queue.ts";
+import type { Need } from "../../admission/ledger.ts";
+import type { PriceTable } from "../../admission/prices.ts";
 import type { Reason } from "../../api/common.ts";
 import type { ClaimedKind } from "../../api/gpu-cloud-claim.ts";
 import type { Operation } from "../../cloud/wire.ts";
@@ -13,7 +17,7 @@ import type { ReconcileTiming } from "../core/lifecycle.ts";
 import type { ManagedObject, ManagedSpecBase, ManagedStatusBase } from "../core/object-model.ts";
 import type { Verdict } from "../core/verdict.ts";
 import type { Claim, ClaimStore } from "./claims.ts";
-import type { ExternalClient } from "./external.ts";
+import type { ExternalClient, KindSpend } from "./external.ts";
 
 /** A working connection to the cloud for one object: credentials resolved, kind client bound. */
 export interface CloudConnection<Spec extends ManagedSpecBase> {
@@ -56,6 +60,59 @@ export type Connect<Spec extends ManagedSpecBase> = (
   { type: "connected"; connection: CloudConnection<Spec> } | { type: "missing"; message: string; reason?: Reason }
 >;
 
+export type Reservation =
+  /** Reserved (or held already) in every budget that covers the object; or none covers it. */
+  | { type: "admitted" }
+  /** Short in a budget: the object waits in its line (woken when room frees); `message` says why. */
+  | { type: "waiting"; message: string }
+  /** The ledger's writers kept conflicting: nothing reserved, try again shortly. */
+  | { type: "busy"; message: string };
+
+/** The capacity queue as a create sees it (VM types per location; controllers/budgets/capacity.ts). */
+export interface CapacityPort {
+  /** Where the object waits, when it does (its status says it waits for capacity); undefined otherwise. */
+  position(key: string): QueuePosition | undefined;
+  /** Whether it may send its create now (its turn, within the room the last probe found). */
+  mayTry(key: string): boolean;
+  /** Its create was sent: it takes one unit of room, and the next waiter of this replica is woken. */
+  started(key: string): void;
+  /** A create there found no capacity (availability, or out_of_stock): no room until the next probe. */
+  outOfStock(type: string, location: string): void;
+  /** A create there succeeded: where the cloud gives no count, more may go (they are woken). */
+  succeeded(type: string, location: string): void;
+}
+
+/** Budgets (and the capacity queue) for one kind's objects. */
+export interface SpendGuard {
+  /** The price table in force (the ConfigMap's overrides over the seed's prices). */
+  prices(): PriceTable;
+  /**
+   * From the cached budgets, without a write: the object is recorded as waiting in a budget that covers it and is
+   * not among the waiters that fit now; so it stays waiting (its intent need not be written). Undefined: reserve.
+   */
+  stillWaiting(mr: ManagedObject, need: Need): Reservation | undefined;
+  /** Reserve `need` (the object's whole amount) in every budget that covers it: live reads, guarded writes. */
+  reserve(mr: ManagedObject, need: Need): Promise<Reservation>;
+  /**
+   * The resource is as the spec asks and bills `billing` (undefined: nothing, a stopped VM): its entries follow.
+   * Written only when the cached budgets show something else.
+   */
+  billed(mr: ManagedObject, billing: Need | undefined): Promise<void>;
+  /**
+   * The object holds nothing and waits for nothing (it is let go, or its create was refused). Never throws: a
+   * failed release is logged and left to the budget's sweep (an entry left behind only counts more than is spent).
+   */
+  release(mr: ManagedObject): Promise<void>;
+  /** The capacity queue, for kinds whose creates wait for capacity. */
+  capacity?: CapacityPort;
+}
+
+/** The guard and the kind's spend, as the reconciler is given them (absent: nothing is guarded). */
+export interface SpendWiring<Spec extends ManagedSpecBase> {
+  guard: SpendGuard;
+  model: KindSpend<Spec>;
+}
+
 export interface ManagedReconcilerOptions<Spec extends ManagedSpecBase> {
   /** The kind reconciled (its claims name it: claims.ts). */
   kind: ClaimedKind;
@@ -84,6 +141,11 @@ export interface ManagedReconcilerOptions<Spec extends ManagedSpecBase> {
    * Every status write goes through it. Without it (tests), statuses are written as drafted.
    */
   fitStatus?(status: ManagedStatusBase): string[];
+  /**
+   * Budgets and the capacity queue (spend.ts): reservations before the cloud calls that raise spend, releases when
+   * it stops. Absent: nothing is guarded (kinds that do not bill, tests).
+   */
+  spend?: SpendWiring<Spec>;
 }
 
 /**
@@ -109,6 +171,8 @@ export interface PassServices<Spec extends ManagedSpecBase> {
   setFinalizer(mr: ManagedObject, present: boolean): Promise<WriteResult>;
   claims: ClaimStore;
   releaseClaim(mr: ManagedObject): Promise<void>;
+  /** Give back what the object holds in budgets, and leave their waiting lines (never throws). */
+  releaseSpend(mr: ManagedObject): Promise<void>;
   /** key → since when (ms) the resource its claim names has been missing from every read. */
   missingSince: Map<string, { id: string; sinceMs: number }>;
 }

@@ -56,6 +56,16 @@ import {
   withDraft,
 } from "./pass.ts";
 import { QuietResyncs } from "./quiet-resyncs.ts";
+import { capacityPairOf, releaseSpend } from "./spend.ts";
+
+/** A create just succeeded: its capacity queue's pair may take more (where the cloud gives no count). */
+function createSucceeded<Spec extends ManagedSpecBase>(pass: Pass<Spec>): void {
+  const operation = pass.draft.operation;
+  if (operation?.name !== "CREATE" || operation.state !== "SUCCEEDED") return;
+  const locations = pass.services.options.locations(pass.mr.spec);
+  const queue = capacityPairOf(pass, locations[pass.draft.locationIndex ?? 0] ?? locations[0]);
+  queue?.capacity.succeeded(queue.type, queue.location);
+}
 
 /** A failing key is held this long after its first failure, doubling with each further one. */
 const FAILURE_HOLD_BASE_MS = 500;
@@ -93,6 +103,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
         const claim = options.claims.heldBy(options.kind, mr.metadata.uid);
         if (claim !== undefined) await options.claims.release(claim);
       },
+      releaseSpend: (mr) => releaseSpend(options.spend, mr),
       missingSince: new Map(),
     };
   }
@@ -232,6 +243,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     if (deleting && !holdsFinalizer) {
       // Let go without us (the finalizer removed by hand): its claim must not outlive it.
       await this.#services.releaseClaim(mr);
+      await this.#services.releaseSpend(mr);
       return RELEASED;
     }
     if (deleting && CLUSTER_API_ANNOTATIONS.deleteForMove in mr.metadata.annotations) {
@@ -311,6 +323,7 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
     const resolvedAt = resolved.notBefore;
     const settled = settleOperation(pass, connection);
     if (settled.verdict !== undefined) return settled.verdict;
+    if (settled.notBefore !== undefined) createSucceeded(pass);
     if (settled.failure !== undefined) return handleFailedOperation(pass, connection, settled.failure);
 
     // An object with its own (shorter) sync period is checked against a list at most that old: the shared
@@ -443,9 +456,10 @@ export class ManagedReconciler<Spec extends ManagedSpecBase> {
       if (reason !== REASONS.NotSupported || !(stalledAt >= deletedAt + 1000)) return undefined;
     }
     // Capacity is retried on a timer: the location walk rewrites status, and our own write must not restart it.
+    // With the capacity queue, its turn decides instead (spend.ts capacityTurn): a waiter it admits goes at once.
     const retryMs = TERMINAL_REASONS.has(reason)
       ? this.#timing.terminalRetryMs
-      : reason === REASONS.CapacityUnavailable
+      : reason === REASONS.CapacityUnavailable && this.#options.spend?.guard.capacity === undefined
         ? this.#timing.capacityRetryMs
         : undefined;
     if (retryMs === undefined) return undefined;

@@ -1,7 +1,7 @@
 // One managed kind as a controller on the runtime: its reconciler (the one lifecycle, reconciler.ts) behind the
 // account admission, its writes guarded and fitted to its CRD, and the watches that wake an object when something
 // it refers to changes (other kinds, Secrets, ConfigMaps, its credentials, what it publishes), as the dependency
-// index learned from its passes.
+// index learned from its passes; budgets and the capacity queue guard the changes of a kind that bills.
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { z } from "zod";
 import { structuralSchemaOf } from "../../api/crd.ts";
@@ -26,6 +26,7 @@ import { type ClaimStore, claimedKind } from "./claims.ts";
 import { connectFor } from "./connection.ts";
 import type { DependencyIndex } from "./dependency-index.ts";
 import type { KindDefinition, KindDeps, OwnedObject } from "./external.ts";
+import type { SpendGuard } from "./pass.ts";
 import { ManagedReconciler } from "./reconciler.ts";
 import type { ManagedNote } from "./shard-view.ts";
 import { markWithoutOwner } from "./without-owner.ts";
@@ -44,6 +45,8 @@ export interface ManagedWiring {
   deps: KindDeps & { deleteOwned(owner: ManagedObject, objects: readonly OwnedObject[]): Promise<void> };
   timing: Partial<ReconcileTiming>;
   now?: () => number;
+  /** The budgets' guard of a kind (undefined: its changes are not guarded). */
+  spendGuard?(kind: string): SpendGuard | undefined;
 }
 
 /** Fit statuses of a kind to its CRD schema in place (the structural schema the CRD is generated with). */
@@ -63,6 +66,7 @@ export function registerManagedKind(kind: KindDefinition<ManagedSpecBase>, wirin
   const resource = resourceOf(kind.info);
   const kube = kubeAccessFor(manager, resource, (namespace, objectName) => informer.get(namespace, objectName));
   const admissions = new AccountAdmissions(name.toLowerCase());
+  const guard = wiring.spendGuard?.(name);
   const managed = new ManagedReconciler<ManagedSpecBase>({
     kind: claimedKind(name),
     parse: (raw) => parser.parse(raw),
@@ -72,6 +76,7 @@ export function registerManagedKind(kind: KindDefinition<ManagedSpecBase>, wirin
     claimNamespace: config.claimsNamespace,
     allowCrossNamespaceObserve: config.allowCrossNamespaceObserve,
     fitStatus: fitterFor(kind.info.statusSchema),
+    ...(guard !== undefined && kind.spend !== undefined ? { spend: { guard, model: kind.spend } } : {}),
     ...(wiring.now ? { now: wiring.now } : {}),
     timing: wiring.timing,
     connect: connectFor(kind, { manager, credentials, secrets, admissions, deps }),

@@ -1,13 +1,14 @@
 // Wiring of the GpuVmPool controller on the runtime: its members' access (the GpuVm and GpuDisk informers for
-// reads, guarded creates, deletes and patches for writes), the availability reads through the pool's credentials,
-// the watches that wake a pool when one of its members changes, and the per-pool replica gauges.
+// reads, guarded creates, deletes and patches for writes), the availability reads through the pool's credentials
+// (and the capacity queue's room), the watches that wake a pool when one of its members changes, and the per-pool
+// replica gauges.
 
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { Gauge } from "prom-client";
 import { POOL_LABELS } from "../../api/common.ts";
 import { gpuVmPoolKind } from "../../api/gpu-vm-pool.ts";
 import type { Controller, KubeResource, Manager, ObjectInformer } from "../../runtime/index.ts";
-import type { CloudAccount } from "../accounts/cloud-account.ts";
+import type { AvailabilityReading, CloudAccount } from "../accounts/cloud-account.ts";
 import type { CredentialStore } from "../accounts/credentials.ts";
 import { kubeAccessFor, resourceOf } from "../core/kube-access.ts";
 import type { ReconcileTiming } from "../core/lifecycle.ts";
@@ -20,6 +21,14 @@ export interface PoolControllerDeps {
   /** The informers of the members' kinds (shared with their own controllers). */
   informers: Record<MemberKind, ObjectInformer>;
   credentials: CredentialStore<CloudAccount>;
+  /**
+   * The capacity queue: the room it leaves per (type, location) for new replicas, and what the pool's availability
+   * reads tell it (each counts as a probe of the pair).
+   */
+  queue?: {
+    roomFor(type: string, location: string): number | undefined;
+    record(type: string, location: string, reading: AvailabilityReading): void;
+  };
   timing?: Partial<ReconcileTiming>;
   now?: () => number;
 }
@@ -67,12 +76,15 @@ export function registerPoolController(manager: Manager, deps: PoolControllerDep
       const resolved = deps.credentials.resolve(pool.metadata.namespace, pool.spec.template.spec.credentialsRef?.name);
       if (resolved.type === "missing") return undefined;
       try {
-        return await resolved.handle.account.availability(type, location, signal, notBefore);
+        const reading = await resolved.handle.account.availability(type, location, signal, notBefore);
+        deps.queue?.record(type, location, reading);
+        return reading;
       } catch (error) {
         manager.logger.debug({ err: error, type, location }, "availability unknown; placing without it");
         return undefined;
       }
     },
+    ...(deps.queue ? { queueRoom: (type: string, location: string) => deps.queue?.roomFor(type, location) } : {}),
     ...(deps.timing ? { timing: deps.timing } : {}),
     ...(deps.now ? { now: deps.now } : {}),
   });

@@ -200,7 +200,14 @@ function changeableFields(spec: GpuVmPoolSpec, member?: Member) {
       : currentDisks(member).filter(isPoolDiskOf(spec, member.name));
   }
   const disks = [...(template.disks ?? []), ...own];
-  return { type: template.type, powerState: template.powerState, deletionPolicy: template.deletionPolicy, disks };
+  return {
+    type: template.type,
+    powerState: template.powerState,
+    deletionPolicy: template.deletionPolicy,
+    // Budgets and the capacity queue order the replicas by it (docs/budgets.md).
+    priority: template.priority,
+    disks,
+  };
 }
 
 /** The GpuVm of a slot, as created: without the pool's disks (made once its VM holds a place). */
@@ -294,12 +301,16 @@ export function inPlaceChangeOf(spec: GpuVmPoolSpec, member: Member): InPlaceCha
   const notes: string[] = [];
   let disruptive = false;
   const current = parsed.success ? parsed.data : undefined;
-  for (const field of ["type", "powerState", "disks", "deletionPolicy"] as const) {
+  for (const field of ["type", "powerState", "disks", "deletionPolicy", "priority"] as const) {
     const have = field === "disks" ? (current?.disks ?? []) : current?.[field];
     if (sameJson(have, wanted[field])) continue;
-    specPatch[field] = field === "disks" && wanted.disks.length === 0 ? null : wanted[field];
+    // A merge patch removes a field with null (no disks, no priority).
+    const removed =
+      (field === "disks" && wanted.disks.length === 0) || (field === "priority" && wanted.priority === undefined);
+    specPatch[field] = removed ? null : wanted[field];
     notes.push(`${field} ${describe(have)} → ${describe(wanted[field])}`);
-    if (field !== "deletionPolicy") disruptive = true;
+    // Its deletion policy and priority change nothing of the VM.
+    if (field !== "deletionPolicy" && field !== "priority") disruptive = true;
   }
   const metadata: { labels?: Record<string, string>; annotations?: Record<string, string> } = {};
   for (const [part, entries] of [
@@ -375,11 +386,25 @@ export function hasCapacityFailure(member: Member): boolean {
   );
 }
 
-/** A stall other than capacity (an invalid image, refused credentials): the replica needs a person. */
+/** Stalls that wait for something that frees by itself (capacity, room in a budget): no failure of the replica. */
+const WAITING_REASONS: ReadonlySet<string> = new Set(["CapacityUnavailable", "BudgetExceeded"]);
+
+/** A stall other than a wait (an invalid image, refused credentials): the replica needs a person. */
 export function replicaFailureOf(member: Member): { reason: string; message: string } | undefined {
   const stalled = condition(member, "Stalled");
-  if (stalled?.status !== "True" || isMemberReady(member) || stalled.reason === "CapacityUnavailable") return undefined;
+  if (stalled?.status !== "True" || isMemberReady(member) || WAITING_REASONS.has(stalled.reason ?? ""))
+    return undefined;
   return { reason: stalled.reason ?? "Stalled", message: stalled.message ?? "" };
+}
+
+/**
+ * The budget's message when the replica's GpuVm waits for room in a GpuBudget (its create, or a START): it
+ * proceeds by itself when the budget frees.
+ */
+export function budgetWaitOf(member: Member): string | undefined {
+  const ready = condition(member, "Ready");
+  if (member.deletionTimestamp !== undefined || ready?.reason !== "BudgetExceeded") return undefined;
+  return ready.message ?? "";
 }
 
 export function deleteFirst(member: Member | undefined): boolean {

@@ -120,6 +120,11 @@ export interface LocationEvidence {
   full: boolean;
   /** A replica's create failed there for capacity before (slow start begins again, at its first batch). */
   failedBefore: boolean;
+  /**
+   * What the capacity queue leaves there (counted room less the objects already waiting for it), when it knows: a
+   * pool's new replicas never jump the queue of GpuVms waiting for the same type and location.
+   */
+  queued?: number | undefined;
 }
 
 export interface Room {
@@ -131,6 +136,12 @@ export interface Room {
 
 /** How many more replicas a location may take now, and why not more. */
 export function roomIn(evidence: LocationEvidence): Room {
+  const room = roomWithoutQueue(evidence);
+  const queued = evidence.queued;
+  return queued !== undefined && queued < room.count ? { count: Math.max(0, queued), limitedBy: "capacity" } : room;
+}
+
+function roomWithoutQueue(evidence: LocationEvidence): Room {
   if (evidence.full || evidence.availability?.available === false) return { count: 0, limitedBy: "capacity" };
   const counted = evidence.availability?.count;
   // The count may not show the replicas still starting there: they are taken off it.

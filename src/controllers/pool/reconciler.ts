@@ -59,6 +59,11 @@ export interface PoolReconcilerOptions {
     signal: AbortSignal,
     notBefore: number,
   ): Promise<AvailabilityReading | undefined>;
+  /**
+   * The capacity queue (controllers/budgets/): the room it leaves for `type` in `location` (counted room less the
+   * GpuVms waiting there), undefined when it knows no count.
+   */
+  queueRoom?(type: string, location: string): number | undefined;
   timing?: Partial<ReconcileTiming>;
   now?: () => number;
   /** The suffix of a new replica's name (random by default; tests pass a counter). */
@@ -211,7 +216,14 @@ export class PoolReconciler {
       this.#capacity.markFull(key, slot.location, this.#timing.capacityRetryMs);
     }
     const all: Replicas = { slots, live, waiting };
-    const locations = { spec, key, capacity: this.#capacity, expectations: this.#expectations };
+    const queueRoom = this.#options.queueRoom;
+    const locations = {
+      spec,
+      key,
+      capacity: this.#capacity,
+      expectations: this.#expectations,
+      queueRoom: queueRoom && ((location: string) => queueRoom(spec.template.spec.type, location)),
+    };
     const readings = await readAvailability(
       locations,
       all,

@@ -54,6 +54,8 @@ export interface PoolLocations {
   /** The pool's key (what CapacityMemory remembers per pool). */
   key: string;
   capacity: CapacityMemory;
+  /** The capacity queue's room for the pool's VM type in a location (undefined: unknown). */
+  queueRoom?: ((location: string) => number | undefined) | undefined;
 }
 
 /**
@@ -96,6 +98,7 @@ export function roomsOf(pool: PoolLocations, replicas: Replicas, readings: Readi
         ...replicasIn(location, replicas),
         full: capacity.isFull(key, location),
         failedBefore: capacity.failedBefore(key, location),
+        queued: pool.queueRoom?.(location),
       }),
     ]),
   );

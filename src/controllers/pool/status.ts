@@ -1,11 +1,12 @@
 // A GpuVmPool's status after a pass: the counts (replicas, ready, updated, available, pending), the replicas per
-// location, the price, and the verdict that becomes its Ready/Reconciling/Stalled conditions.
+// location, the price, and the verdict that becomes its Ready/Reconciling/Stalled conditions. Replicas waiting for
+// capacity or for room in a budget are pending; the pool says what they wait for (the budget's own words).
 
 import { REASONS } from "../../api/common.ts";
 import type { GpuVmPoolSpec, GpuVmPoolStatus, PoolSlot } from "../../api/gpu-vm-pool.ts";
 import type { ReconcileTiming } from "../core/lifecycle.ts";
 import { after, DONE, type Verdict, verdict } from "../core/verdict.ts";
-import { inPlaceChangeOf, isReplicaReady, type Member, replicaFailureOf } from "./members.ts";
+import { budgetWaitOf, holdsPlace, inPlaceChangeOf, isReplicaReady, type Member, replicaFailureOf } from "./members.ts";
 import type { Placement } from "./placement.ts";
 import type { Replicas } from "./replicas.ts";
 import type { PoolPlan } from "./rollout.ts";
@@ -21,6 +22,8 @@ export interface PoolPicture {
   ready: ReadonlySet<string>;
   /** Slot names whose GpuVm waits in its location for capacity (its create found none; nowhere else to go). */
   waiting: ReadonlySet<string>;
+  /** Slot names whose GpuVm waits for room in a GpuBudget, with the budget's message. */
+  budgetWaits: ReadonlyMap<string, string>;
   /** Slot names whose replica is up to date (current revision, in-place changes applied). */
   updated: ReadonlySet<string>;
   /** Replicas that exist and are not up to date (an older revision, or an in-place change not applied yet). */
@@ -59,10 +62,13 @@ export function pictureOf(
   const ready = new Set<string>();
   const waiting = new Set(slots.filter((slot) => replicas.waiting.has(slot.name)).map((slot) => slot.name));
   const failures: PoolPicture["failures"][number][] = [];
+  const budgetWaits = new Map<string, string>();
   let stale = 0;
   for (const slot of slots) {
     const vm = live.get(slot.name);
     if (vm === undefined || waiting.has(slot.name)) continue;
+    const budgetWait = budgetWaitOf(vm);
+    if (budgetWait !== undefined) budgetWaits.set(slot.name, budgetWait);
     if (isReplicaReady(slot.revision === revision ? spec : undefined, vm)) ready.add(slot.name);
     const current = slot.revision === revision && spec.placement.locations.includes(slot.location);
     if (current && inPlaceChangeOf(spec, vm) === undefined) updated.add(slot.name);
@@ -76,6 +82,7 @@ export function pictureOf(
     members: live,
     ready,
     waiting,
+    budgetWaits,
     updated,
     stale,
     previousReason: pool.previousReason,
@@ -92,13 +99,25 @@ export function pictureOf(
   };
 }
 
+/** Slots whose GpuVm waits for a budget before it was ever created (no place in the cloud). */
+function budgetPending(picture: PoolPicture): Set<string> {
+  return new Set(
+    [...picture.budgetWaits.keys()].filter((name) => {
+      const member = picture.members.get(name);
+      return member !== undefined && !holdsPlace(member);
+    }),
+  );
+}
+
 /**
  * The counts of the status. `replicas`: the slots that have a place (their GpuVm exists or is being created, not
- * waiting for capacity); `pendingReplicas`: the ones asked for that have none (waiting GpuVms, and replicas no
- * location has room for). Together they make spec.replicas once a scale settles (plus maxSurge while replacing).
+ * waiting for capacity or for a budget); `pendingReplicas`: the ones asked for that have none (waiting GpuVms, and
+ * replicas no location has room for). Together they make spec.replicas once a scale settles (plus maxSurge while
+ * replacing).
  */
 export function countsOf(picture: PoolPicture): Partial<GpuVmPoolStatus> {
-  const placed = picture.slots.filter((slot) => !picture.waiting.has(slot.name));
+  const forBudget = budgetPending(picture);
+  const placed = picture.slots.filter((slot) => !picture.waiting.has(slot.name) && !forBudget.has(slot.name));
   const perLocation = new Map<string, { replicas: number; readyReplicas: number }>();
   for (const slot of placed) {
     const entry = perLocation.get(slot.location) ?? { replicas: 0, readyReplicas: 0 };
@@ -123,7 +142,7 @@ export function countsOf(picture: PoolPicture): Partial<GpuVmPoolStatus> {
     readyReplicas: ready.length,
     updatedReplicas: placed.filter((slot) => picture.updated.has(slot.name)).length,
     availableReplicas: ready.filter((slot) => picture.updated.has(slot.name)).length,
-    pendingReplicas: picture.waiting.size + picture.noCapacity,
+    pendingReplicas: picture.waiting.size + picture.noCapacity + forBudget.size,
     locations,
     locationSummary: locations.map((entry) => `${entry.name}=${entry.replicas}`).join(","),
     hourlyPriceUSD: Math.round(price * 10_000) / 10_000,
@@ -134,14 +153,23 @@ function plural(count: number, word: string): string {
   return `${count} ${word}${count === 1 ? "" : "s"}`;
 }
 
+/** What the pending replicas wait for: capacity, a budget (in its own words), or both. */
+function pendingNote(picture: PoolPicture, pending: number): string {
+  if (pending === 0) return "";
+  const forBudget = budgetPending(picture).size;
+  const forCapacity = pending - forBudget;
+  const capacity = `no capacity for ${picture.vmType} in ${picture.locations.join(", ")}`;
+  const [budgetMessage] = picture.budgetWaits.values();
+  if (forBudget === 0) return `; ${plural(pending, "replica")} pending: ${capacity}`;
+  const budget = `${plural(forBudget, "replica")} pending: ${budgetMessage}`;
+  return forCapacity === 0 ? `; ${budget}` : `; ${plural(forCapacity, "replica")} pending: ${capacity}; ${budget}`;
+}
+
 /** The verdict of a pass that got as far as planning. */
 export function poolVerdict(picture: PoolPicture, counts: Partial<GpuVmPoolStatus>): Verdict {
   const { plan } = picture;
   const pending = counts.pendingReplicas ?? 0;
-  const capacityNote =
-    pending > 0
-      ? `; ${plural(pending, "replica")} pending: no capacity for ${picture.vmType} in ${picture.locations.join(", ")}`
-      : "";
+  const capacityNote = pendingNote(picture, pending);
   const [failure] = picture.failures;
   if (failure !== undefined) {
     const more = picture.failures.length > 1 ? ` (and ${picture.failures.length - 1} more)` : "";
@@ -178,9 +206,14 @@ export function poolVerdict(picture: PoolPicture, counts: Partial<GpuVmPoolStatu
     });
   }
   if (pending > 0) {
+    // Waiting for a budget only: the budget frees by itself (the replicas are woken), as capacity does.
+    const budgetOnly = budgetPending(picture).size === pending;
+    const retry = budgetOnly
+      ? "they proceed when the budget frees"
+      : `retried every ${Math.round(picture.capacityRetryMs / 1000)}s`;
     return verdict(
-      REASONS.CapacityUnavailable,
-      `${ready}/${picture.replicas} ready${capacityNote}; retried every ${Math.round(picture.capacityRetryMs / 1000)}s`,
+      budgetOnly ? REASONS.BudgetExceeded : REASONS.CapacityUnavailable,
+      `${ready}/${picture.replicas} ready${capacityNote}; ${retry}`,
       after(picture.capacityRetryMs),
       { stalled: true, event: "Warning" },
     );

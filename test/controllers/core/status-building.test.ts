@@ -231,6 +231,7 @@ function objectWith(status: ManagedStatusBase): ManagedObject {
       resourceVersion: "7",
       finalizers: [],
       annotations: {},
+      labels: {},
     },
     spec: {},
     status,

@@ -29,6 +29,7 @@ function vm(name: string, sshPublicKey: string): ManagedObject<GpuVmSpec> {
       resourceVersion: "1",
       finalizers: [],
       annotations: {},
+      labels: {},
     },
     spec,
     status: {},

@@ -97,6 +97,7 @@ function object(overrides: {
       resourceVersion: "1",
       finalizers: overrides.finalizers ?? [],
       annotations: overrides.annotations ?? {},
+      labels: {},
       ...(overrides.deleting ? { deletionTimestamp: "2026-11-21T11:00:00Z" } : {}),
     },
     spec: { deletionPolicy: "Delete", managementPolicy: "Manage", ...overrides.spec },

@@ -30,6 +30,7 @@ function vm(generation: number, synced: Condition["status"]): ManagedObject {
       resourceVersion: "7",
       finalizers: [],
       annotations: {},
+      labels: {},
     },
     spec: {},
     status: {

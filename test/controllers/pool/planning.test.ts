@@ -227,6 +227,15 @@ describe("room in a location", () => {
     // After a create found no capacity there, one batch at a time again.
     expect(roomIn(evidence({ holding: 32, failedBefore: true })).count).toBe(SLOW_START_BATCH);
   });
+
+  it("never more than the capacity queue leaves: GpuVms waiting for the pair go first", () => {
+    const counted = { availability: { available: true, count: 10 } };
+    expect(roomIn(evidence({ ...counted, queued: 4 }))).toEqual({ count: 4, limitedBy: "capacity" });
+    expect(roomIn(evidence({ ...counted, queued: 0 })).count).toBe(0);
+    // The queue leaving more than the pool's own evidence changes nothing.
+    expect(roomIn(evidence({ ...counted, starting: 3, queued: 12 })).count).toBe(7);
+    expect(roomIn(evidence({ queued: undefined }))).toEqual({ count: SLOW_START_BATCH, limitedBy: "batch" });
+  });
 });
 
 describe("capacity memory", () => {
@@ -331,6 +340,21 @@ describe("revision and in-place changes", () => {
       patch: { metadata: { labels: { team: "ml" } }, spec: { deletionPolicy: "Orphan" } },
       disruptive: false,
       summary: "deletionPolicy Delete → Orphan, labels team",
+    });
+  });
+
+  it("changes a replica's priority in place without disturbing it, and removes it with null", () => {
+    const matching = { type: "a100.1x", location: "us-east1-a", sshPublicKey: SSH_KEY, image: "ubuntu22.04" };
+    expect(inPlaceChangeOf(withTemplate({ priority: 20 }), member(matching))).toEqual({
+      patch: { spec: { priority: 20 } },
+      disruptive: false,
+      summary: "priority none → 20",
+    });
+    expect(inPlaceChangeOf(withTemplate({ priority: 20 }), member({ ...matching, priority: 20 }))).toBeUndefined();
+    expect(inPlaceChangeOf(base, member({ ...matching, priority: 20 }))).toEqual({
+      patch: { spec: { priority: null } },
+      disruptive: false,
+      summary: "priority 20 → none",
     });
   });
 
