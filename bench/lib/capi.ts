@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { parse } from "yaml";
+import { PLAYGROUND_CLUSTER } from "../../src/cli/playground/cluster-api.ts";
 import { READY_LINE } from "../../src/cli/playground/next-steps.ts";
 import { type KubeTarget, kubeExpect, kubeRequest, kubeTargetOf } from "../../src/control-plane/http.ts";
 import { loadAverage, REPO_ROOT, sleep } from "./processes.ts";
@@ -104,6 +105,24 @@ function isRunning(machine: Record<string, unknown>): boolean {
   return status?.phase === "Running" && status.nodeRef?.name !== undefined;
 }
 
+/**
+ * The playground's ready line comes once Cluster API's managers serve their webhooks, before their controllers
+ * and the operator have reconciled anything (4–6 s more on a busy machine): the clock starts once Cluster API
+ * says the Cluster's infrastructure is provisioned and its control plane initialized.
+ */
+async function clusterUp(management: KubeTarget): Promise<void> {
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const answer = await kubeRequest(management, { path: `${CAPI}/clusters/${PLAYGROUND_CLUSTER}` });
+    const status = (answer.json as { status?: { initialization?: Record<string, boolean> } } | undefined)?.status;
+    const initialization = status?.initialization ?? {};
+    if (initialization.infrastructureProvisioned === true && initialization.controlPlaneInitialized === true) return;
+    if (Date.now() > deadline)
+      throw new Error(`Cluster ${PLAYGROUND_CLUSTER} not provisioned in 120 s: ${answer.text}`);
+    await sleep(250);
+  }
+}
+
 /** Polls until N Machines are Running: when the first tenth and all N were made, when N Nodes had joined. */
 async function untilRunning(
   watch: { management: KubeTarget; n: number; started: number; timeoutMs: number },
@@ -171,6 +190,7 @@ export async function runCapi(options: {
       const answer = (await (await fetch(`${admin}/node-joins`)).json()) as { joins?: { state: string }[] };
       return (answer.joins ?? []).filter((join) => join.state === "joined").length;
     };
+    await clusterUp(management);
     const load = { before: loadAverage(), after: 0 };
     const started = Date.now();
     for (const object of objects) {
