@@ -7,7 +7,7 @@
 // keeps its port: Cluster API pins its endpoint).
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
-import type { BuiltKube } from "../../control-plane/binaries.ts";
+import type { BuiltKube, CapiComponent } from "../../control-plane/binaries.ts";
 import type { RunningControlPlane } from "../../control-plane/control-plane.ts";
 import { type KubeTarget, kubeExpect } from "../../control-plane/http.ts";
 import { CREDENTIALS_NAMESPACE, CREDENTIALS_SECRET, REPO_ROOT } from "./conventions.ts";
@@ -16,6 +16,19 @@ import { CREDENTIALS_NAMESPACE, CREDENTIALS_SECRET, REPO_ROOT } from "./conventi
 export const PLAYGROUND_CLUSTER = "playground";
 /** The failure domains the playground's GpuCluster allows. */
 export const PLAYGROUND_LOCATIONS = ["us-east1-a", "eu-iceland1-a"];
+
+/**
+ * Cluster API's tuning (its book's developer/core/tuning.md) for Machines made a hundred at once: the clients of
+ * the workload cluster default to 20 requests/s (burst 30) in each manager, and each Machine costs that cluster
+ * a write from each (the kubeadm bootstrap manager's token Secret, the core manager's patch of its Node), so 100
+ * Machines would wait ≥ 3.5 s there alone, half the bench's bound. The management cluster's clients
+ * (`--kube-api-qps` 100, burst 200 since v1.13) stay as they are: they use 10–40 requests/s in that run
+ * (docs/cluster-api.md).
+ */
+export const PLAYGROUND_MANAGER_ARGS = {
+  core: ["--clustercache-client-qps=100", "--clustercache-client-burst=200"],
+  "bootstrap-kubeadm": ["--clustercache-client-qps=100", "--clustercache-client-burst=200"],
+} as const satisfies Record<CapiComponent, readonly string[]>;
 
 export interface CapiPlayground {
   /** The workload cluster's admin kubeconfig (`<state-dir>/workload.kubeconfig`). */
@@ -125,6 +138,10 @@ export async function startCapiPlayground(options: CapiPlaygroundOptions): Promi
       bin: built.bin,
       dataDir: path.join(stateDir, "cluster-api"),
       keepData: true,
+      extraArgs: {
+        core: [...PLAYGROUND_MANAGER_ARGS.core],
+        "bootstrap-kubeadm": [...PLAYGROUND_MANAGER_ARGS["bootstrap-kubeadm"]],
+      },
       log,
     });
     closers.push(() => clusterApi.close());

@@ -142,7 +142,13 @@ export class GpuMachineReconciler {
       return this.#delete(pass);
     }
     if (clusterApiOwner(pass.owners, "Machine") === undefined) {
-      return verdict(REASONS.WaitingForDependency, "waiting for Cluster API to set the Machine owner reference", DONE);
+      // No write until Cluster API's Machine controller has set it (as Cluster API's own providers do): the
+      // MachineSet makes this object just before its Machine, and a status written in between makes that
+      // controller's patch of the owner reference fail (or ours), for most of a hundred Machines made at once.
+      return {
+        ...verdict(REASONS.WaitingForDependency, "waiting for the Machine owner reference", DONE),
+        silent: true,
+      };
     }
     if (pass.clusterName === undefined || pass.cluster === undefined) {
       const which =

@@ -34,7 +34,7 @@ export interface Verdict {
   outcome: Outcome;
   /** An Event to record (reason = verdict reason); only emitted when the condition changes. */
   event?: "Normal" | "Warning";
-  /** Nothing to write (a Kubernetes 409 on our own write): requeue quietly and re-read. */
+  /** Nothing to write (a Kubernetes 409 on our own write, or an object not ours to speak for yet): the outcome only. */
   silent?: boolean;
   /** false: the resource is not in step with the spec although the reason alone would say so (synced.ts). */
   synced?: false;

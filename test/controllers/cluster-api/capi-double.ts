@@ -141,6 +141,8 @@ export async function createMachine(
     spec: Record<string, unknown>;
     withBootstrapData?: boolean;
     failureDomain?: string;
+    /** false: the GpuMachine without its owner reference yet, as the MachineSet makes it (setMachineOwner adds it). */
+    withOwner?: boolean;
   },
 ): Promise<{ machine: Created; gpuMachine: Created }> {
   const { name, cluster } = options;
@@ -164,11 +166,28 @@ export async function createMachine(
       name,
       namespace: NAMESPACE,
       labels: { "cluster.x-k8s.io/cluster-name": cluster },
-      ownerReferences: [ownerRef("Machine", `${CAPI_GROUP}/${CAPI_VERSION}`, machine)],
+      ...(options.withOwner === false
+        ? {}
+        : { ownerReferences: [ownerRef("Machine", `${CAPI_GROUP}/${CAPI_VERSION}`, machine)] }),
     },
     spec: options.spec,
   });
   return { machine, gpuMachine };
+}
+
+/** What Cluster API's Machine controller does to a GpuMachine the MachineSet made: its owner reference. */
+export async function setMachineOwner(env: Env, machine: Created): Promise<void> {
+  await env.custom.patchNamespacedCustomObject(
+    {
+      group: INFRA_GROUP,
+      version: INFRA_VERSION,
+      plural: "gpumachines",
+      namespace: NAMESPACE,
+      name: machine.name,
+      body: { metadata: { ownerReferences: [ownerRef("Machine", `${CAPI_GROUP}/${CAPI_VERSION}`, machine)] } },
+    },
+    MERGE,
+  );
 }
 
 /** The bootstrap data Secret the kubeadm bootstrap provider writes (key value, format cloud-config). */

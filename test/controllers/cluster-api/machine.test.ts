@@ -16,6 +16,7 @@ import {
   patchCluster,
   SSH,
   setBootstrapData,
+  setMachineOwner,
   waitInfra,
 } from "./capi-double.ts";
 
@@ -99,6 +100,34 @@ describe("GpuMachine", () => {
     // The cloud's VM was booted with the Machine's bootstrap data.
     const record = (await env.admin("GET", `/state`)) as { vms: { id: string; startupScript?: string }[] };
     expect(record.vms.find((candidate) => candidate.id === id)?.startupScript).toBe(CLOUD_CONFIG("worker-a"));
+  });
+
+  it("writes nothing to a GpuMachine until Cluster API has set its Machine owner reference", async () => {
+    // Cluster API's MachineSet makes the GpuMachine, then the Machine; its Machine controller then sets the owner
+    // reference with a patch that a write of ours in between would make fail (or fail ours).
+    const { machine, gpuMachine } = await createMachine(env, {
+      name: "worker-late",
+      cluster: "gpu",
+      spec: machineSpec,
+      withBootstrapData: false,
+      withOwner: false,
+    });
+    const made = await getInfra(env, "gpumachines", gpuMachine.name);
+    // A GpuMachine made after it, with its owner: once it has a status, worker-late has had its pass too.
+    await createMachine(env, { name: "worker-owned", cluster: "gpu", spec: machineSpec, withBootstrapData: false });
+    await waitInfra(env, "gpumachines", "worker-owned", (m) => condition(m, "Ready") !== undefined);
+    const untouched = await getInfra(env, "gpumachines", gpuMachine.name);
+    expect(untouched?.metadata.resourceVersion).toBe(made?.metadata.resourceVersion);
+    expect(untouched?.status).toBeUndefined();
+
+    await setMachineOwner(env, machine);
+    const waiting = await waitInfra(
+      env,
+      "gpumachines",
+      gpuMachine.name,
+      (m) => condition(m, "Ready")?.reason === "WaitingForDependency",
+    );
+    expect(condition(waiting, "Ready")?.message).toContain("bootstrap data (spec.bootstrap.dataSecretName)");
   });
 
   it("spreads machines without a failure domain over the cluster's, and honours Machine.spec.failureDomain", async () => {
