@@ -4,7 +4,7 @@
 // cloud whose reads lag its creates. Whatever they do, an object never touches a resource another object owns
 // and nothing is created in an account the user did not name.
 import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { GROUP, VERSION } from "../../src/api/common.ts";
 import type { Operation, Vm } from "../../src/cloud/wire.ts";
 import {
@@ -275,12 +275,20 @@ describe("a cloud whose reads lag its creates (case 5)", () => {
     const e = await platform(lagging);
     await e.admin("DELETE", "/requests");
     await e.apply("GpuVm", "slow", vmSpec());
+    // Ready may come from the create's operation (its answer carries the VM) before any read shows the VM.
     const done = await e.waitFor("GpuVm", "slow", (o) => ready(o), 20_000);
+    // Once reads show it (the lag is 6 s), it is the one VM of that name, and there was one POST.
+    await vi.waitFor(
+      async () => {
+        const vms = (await vmsIn(e, e.sim.apiKey, e.sim.projectId)).filter((vm) => vm.name === "default-slow");
+        expect(vms.map((vm) => vm.id)).toEqual([done?.status?.id]);
+      },
+      { timeout: 15_000, interval: 500 },
+    );
     const counts = ((await e.admin("GET", "/requests")) as { counts: Record<string, number> }).counts;
     const posts = Object.entries(counts).filter(([route]) => /^POST \S*\/projects\/:projectId\/vms$/.test(route));
     expect(posts.reduce((sum, [, n]) => sum + n, 0)).toBe(1);
-    const vms = (await vmsIn(e, e.sim.apiKey, e.sim.projectId)).filter((vm) => vm.name === "default-slow");
-    expect(vms.map((vm) => vm.id)).toEqual([done?.status?.id]);
+    expect(ready(await e.get("GpuVm", "slow"))).toBe(true);
   });
 
   it("an object deleted before its VM shows deletes the VM once it shows: nothing leaks", async () => {

@@ -54,7 +54,7 @@ export async function deleteResource<Spec extends ManagedSpecBase>(
       },
     );
   } catch (error) {
-    if (isCloudNotFound(error)) return goneOrNotSupported(pass, connection, error);
+    if (isCloudNotFound(error)) return goneOrNotSupported(pass, connection, observed.id, error);
     if (isUnsupported(error)) throw cannotDo(error, ORPHAN_TO_RELEASE);
     if (isCloudConflict(error)) {
       const text = error instanceof Error ? error.message : String(error);
@@ -72,12 +72,16 @@ function ownDeleteSucceeded<Spec extends ManagedSpecBase>(pass: Pass<Spec>): boo
 
 /**
  * A delete answered 404. Usually the resource is already gone; but a server without the delete endpoint may
- * answer a well-formed not-found too. One fresh read tells them apart: still there means the server cannot
- * delete it, and releasing the object would leave the resource behind unannounced.
+ * answer a well-formed not-found too, and a cloud whose reads lag its creates answers 404 for a resource it made
+ * a moment ago (whose operation told us it exists). One fresh read tells the first apart: still there means the
+ * server cannot delete it, and releasing the object would leave the resource behind unannounced. Not there
+ * proves nothing yet: the object is released only once no read has shown the resource for `goneConfirmMs`, and a
+ * resource that shows up meanwhile is deleted.
  */
 async function goneOrNotSupported<Spec extends ManagedSpecBase>(
   pass: Pass<Spec>,
   connection: CloudConnection<Spec>,
+  id: string,
   error: unknown,
 ): Promise<Step> {
   const again = await connection.external.observe(
@@ -85,7 +89,11 @@ async function goneOrNotSupported<Spec extends ManagedSpecBase>(
     { cloudName: pass.cloudName, notBefore: pass.services.now() },
     pass.signal,
   );
-  if (!again.exists) return release(pass, "Normal", "cloud resource already gone");
+  if (!again.exists) {
+    const absence = confirmAbsence(pass, id, "the object is let go");
+    if (!absence.gone) return absence.waiting;
+    return release(pass, "Normal", "cloud resource already gone");
+  }
   const detail = error instanceof Error ? error.message : String(error);
   throw new ReconcileError(
     REASONS.NotSupported,
