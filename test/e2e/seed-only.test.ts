@@ -17,8 +17,8 @@ import {
 const LATENCY_MS = 2000;
 const POLL_MS = 1000;
 /** While measuring, operations take this long, so that every family waits for the whole window. */
-const SLOW_LATENCY_MS = 45_000;
-const WINDOW_MS = 20_000;
+const SLOW_LATENCY_MS = 30_000;
+const WINDOW_MS = 12_000;
 
 const FAMILIES = ["vm", "disk", "network", "firewall-rule"] as const;
 type Family = (typeof FAMILIES)[number] | "other";
