@@ -1,5 +1,5 @@
 // `npm run bench:footprint`: what the informer's cache holds per GpuVm, held in full and only noted (sharding,
-// ADR 0033), in-process. N Ready GpuVms as an operator leaves them after adopting (their own names, uids, ids,
+// ADR 0032), in-process. N Ready GpuVms as an operator leaves them after adopting (their own names, uids, ids,
 // addresses and times, each parsed from its own JSON as a list page is), upserted into an InformerCache without a
 // view (all held) and with a view that keeps none (all noted, `noteOf` of shard-view.ts); V8's used heap after
 // full collections, per object. The capacity model of docs/scaling.md ("Memory per shard") is built from these.

@@ -60,7 +60,7 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
   const logger = manager.logger.child({ component: "controllers" });
   // With sharding, a replica holds in full only its GpuVms and GpuFirewallRules (and what its objects refer to),
   // and notes the others: set before their informers are made. GpuDisks and GpuNetworks, which others refer to,
-  // are few next to the VMs and held whole (ADR 0033).
+  // are few next to the VMs and held whole (ADR 0032).
   const views =
     config.shard.count > 1 ? installShardViews(manager, [gpuVmKind, gpuFirewallRuleKind], config.shard) : undefined;
   const caches = new ManagedCaches(manager, MANAGED_KINDS);

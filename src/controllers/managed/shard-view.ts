@@ -1,4 +1,4 @@
-// What a shard's replica holds of the kinds it shards (ADR 0033): in full, the objects it reconciles (its shard's
+// What a shard's replica holds of the kinds it shards (ADR 0032): in full, the objects it reconciles (its shard's
 // keys), the members of the GpuVmPools it reconciles, the objects its own objects refer to (read in when a pass
 // asks for one), and every GpuVm with data disks (a GpuDisk names and waits for the VMs attached to it, found by
 // their cloud ids, whichever shard they are in); of every other object, a note: its uid, the credentials it uses,
