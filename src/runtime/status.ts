@@ -101,6 +101,8 @@ export class KubeApiError extends Error {
 /** HTTP status of a client-node failure, if it has one. */
 export function statusOf(error: unknown): number | undefined {
   if (error instanceof ApiException) return error.code;
+  // Our own wrapping (toKubeApiError) keeps the status: a caller sees the same 404 behind a KubeClient method.
+  if (error instanceof KubeApiError) return error.status;
   if (typeof error === "object" && error !== null && "code" in error && typeof error.code === "number") {
     return error.code;
   }

@@ -1,5 +1,18 @@
+import { ApiException } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import { createMergePatch, jsonEqual } from "../../src/runtime/status.ts";
+import { createMergePatch, jsonEqual, statusOf, toKubeApiError } from "../../src/runtime/status.ts";
+
+describe("the HTTP status of a failure", () => {
+  it("is kept through our own wrapping: a 404 behind a KubeClient method is a 404 (Cluster API not served)", () => {
+    const body = JSON.stringify({ kind: "Status", reason: "NotFound", message: "the server could not find it" });
+    const raw = new ApiException(404, "HTTP-Code: 404", body, {});
+    expect(statusOf(raw)).toBe(404);
+    const wrapped = toKubeApiError(raw, "list clusters.cluster.x-k8s.io in default");
+    expect(wrapped.message).toBe("list clusters.cluster.x-k8s.io in default: 404 the server could not find it");
+    expect(statusOf(wrapped)).toBe(404);
+    expect(statusOf(new Error("connection refused"))).toBeUndefined();
+  });
+});
 
 describe("status comparison and merge patches", () => {
   it("compares JSON deeply, ignoring key order only", () => {
