@@ -283,12 +283,22 @@ export function shareUnchanged(object: object, previous: object, interner: Strin
   }
 }
 
-/** The default transform: drop what the operator never reads and costs memory per object. */
+/**
+ * The default transform: drop what the operator never reads and costs memory per object. The parts are rebuilt
+ * without the dropped keys rather than `delete`d: V8 turns an object that loses a property into a hash table of
+ * its properties (about 450 bytes for a metadata), so 10,000 cached objects whose metadata had a key deleted held
+ * 4 MiB more than the same objects rebuilt (ADR 0027).
+ */
 export function stripUnread(object: KubernetesObject): void {
   const metadata = object.metadata;
   if (metadata === undefined) return;
-  delete metadata.managedFields;
-  if (metadata.annotations !== undefined && LAST_APPLIED in metadata.annotations) {
-    delete metadata.annotations[LAST_APPLIED];
+  const annotations = metadata.annotations;
+  const dropAnnotation = annotations !== undefined && LAST_APPLIED in annotations;
+  if (metadata.managedFields === undefined && !dropAnnotation) return;
+  const { managedFields: _managedFields, ...kept } = metadata;
+  if (dropAnnotation) {
+    const { [LAST_APPLIED]: _lastApplied, ...otherAnnotations } = annotations;
+    kept.annotations = otherAnnotations;
   }
+  object.metadata = kept;
 }
