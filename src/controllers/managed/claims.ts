@@ -247,13 +247,21 @@ export class ClaimStore {
   }
 
   #set(claim: Claim): void {
-    const before = this.#byObject.get(claim.objectName);
-    this.#unindex(claim.objectName);
-    this.#byObject.set(claim.objectName, claim);
-    this.#byHolder.add(claim.holder.uid, claim.objectName);
-    if (claim.id !== undefined) this.#byId.add(claim.id, claim.objectName);
+    const name = claim.objectName;
+    const before = this.#byObject.get(name);
+    // Entries are replaced in place, never deleted and added again: a Map keeps a deleted entry's slot until it
+    // grows, and every claim is written several times (its create, its id).
+    this.#byObject.set(name, claim);
+    if (before?.holder.uid !== claim.holder.uid) {
+      if (before !== undefined) this.#byHolder.delete(before.holder.uid, name);
+      this.#byHolder.add(claim.holder.uid, name);
+    }
+    if (before?.id !== claim.id) {
+      if (before?.id !== undefined) this.#byId.delete(before.id, name);
+      if (claim.id !== undefined) this.#byId.add(claim.id, name);
+    }
     if (before !== undefined && (before.holder.uid !== claim.holder.uid || before.id !== claim.id)) {
-      this.#wakeBlocked(claim.objectName, claim.kind);
+      this.#wakeBlocked(name, claim.kind);
     }
   }
 
