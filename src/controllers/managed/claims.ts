@@ -138,6 +138,11 @@ export class ClaimStore {
     return undefined;
   }
 
+  /** Every claim an object holds (of any kind), as cached. */
+  allHeldBy(uid: string): Claim[] {
+    return this.#byHolder.get(uid).flatMap((objectName) => this.#byObject.get(objectName) ?? []);
+  }
+
   /** The claim naming a resource id, as cached. */
   ofId(kind: ClaimedKind, account: Account, id: string): Claim | undefined {
     return this.allOfId(kind, account, id)[0];

@@ -108,7 +108,6 @@ describe("ClaimStore", () => {
         },
       },
       watchNamespaces: [],
-      syncPeriodMs: 60_000,
     });
     const ctx = {
       signal: new AbortController().signal,
