@@ -144,6 +144,11 @@ export class Manager {
     this.#informers.setView(resource, view);
   }
 
+  /** What the informers of `resource` keep of each object (default: all but what nobody reads; stripUnread). */
+  setTransform(resource: KubeResource, transform: (object: KubernetesObject) => void): void {
+    this.#informers.setTransform(resource, transform);
+  }
+
   /**
    * An informer of exactly one object (list and watch with `metadata.name=<name>` in its namespace), whatever
    * namespaces the operator watches: the default credentials Secret lives in the operator's own namespace.

@@ -40,6 +40,8 @@ export class SharedInformers {
   readonly #informers = new Map<string, ObjectInformer>();
   /** resource id → what its informers hold in full (sharding), set before the first of them is made. */
   readonly #views = new Map<string, InformerView<KubernetesObject>>();
+  /** resource id → what its informers keep of each object (default stripUnread), set before the first is made. */
+  readonly #transforms = new Map<string, (object: KubernetesObject) => void>();
   #started = false;
 
   constructor(options: SharedInformersOptions) {
@@ -51,11 +53,24 @@ export class SharedInformers {
    * what they refer to. Set before any informer of the resource is made (they are shared, made once).
    */
   setView(resource: KubeResource, view: InformerView<KubernetesObject>): void {
+    this.#views.set(this.#beforeFirstInformer(resource, "view"), view);
+  }
+
+  /**
+   * What every informer of `resource` keeps of each object, in place of the default (stripUnread): a resource whose
+   * objects are read only through a record of its own keeps only what that record is made from. Set before any
+   * informer of the resource is made.
+   */
+  setTransform(resource: KubeResource, transform: (object: KubernetesObject) => void): void {
+    this.#transforms.set(this.#beforeFirstInformer(resource, "transform"), transform);
+  }
+
+  #beforeFirstInformer(resource: KubeResource, what: string): string {
     const id = resourceId(resource);
     if ([...this.#informers.keys()].some((key) => key.startsWith(`${id}@`))) {
-      throw new Error(`the view of ${id} is set after an informer of it was made`);
+      throw new Error(`the ${what} of ${id} is set after an informer of it was made`);
     }
-    this.#views.set(id, view);
+    return id;
   }
 
   /** The informer of `resource` in `namespaces` (default: the watched ones) with `selection`, made once. */
@@ -133,12 +148,14 @@ export class SharedInformers {
 
   #informerOptions(resource: KubeResource): InformerOptions {
     const view = this.#views.get(resourceId(resource));
+    const transform = this.#transforms.get(resourceId(resource));
     return {
       ...this.#options.tuning,
       kubeConfig: this.#options.kubeConfig,
       resource,
       logger: this.#options.logger,
       ...(view !== undefined ? { view } : {}),
+      ...(transform !== undefined ? { transform } : {}),
     };
   }
 

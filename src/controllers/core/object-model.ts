@@ -19,6 +19,12 @@ import { sameJson } from "../../util/json-values.ts";
 export type { ActionPending, Condition, CreatePending, OperationRecord };
 export type ConditionStatus = Condition["status"];
 
+/**
+ * Absent annotations and labels, shared: most objects have neither, and every cached object's parse holds its
+ * metadata (two empty objects each were 1 MiB at 10,000 objects). Frozen: a pass never writes metadata in place.
+ */
+const NO_STRINGS: Readonly<Record<string, string>> = Object.freeze({});
+
 /** The metadata a pass reads: the API's, with absent fields as their empty values (a pass never tests for them). */
 const ManagedMeta = ObjectMetaSchema.transform((meta) => ({
   namespace: meta.namespace,
@@ -27,9 +33,9 @@ const ManagedMeta = ObjectMetaSchema.transform((meta) => ({
   generation: meta.generation ?? 0,
   resourceVersion: meta.resourceVersion ?? "",
   finalizers: meta.finalizers ?? [],
-  annotations: meta.annotations ?? {},
+  annotations: meta.annotations ?? NO_STRINGS,
   // What a GpuBudget's selector reads.
-  labels: meta.labels ?? {},
+  labels: meta.labels ?? NO_STRINGS,
   ...(meta.deletionTimestamp ? { deletionTimestamp: meta.deletionTimestamp } : {}),
   ...(meta.creationTimestamp ? { creationTimestamp: meta.creationTimestamp } : {}),
 }));

@@ -42,8 +42,10 @@ async function otherClaimOfId<Spec extends ManagedSpecBase>(
 ): Promise<Claim | undefined> {
   const { claims, options } = pass.services;
   const kind = options.kind;
-  const cached = claims.ofId(kind, connection.account, id);
-  if (cached !== undefined && cached.holder.uid !== pass.mr.metadata.uid) return cached;
+  const cached = claims
+    .allOfId(kind, connection.account, id)
+    .find((claim) => claim.holder.uid !== pass.mr.metadata.uid);
+  if (cached !== undefined) return cached;
   if (!fresh) return undefined;
   const other = await claims.claimOfIdFresh(kind, connection.account, id);
   return other !== undefined && other.holder.uid !== pass.mr.metadata.uid ? other : undefined;

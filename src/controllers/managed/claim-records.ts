@@ -1,6 +1,7 @@
 // GpuCloudClaims as Kubernetes objects: the claim store's records (claims.ts) on the runtime's KubeClient, and
 // the parse of an informer object into a Claim. Every write is create-only or guarded (uid or resourceVersion).
 
+import type { KubernetesObject, V1ObjectMeta } from "@kubernetes/client-node";
 import {
   CLAIM_LABELS,
   claimNameOf,
@@ -10,6 +11,7 @@ import {
 } from "../../api/gpu-cloud-claim.ts";
 import type { KubeClient, KubeResource, Manager } from "../../runtime/index.ts";
 import { isRecord } from "../../util/is-record.ts";
+import { sameJson } from "../../util/json-values.ts";
 import type { Account } from "../accounts/account.ts";
 import { resourceOf } from "../core/kube-access.ts";
 import { type Claim, type ClaimRecords, ClaimStore, type ClaimWrite, type Holder } from "./claims.ts";
@@ -23,11 +25,39 @@ export function claimOfObject(raw: unknown): Claim | undefined {
   if (typeof name !== "string" || typeof uid !== "string" || typeof resourceVersion !== "string") return undefined;
   const spec = GpuCloudClaimSpec.safeParse(raw.spec);
   if (!spec.success) return undefined;
-  const { id, holder, ...slot } = spec.data;
+  const { id, holder: parsedHolder, ...slot } = spec.data;
   // A claim whose name is not its slot's was not made by the operator: it reserves nothing.
   if (claimNameOf(slot) !== name) return undefined;
+  // The object's own holder where it is exactly the parsed one: the record shares it rather than a copy.
+  const rawHolder = (raw.spec as { holder: unknown }).holder;
+  const holder = sameJson(rawHolder, parsedHolder) ? (rawHolder as Holder) : parsedHolder;
   return { ...slot, objectName: name, uid, resourceVersion, holder, ...(id !== undefined ? { id } : {}) };
 }
+
+/**
+ * What the claims informer keeps of a claim object: what claimOfObject reads and what the informer and the
+ * sweep's queue need (name, namespace, uid, version, deletion, generation) and the spec. Labels serve the API
+ * server's selectors only; every replica caches every claim, one per cloud resource.
+ */
+export function keepClaimRecord(object: KubernetesObject): void {
+  const metadata = object.metadata;
+  if (metadata === undefined) return;
+  const kept: V1ObjectMeta = {};
+  for (const field of CLAIM_METADATA_KEPT) {
+    if (metadata[field] !== undefined) Object.assign(kept, { [field]: metadata[field] });
+  }
+  object.metadata = kept;
+}
+
+const CLAIM_METADATA_KEPT = [
+  "name",
+  "namespace",
+  "uid",
+  "resourceVersion",
+  "generation",
+  "deletionTimestamp",
+  "finalizers",
+] as const satisfies readonly (keyof V1ObjectMeta)[];
 
 function labelsOf(holder: Holder, id: string | undefined): Record<string, string> {
   return {
@@ -102,6 +132,7 @@ export function watchClaims(
   wake: (kind: string, key: string) => void,
 ): ClaimStore {
   const claims = new ClaimStore(kubeClaimRecords(manager.kube, namespace), { wake });
+  manager.setTransform(CLAIMS_RESOURCE, keepClaimRecord);
   manager.informerFor(CLAIMS_RESOURCE, [namespace]).on((event) => {
     if (event.type === "delete") {
       const name = event.object.metadata?.name;

@@ -3,7 +3,14 @@
 // Such a claim would keep its cloud name (and resource) from everyone for ever. A claim is released only after
 // the API server itself says its holder is gone (a live read: not found, or an object of that name with another
 // uid), never because a cache lacks it.
-import type { KubeClient, KubeResource, Manager, ObjectInformer, Reconciler } from "../../runtime/index.ts";
+import {
+  type KubeClient,
+  type KubeResource,
+  keyOf,
+  type Manager,
+  type ObjectInformer,
+  type Reconciler,
+} from "../../runtime/index.ts";
 import { CLAIMS_RESOURCE } from "./claim-records.ts";
 import type { ClaimStore } from "./claims.ts";
 import type { ManagedNote } from "./shard-view.ts";
@@ -19,8 +26,6 @@ export interface ClaimSweepOptions {
   kube: Pick<KubeClient, "listObjects">;
   /** Namespaces the operator watches (empty: all): a holder elsewhere is not ours to judge. */
   watchNamespaces: readonly string[];
-  /** How often a claim is looked at again (the resync): holders go without any event reaching the claim. */
-  syncPeriodMs: number;
 }
 
 export function claimSweepReconciler(options: ClaimSweepOptions): Reconciler {
@@ -77,14 +82,28 @@ export function registerClaimSweep(
     kinds,
     kube: manager.kube,
     watchNamespaces: config.watchNamespaces,
-    syncPeriodMs: config.syncPeriodMs,
   };
-  manager.addController({
+  const controller = manager.addController({
     name: "gpucloudclaim",
     resource: CLAIMS_RESOURCE,
     namespaces: [config.claimsNamespace],
     reconciler: claimSweepReconciler(options),
     workers: 1,
-    syncPeriodMs: config.syncPeriodMs,
+    // No periodic look per claim (a queue deadline each, in every replica, for every cloud resource): every claim
+    // is looked at when the operator starts (its informer's first list) and whenever it changes, and the claims of
+    // a holder when the holder goes from a cache (held, or noted by another shard's view).
+    syncPeriodMs: 0,
   });
+  const sweepHeldBy = (uid: string | undefined): void => {
+    if (uid === undefined) return;
+    for (const claim of claims.allHeldBy(uid)) controller.enqueue(keyOf(config.claimsNamespace, claim.objectName));
+  };
+  for (const { informer } of informers) {
+    informer.on((event) => {
+      if (event.type === "delete") sweepHeldBy(event.object.metadata?.uid);
+    });
+    informer.onNote((event) => {
+      if (event.type === "delete") sweepHeldBy((event.previous as ManagedNote | undefined)?.uid);
+    });
+  }
 }

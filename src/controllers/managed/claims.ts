@@ -50,8 +50,37 @@ export interface ClaimRecords {
 
 export type Acquired = { type: "held"; claim: Claim } | { type: "taken"; claim: Claim };
 
-const idKey = (kind: string, account: Account, id: string): string =>
-  `${kind}\u0000${account.apiUrl}\u0000${account.projectId}\u0000${id}`;
+/**
+ * Names under a key, as one string while there is one (the common case: one claim per holder, one per resource id)
+ * and as a set beyond: a Set per entry costs about 150 bytes, and every replica indexes every claim twice.
+ */
+class NamesByKey {
+  readonly #names = new Map<string, string | Set<string>>();
+
+  add(key: string, name: string): void {
+    const names = this.#names.get(key);
+    if (names === undefined || names === name) this.#names.set(key, name);
+    else if (typeof names === "string") this.#names.set(key, new Set([names, name]));
+    else names.add(name);
+  }
+
+  delete(key: string, name: string): void {
+    const names = this.#names.get(key);
+    if (names === name) this.#names.delete(key);
+    else if (typeof names !== "string" && names?.delete(name) === true && names.size === 1) {
+      this.#names.set(key, names.values().next().value as string);
+    }
+  }
+
+  get(key: string): readonly string[] {
+    const names = this.#names.get(key);
+    if (names === undefined) return [];
+    return typeof names === "string" ? [names] : [...names];
+  }
+}
+
+const sameAccount = (claim: Claim, account: Account): boolean =>
+  claim.apiUrl === account.apiUrl && claim.projectId === account.projectId;
 
 /** Resource versions are opaque; both servers we run against give integers, compared as such when they are. */
 function newerOrSame(candidate: string, than: string): boolean {
@@ -67,8 +96,10 @@ function newerOrSame(candidate: string, than: string): boolean {
 export class ClaimStore {
   readonly #records: ClaimRecords;
   readonly #byObject = new Map<string, Claim>();
-  readonly #byHolder = new Map<string, Set<string>>();
-  readonly #byId = new Map<string, string>();
+  /** holder uid → names of the claims it holds. */
+  readonly #byHolder = new NamesByKey();
+  /** resource id → names of the claims naming it (of any kind and account: ids seldom meet across them). */
+  readonly #byId = new NamesByKey();
   /** Own writes the cache has not shown yet: object name → the claim written (or null: deleted). */
   readonly #ahead = new Map<string, Claim | null>();
   /** claim object name → `kind/namespace/name` keys that stopped on it. */
@@ -100,17 +131,29 @@ export class ClaimStore {
 
   /** The claim an object holds for its kind (one per object). */
   heldBy(kind: ClaimedKind, uid: string): Claim | undefined {
-    for (const objectName of this.#byHolder.get(uid) ?? []) {
+    for (const objectName of this.#byHolder.get(uid)) {
       const claim = this.#byObject.get(objectName);
       if (claim?.kind === kind) return claim;
     }
     return undefined;
   }
 
+  /** Every claim an object holds (of any kind), as cached. */
+  allHeldBy(uid: string): Claim[] {
+    return this.#byHolder.get(uid).flatMap((objectName) => this.#byObject.get(objectName) ?? []);
+  }
+
   /** The claim naming a resource id, as cached. */
   ofId(kind: ClaimedKind, account: Account, id: string): Claim | undefined {
-    const objectName = this.#byId.get(idKey(kind, account, id));
-    return objectName === undefined ? undefined : this.#byObject.get(objectName);
+    return this.allOfId(kind, account, id)[0];
+  }
+
+  /** Every claim naming a resource id, as cached (more than one only if a resource was claimed under two names). */
+  allOfId(kind: ClaimedKind, account: Account, id: string): Claim[] {
+    return this.#byId
+      .get(id)
+      .flatMap((objectName) => this.#byObject.get(objectName) ?? [])
+      .filter((claim) => claim.kind === kind && sameAccount(claim, account));
   }
 
   /** The claim of a slot, as cached. */
@@ -209,15 +252,21 @@ export class ClaimStore {
   }
 
   #set(claim: Claim): void {
-    const before = this.#byObject.get(claim.objectName);
-    this.#unindex(claim.objectName);
-    this.#byObject.set(claim.objectName, claim);
-    const held = this.#byHolder.get(claim.holder.uid) ?? new Set<string>();
-    held.add(claim.objectName);
-    this.#byHolder.set(claim.holder.uid, held);
-    if (claim.id !== undefined) this.#byId.set(idKey(claim.kind, claim, claim.id), claim.objectName);
+    const name = claim.objectName;
+    const before = this.#byObject.get(name);
+    // Entries are replaced in place, never deleted and added again: a Map keeps a deleted entry's slot until it
+    // grows, and every claim is written several times (its create, its id).
+    this.#byObject.set(name, claim);
+    if (before?.holder.uid !== claim.holder.uid) {
+      if (before !== undefined) this.#byHolder.delete(before.holder.uid, name);
+      this.#byHolder.add(claim.holder.uid, name);
+    }
+    if (before?.id !== claim.id) {
+      if (before?.id !== undefined) this.#byId.delete(before.id, name);
+      if (claim.id !== undefined) this.#byId.add(claim.id, name);
+    }
     if (before !== undefined && (before.holder.uid !== claim.holder.uid || before.id !== claim.id)) {
-      this.#wakeBlocked(claim.objectName, claim.kind);
+      this.#wakeBlocked(name, claim.kind);
     }
   }
 
@@ -231,13 +280,8 @@ export class ClaimStore {
     const claim = this.#byObject.get(objectName);
     if (claim === undefined) return;
     this.#byObject.delete(objectName);
-    const held = this.#byHolder.get(claim.holder.uid);
-    held?.delete(objectName);
-    if (held?.size === 0) this.#byHolder.delete(claim.holder.uid);
-    if (claim.id !== undefined) {
-      const key = idKey(claim.kind, claim, claim.id);
-      if (this.#byId.get(key) === objectName) this.#byId.delete(key);
-    }
+    this.#byHolder.delete(claim.holder.uid, objectName);
+    if (claim.id !== undefined) this.#byId.delete(claim.id, objectName);
   }
 
   #wakeBlocked(objectName: string, kind: string): void {

@@ -56,6 +56,34 @@ describe("ClaimStore", () => {
     expect((await store.acquire(slot("vm"), holder("b"), "ns/b")).type).toBe("held");
   });
 
+  it("keeps the id and holder indexes apart by kind and account, with several claims per key", async () => {
+    const { store } = memoryClaims();
+    const other = accountOf("https://other.test/v0.1", "project-2");
+    const vm = await store.acquire(slot("vm"), holder("a"), "ns/a");
+    const disk = await store.acquire({ ...slot("disk"), kind: "GpuDisk" }, holder("a"), "ns/a");
+    const elsewhere = await store.acquire({ kind: "GpuVm", ...other, cloudName: "vm" }, holder("b"), "ns/b");
+    if (vm.type !== "held" || disk.type !== "held" || elsewhere.type !== "held") throw new Error("not held");
+    // One resource id in two accounts, and again as a disk's: three claims under one id.
+    await store.recordId(vm.claim, "same-id");
+    await store.recordId(elsewhere.claim, "same-id");
+    await store.recordId(disk.claim, "same-id");
+    expect(store.ofId("GpuVm", account, "same-id")?.holder.name).toBe("a");
+    expect(store.ofId("GpuVm", other, "same-id")?.holder.name).toBe("b");
+    expect(store.ofId("GpuDisk", account, "same-id")?.cloudName).toBe("disk");
+    expect(store.ofId("GpuDisk", other, "same-id")).toBeUndefined();
+    // One holder with two claims (a VM's and a disk's of the same object uid).
+    expect(store.heldBy("GpuVm", "uid-a")?.cloudName).toBe("vm");
+    expect(store.heldBy("GpuDisk", "uid-a")?.cloudName).toBe("disk");
+    const current = store.heldBy("GpuVm", "uid-a");
+    if (current === undefined) throw new Error("no claim");
+    await store.release(current);
+    expect(store.heldBy("GpuVm", "uid-a")).toBeUndefined();
+    expect(store.heldBy("GpuDisk", "uid-a")?.cloudName).toBe("disk");
+    expect(store.ofId("GpuVm", account, "same-id")).toBeUndefined();
+    expect(store.ofId("GpuDisk", account, "same-id")?.holder.name).toBe("a");
+    expect(store.ofId("GpuVm", other, "same-id")?.holder.name).toBe("b");
+  });
+
   it("the sweep releases a claim only when a live read says its holder is gone", async () => {
     const { records, store } = memoryClaims();
     const claim = records.seed(slot("vm"), holder("a"), "res-1");
@@ -80,7 +108,6 @@ describe("ClaimStore", () => {
         },
       },
       watchNamespaces: [],
-      syncPeriodMs: 60_000,
     });
     const ctx = {
       signal: new AbortController().signal,
