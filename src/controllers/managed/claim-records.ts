@@ -42,11 +42,9 @@ export function claimOfObject(raw: unknown): Claim | undefined {
 export function keepClaimRecord(object: KubernetesObject): void {
   const metadata = object.metadata;
   if (metadata === undefined) return;
-  const kept: V1ObjectMeta = {};
-  for (const field of CLAIM_METADATA_KEPT) {
-    if (metadata[field] !== undefined) Object.assign(kept, { [field]: metadata[field] });
-  }
-  object.metadata = kept;
+  const kept: Record<string, unknown> = {};
+  for (const field of CLAIM_METADATA_KEPT) if (metadata[field] !== undefined) kept[field] = metadata[field];
+  object.metadata = kept as V1ObjectMeta;
 }
 
 const CLAIM_METADATA_KEPT = [
