@@ -52,7 +52,10 @@ export type SelfPatch = (
   namespace: string,
   name: string,
   patch: Record<string, unknown>,
-) => Promise<{ type: "written"; resourceVersion: string } | { type: "conflict" } | { type: "gone" }>;
+) => Promise<
+  // generation: the object's after the write (a spec change moves it), when the answer says it.
+  { type: "written"; resourceVersion: string; generation?: number } | { type: "conflict" } | { type: "gone" }
+>;
 
 /** What the cloud says, through an object's credentials; `missing` when they cannot be used (the message says why). */
 export type CloudAnswer<T> = { type: "ok"; value: T } | { type: "missing"; message: string; reason?: Reason };

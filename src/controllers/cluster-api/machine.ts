@@ -192,7 +192,7 @@ export class GpuMachineReconciler {
     if (addresses.length > 0) draft.addresses = addresses;
     if (vm.status.location !== undefined) draft.failureDomain = vm.status.location;
     const id = vm.status.id;
-    if (!ownedReady(vm) || id === undefined) return waitingForVm(vm, isProvisioned(mr.status));
+    if (!ownedReady(vm) || id === undefined) return waitingForVm(vm, mr.status);
     if (!(await pinCloudId(this.#options.owned, "GpuVm", vm))) return conflict();
     const providerID = providerIdOf(id);
     if (mr.spec.providerID === undefined) {
@@ -203,6 +203,9 @@ export class GpuMachineReconciler {
       if (written.type !== "written") return conflict();
       this.#writes.advance(pass.key, mr.metadata.resourceVersion, written.resourceVersion);
       mr.metadata.resourceVersion = written.resourceVersion;
+      // The status written next describes the spec with the providerID we set: its generation, not the one before
+      // (else the next pass writes the status again only to move observedGeneration).
+      if (written.generation !== undefined) mr.metadata.generation = written.generation;
     } else if (mr.spec.providerID !== providerID) {
       const message = `spec.providerID ${mr.spec.providerID} names another VM than GpuVm ${vm.metadata.name}'s (${id}): replace the Machine`;
       return verdict(REASONS.InvalidSpec, message, after(this.#shortMs * 300), { stalled: true, event: "Warning" });
@@ -410,9 +413,17 @@ function isProvisioned(status: unknown): boolean {
   return GpuMachineStatus.safeParse(status).data?.initialization?.provisioned === true;
 }
 
-/** The GpuVm not Ready (yet, or any more): its own reason and message, as the machine's. */
-function waitingForVm(vm: OwnedView, provisioned: boolean): Verdict {
+/**
+ * The GpuVm not Ready (yet, or any more): its own reason and message, as the machine's. A GpuVm that has no Ready
+ * condition yet (its controller has not had its first pass) changes nothing: the machine's "GpuVm made" stands.
+ */
+function waitingForVm(vm: OwnedView, status: GpuMachineObject["status"]): Verdict {
   const ready = ownedReadyCondition(vm);
+  const own = status.conditions?.find((c) => c.type === "Ready");
+  if (ready === undefined && own?.reason === REASONS.Creating && own.status === "False") {
+    return verdict(REASONS.Creating, own.message ?? "", DONE, { progressing: true });
+  }
+  const provisioned = isProvisioned(status);
   const stalled = vm.status.conditions?.some((c) => c.type === "Stalled" && c.status === "True") ?? false;
   const reason =
     ready !== undefined && isReason(ready.reason) ? ready.reason : provisioned ? REASONS.Updating : REASONS.Creating;

@@ -105,8 +105,10 @@ function secretAccess(manager: Manager): SecretAccess {
 function selfPatch(manager: Manager, resource: KubeResource): SelfPatch {
   return async (namespace, name, patch) => {
     const result = await manager.kube.patchObject(resource, namespace, name, patch);
-    if (result.type === "written")
-      return { type: "written", resourceVersion: result.object.metadata?.resourceVersion ?? "" };
+    if (result.type === "written") {
+      const { resourceVersion = "", generation } = result.object.metadata ?? {};
+      return { type: "written", resourceVersion, ...(generation !== undefined ? { generation } : {}) };
+    }
     if (result.type === "unchanged") return { type: "written", resourceVersion: "" };
     return result.type === "conflict" ? { type: "conflict" } : { type: "gone" };
   };

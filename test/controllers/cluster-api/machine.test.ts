@@ -195,6 +195,30 @@ describe("GpuMachine", () => {
     expect((await cloudVms()).map((vm) => vm.id)).toContain(id);
   });
 
+  it("writes its status once per step of the story: none for a GpuVm without status, none for its own providerID", async () => {
+    // Each GpuMachine write sets off a pass of Cluster API's Machine controller (and a Machine status patch).
+    const path = "/gpumachines/worker-writes";
+    await createMachine(env, { name: "worker-writes", cluster: "gpu", spec: machineSpec });
+    const ready = await waitInfra(env, "gpumachines", "worker-writes", (m) => condition(m, "Ready")?.status === "True");
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    const writes = env.double.writes().filter((write) => write.path.includes(path) && write.method !== "GET");
+    // The finalizer with block-move; status "GpuVm made"; the GpuVm's creating mirrored; providerID; Ready.
+    expect(writes.map((write) => (write.path.endsWith("/status") ? "status" : "object"))).toEqual([
+      "object",
+      "status",
+      "status",
+      "object",
+      "status",
+    ]);
+    const last = await getInfra(env, "gpumachines", "worker-writes");
+    expect(last?.metadata.resourceVersion).toBe(ready?.metadata.resourceVersion);
+    expect((last?.status as { observedGeneration?: number }).observedGeneration).toBe(last?.metadata.generation);
+    for (const type of ["Ready", "Reconciling", "Stalled", "Paused"]) {
+      const observed = (condition(last, type) as { observedGeneration?: number } | undefined)?.observedGeneration;
+      expect(observed).toBe(last?.metadata.generation);
+    }
+  });
+
   it("stalls a type the cloud does not offer, and makes no GpuVm", async () => {
     await createMachine(env, { name: "worker-x", cluster: "gpu", spec: { ...machineSpec, type: "h200.8x" } });
     const stalled = await waitInfra(env, "gpumachines", "worker-x", (m) => condition(m, "Stalled")?.status === "True");
