@@ -212,7 +212,9 @@ describe("GpuMachine", () => {
     ]);
     const last = await getInfra(env, "gpumachines", "worker-writes");
     expect(last?.metadata.resourceVersion).toBe(ready?.metadata.resourceVersion);
-    expect((last?.status as { observedGeneration?: number }).observedGeneration).toBe(last?.metadata.generation);
+    expect((last?.status as { observedGeneration?: number } | undefined)?.observedGeneration).toBe(
+      last?.metadata.generation,
+    );
     for (const type of ["Ready", "Reconciling", "Stalled", "Paused"]) {
       const observed = (condition(last, type) as { observedGeneration?: number } | undefined)?.observedGeneration;
       expect(observed).toBe(last?.metadata.generation);
