@@ -138,11 +138,10 @@ describe("display forms in status", () => {
       state: "STATE_RUNNING",
       location: "us-east1-a",
       disks: [],
-      network_interfaces: [],
     } as unknown as Parameters<typeof vmAtProvider>[0]);
     expect([at.state, at.printableState]).toEqual(["STATE_RUNNING", "RUNNING"]);
     // A server that spells states without the prefix is normalised the same way.
-    const bare = vmAtProvider({ ...({} as object), state: "stopped", disks: [], network_interfaces: [] } as never);
+    const bare = vmAtProvider({ ...({} as object), state: "stopped", disks: [] } as never);
     expect([bare.state, bare.printableState]).toEqual(["STATE_STOPPED", "STOPPED"]);
   });
 

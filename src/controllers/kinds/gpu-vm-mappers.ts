@@ -12,16 +12,13 @@ export function isTransitional(state: string): boolean {
   return !SETTLED_STATES.has(normalizeVmState(state));
 }
 
-/** Data disks of a VM (the boot disk has attachment_type `os`). */
+/** Data disks of a VM (the summary keeps no boot disk, attachment_type `os`). */
 export function dataDisks(vm: VmSummary): { id: string; name: string; mode: string }[] {
-  return vm.disks
-    .filter((disk) => disk.attachment_type !== "os")
-    .map((d) => ({ id: d.id, name: d.name, mode: d.mode }));
+  return vm.disks.map((d) => ({ id: d.id, name: d.name, mode: d.mode }));
 }
 
 /** The VM as status fields; its price per hour (the $/HOUR column) from the price table in force. */
 export function vmAtProvider(vm: VmSummary, prices: PriceTable = DEFAULT_PRICES): Record<string, unknown> {
-  const ip = vm.network_interfaces.flatMap((nic) => nic.ips)[0];
   const hourlyPriceUSD = typeof vm.type === "string" ? prices.vmHourlyUSD(vm.type) : undefined;
   const state = normalizeVmState(vm.state);
   return {
@@ -31,8 +28,8 @@ export function vmAtProvider(vm: VmSummary, prices: PriceTable = DEFAULT_PRICES)
     printableState: state.replace(/^STATE_/, ""),
     type: vm.type,
     location: vm.location,
-    ...(ip?.public_ipv4.address ? { publicIP: ip.public_ipv4.address } : {}),
-    ...(ip?.private_ipv4.address ? { privateIP: ip.private_ipv4.address } : {}),
+    ...(vm.publicIPv4 ? { publicIP: vm.publicIPv4 } : {}),
+    ...(vm.privateIPv4 ? { privateIP: vm.privateIPv4 } : {}),
     ...(vm.ssh_destination ? { sshDestination: vm.ssh_destination } : {}),
     ...(hourlyPriceUSD !== undefined ? { hourlyPriceUSD } : {}),
     attachedDisks: dataDisks(vm),

@@ -11,6 +11,7 @@ import { REASONS } from "../../../src/api/common.ts";
 import type { SchemaNode } from "../../../src/api/crd.ts";
 import { KUBERNETES_EXTENSIONS } from "../../../src/api/structural.ts";
 import { Disk, FirewallRule, Operation, Vm, VpcNetwork } from "../../../src/cloud/wire.ts";
+import { summarizeVm } from "../../../src/controllers/accounts/vm-summary.ts";
 import type { ManagedObject, ManagedStatusBase } from "../../../src/controllers/core/object-model.ts";
 import { buildStatus } from "../../../src/controllers/core/status-building.ts";
 import { fitStatus, fitStatusInPlace, fitText } from "../../../src/controllers/core/status-limits.ts";
@@ -184,7 +185,7 @@ const CASES: KindCase[] = [
       const vm = randomVm(gen);
       if (!vm.success) return undefined;
       const desired = { type: gen.pick(["a100.1x", "h100-80gb.8x"]), powerState: "Running" as const, disks: [] };
-      return observeVm(desired, vm.data);
+      return observeVm(desired, summarizeVm(vm.data));
     },
   },
   {
