@@ -3,7 +3,7 @@
 import type { Vm, VmDisk } from "../../cloud/wire.ts";
 
 /** A data disk as the controllers read it (which disk, in which mode). */
-export type VmDiskSummary = Pick<VmDisk, "id" | "name" | "mode" | "attachment_type">;
+export type VmDiskSummary = Pick<VmDisk, "id" | "name" | "mode">;
 
 /**
  * What the controllers read of a VM: the VM family's snapshot holds this, not the cloud's whole answer (each
@@ -30,7 +30,7 @@ export function summarizeVm(vm: Vm): VmSummary {
   const disks: VmDiskSummary[] = [];
   for (const disk of vm.disks) {
     if (disk.attachment_type === "os") continue;
-    disks.push({ id: disk.id, name: disk.name, mode: disk.mode, attachment_type: disk.attachment_type });
+    disks.push({ id: disk.id, name: disk.name, mode: disk.mode });
   }
   return {
     id: vm.id,
