@@ -18,9 +18,12 @@ export type VmSummary = Pick<
 > & {
   /** The data disks; one shared empty array for a VM without (most VMs). */
   disks: readonly VmDiskSummary[];
-  /** The first network interface's first private and public IPv4 addresses, when the cloud gave them. */
-  privateIPv4?: string;
-  publicIPv4?: string;
+  /**
+   * The first network interface's first private and public IPv4 addresses, when the cloud gave them. Present
+   * (possibly undefined) in every summary, so that the cloud's whole answer is not taken for one by mistake.
+   */
+  privateIPv4: string | undefined;
+  publicIPv4: string | undefined;
 };
 
 const NO_DISKS: readonly VmDiskSummary[] = Object.freeze([]);
@@ -42,7 +45,7 @@ export function summarizeVm(vm: Vm): VmSummary {
     created_at: vm.created_at,
     updated_at: vm.updated_at,
     disks: disks.length > 0 ? disks : NO_DISKS,
-    ...(ip?.private_ipv4.address ? { privateIPv4: ip.private_ipv4.address } : {}),
-    ...(ip?.public_ipv4.address ? { publicIPv4: ip.public_ipv4.address } : {}),
+    privateIPv4: ip?.private_ipv4.address || undefined,
+    publicIPv4: ip?.public_ipv4.address || undefined,
   };
 }

@@ -196,7 +196,8 @@ describe("nextVmStep", () => {
       const wholeRead = {
         ...whole,
         disks: whole.disks.filter((disk) => disk.attachment_type !== "os"),
-        ...(ip ? { privateIPv4: ip.private_ipv4.address, publicIPv4: ip.public_ipv4.address } : {}),
+        privateIPv4: ip?.private_ipv4.address,
+        publicIPv4: ip?.public_ipv4.address,
       };
       const desiredVms: DesiredVm[] = [
         want,
