@@ -20,6 +20,7 @@ import {
 } from "../../runtime/index.ts";
 import { sharedInterner } from "../../util/intern.ts";
 import { isRecord } from "../../util/is-record.ts";
+import { ObjectMap } from "../../util/object-map.ts";
 import { credentialsRefNameOf } from "./credentials.ts";
 import type { SecretSources } from "./secret-sources.ts";
 
@@ -114,16 +115,10 @@ function referenceOf(object: unknown): string | undefined {
   return `${namespace}/${credentialsRefNameOf(object) ?? DEFAULT_CREDENTIALS_SECRET}`;
 }
 
-/** `Kind/namespace/name` → `Kind namespace/name`, as the Secret's Event names its users. */
-function userOf(key: string): string {
-  const slash = key.indexOf("/");
-  return `${key.slice(0, slash)} ${key.slice(slash + 1)}`;
-}
-
-function keyOfObject(kind: string, object: unknown): string | undefined {
+function namesOf(object: unknown): { namespace: string; name: string } | undefined {
   if (!isRecord(object) || !isRecord(object.metadata)) return undefined;
   const { namespace, name } = object.metadata;
-  return typeof namespace === "string" && typeof name === "string" ? `${kind}/${namespace}/${name}` : undefined;
+  return typeof namespace === "string" && typeof name === "string" ? { namespace, name } : undefined;
 }
 
 /**
@@ -134,10 +129,10 @@ function keyOfObject(kind: string, object: unknown): string | undefined {
  * and still needs its credentials to be deleted.
  */
 export class CredentialsUsage {
-  /** `Kind/namespace/name` → its reference, for objects holding our finalizer. */
-  readonly #references = new Map<string, string>();
-  /** reference → the objects that hold it (`Kind namespace/name`). */
-  readonly #users = new Map<string, Set<string>>();
+  /** Each object holding our finalizer → its reference. */
+  readonly #references = new ObjectMap<string>();
+  /** reference → the objects that hold it. */
+  readonly #users = new Map<string, ObjectMap<true>>();
   readonly #resolve: ResolveSecret;
 
   constructor(resolve: ResolveSecret) {
@@ -149,25 +144,28 @@ export class CredentialsUsage {
    * the object uses now and the one it used before, when it started or stopped using them.
    */
   apply(kind: string, type: "add" | "update" | "delete", object: unknown): string[] {
-    const key = keyOfObject(kind, object);
-    if (key === undefined) return [];
-    const before = this.#references.get(key);
+    const names = namesOf(object);
+    if (names === undefined) return [];
+    const { namespace, name } = names;
+    const before = this.#references.get(kind, namespace, name);
     const referenced = type === "delete" ? undefined : referenceOf(object);
     // Interned: most objects share a handful of references (one string each, not one per object).
     const after = referenced === undefined ? undefined : sharedInterner.intern(referenced);
     if (before === after) return [];
-    const user = userOf(key);
     if (before !== undefined) {
-      this.#references.delete(key);
+      this.#references.delete(kind, namespace, name);
       const users = this.#users.get(before);
-      users?.delete(user);
+      users?.delete(kind, namespace, name);
       if (users?.size === 0) this.#users.delete(before);
     }
     if (after !== undefined) {
-      this.#references.set(key, after);
-      const users = this.#users.get(after) ?? new Set<string>();
-      users.add(user);
-      this.#users.set(after, users);
+      this.#references.set(kind, namespace, name, after);
+      let users = this.#users.get(after);
+      if (users === undefined) {
+        users = new ObjectMap<true>();
+        this.#users.set(after, users);
+      }
+      users.set(kind, namespace, name, true);
     }
     return [...new Set([before, after].flatMap((reference) => this.#secretOf(reference) ?? []))];
   }
@@ -178,9 +176,10 @@ export class CredentialsUsage {
     for (const [reference, users] of this.#users) {
       if (this.#secretOf(reference) !== `${namespace}/${name}`) continue;
       result.count += users.size;
-      for (const user of users) {
+      // As the Secret's Event names its users: `Kind namespace/name`.
+      for (const [kind, namespace, name] of users.entries()) {
         if (result.named.length >= limit) break;
-        result.named.push(user);
+        result.named.push(`${kind} ${namespace}/${name}`);
       }
     }
     return result;
