@@ -76,13 +76,20 @@ export function isReady(status: { conditions?: readonly { type: string; status: 
 type SchemaVerdict<T> = { success: true; data: T } | { success: false; error: z.ZodError };
 
 /**
+ * A verdict remembered for a value that parsed to itself (the common case: the API server applied the CRD's
+ * defaults already): one shared marker instead of a verdict object per cached spec and status.
+ */
+const PARSED_AS_IS = Symbol("parsed as is");
+type Remembered = SchemaVerdict<unknown> | typeof PARSED_AS_IS;
+
+/**
  * Verdicts remembered per value (by identity). The informer hands a new version the previous version's spec or
  * status object when it did not change (informer.ts `shareUnchanged`), so a status write does not parse the spec
  * again, nor a finalizer write the status.
  */
 export interface VerdictMemo {
-  spec: WeakMap<object, SchemaVerdict<unknown>>;
-  status: WeakMap<object, SchemaVerdict<unknown>>;
+  spec: WeakMap<object, Remembered>;
+  status: WeakMap<object, Remembered>;
 }
 
 /**
@@ -90,20 +97,21 @@ export interface VerdictMemo {
  * (the API server applied the CRD's defaults already), the given one is kept: a parse costs no second copy. The
  * comparison is JSON's (sameJson: no copies, unlike util.isDeepStrictEqual): both are JSON-shaped.
  */
-function verdictOf<T>(
-  schema: z.ZodType<T>,
-  value: unknown,
-  memo?: WeakMap<object, SchemaVerdict<unknown>>,
-): SchemaVerdict<T> {
+function verdictOf<T>(schema: z.ZodType<T>, value: unknown, memo?: WeakMap<object, Remembered>): SchemaVerdict<T> {
   const remembered = memo !== undefined && typeof value === "object" && value !== null;
   if (remembered) {
     const known = memo.get(value);
+    if (known === PARSED_AS_IS) return { success: true, data: value as T };
     if (known !== undefined) return known as SchemaVerdict<T>;
   }
   const parsed = schema.safeParse(value);
-  const verdict: SchemaVerdict<T> = !parsed.success
-    ? { success: false, error: parsed.error }
-    : { success: true, data: sameJson(parsed.data, value) ? (value as T) : parsed.data };
+  if (parsed.success && sameJson(parsed.data, value)) {
+    if (remembered) memo.set(value, PARSED_AS_IS);
+    return { success: true, data: value as T };
+  }
+  const verdict: SchemaVerdict<T> = parsed.success
+    ? { success: true, data: parsed.data }
+    : { success: false, error: parsed.error };
   if (remembered) memo.set(value, verdict);
   return verdict;
 }
