@@ -243,10 +243,13 @@ export function conditionSummary(objects: CustomObject[]): string {
 /** Waits until every object of the four kinds is Ready for its current generation. */
 export async function waitAllReady(playground: Playground, timeoutMs = 120_000): Promise<void> {
   let summary = "";
+  // The pools too: until a pool is Ready its members (GpuVms and GpuDisks) may not exist yet, and every object
+  // that does exist can be Ready without them (on a busy machine the pool's first pass comes late).
+  const plurals = [...KINDS.map((kind) => kind.plural), "gpuvmpools"];
   await eventually(
     "every object Ready",
     async () => {
-      const all = (await Promise.all(KINDS.map((kind) => listObjects(playground, kind.plural)))).flat();
+      const all = (await Promise.all(plurals.map((plural) => listObjects(playground, plural)))).flat();
       summary = conditionSummary(all);
       return all.length > 0 && all.every(isReady) ? true : undefined;
     },
