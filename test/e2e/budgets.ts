@@ -372,12 +372,18 @@ async function capacityQueue(pg: Playground): Promise<void> {
   await pg.kubectl("create", "namespace", "queue");
   await admin(pg, "PUT", "/capacity", { "us-east1-a": { "a40.1x": { capacity: 0 } } });
   const names = Array.from({ length: 30 }, (_, i) => `q${String(i).padStart(2, "0")}`);
-  // The ten oldest one per second (creationTimestamp has whole seconds, and the queue goes by age), then the twenty
-  // younger ones at once: each of the ten is strictly older than the next and than all twenty.
+  // The ten oldest one per second (creationTimestamp has whole seconds, and the queue goes by age, then by uid),
+  // then the twenty younger ones at once: each of the ten is strictly older than the next and than all twenty.
+  // Each next one waits for the second after the one its predecessor was stamped with: a fixed pause between
+  // applies let two land in one second on a busy machine (kubectl's own time varies), and the uid then decided.
   for (const name of names.slice(0, 10)) {
-    const started = Date.now();
     await apply(pg, [vm("queue", name, { type: "a40.1x" })]);
-    await sleep(Math.max(0, 1050 - (Date.now() - started)));
+    const made = (await list(pg, "gpuvms", "queue")).find((object) => object.metadata.name === name);
+    const stamped = Date.parse(
+      String((made?.metadata as { creationTimestamp?: string } | undefined)?.creationTimestamp),
+    );
+    expect(Number.isNaN(stamped)).toBe(false);
+    await sleep(Math.max(0, stamped + 1_050 - Date.now()));
   }
   await apply(
     pg,
