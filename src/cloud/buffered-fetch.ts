@@ -1,7 +1,10 @@
-// How the cloud client's requests leave: undici's `request` underneath ky, the answer read as a Node stream into
-// one buffer (cut off at the size limit while it streams in) and handed to ky as a Response over that buffer, so
-// that no answer goes through web streams chunk by chunk (their cost: ADR 0016, docs/scaling.md). Redirects are
-// never followed (undici's `request` does not), as with `redirect: "manual"`.
+// How the cloud client's requests leave: undici's `request` underneath ky, the answer read as a Node stream (cut
+// off at the size limit while it streams in), so that no answer goes through web streams chunk by chunk (their
+// cost: ADR 0016, docs/scaling.md). A success is decoded to text as it arrives and handed to ky as a Response
+// without a body, its text beside it (`answerText`): a page of a list is never held as bytes a second and third
+// time (one buffer, then the Response's own copy) until V8 collects them (ADR 0033). An error answer is handed
+// over as a Response over its bytes, where ky's error handling reads it. Redirects are never followed (undici's
+// `request` does not), as with `redirect: "manual"`.
 import { type Dispatcher, getGlobalDispatcher, request } from "undici";
 import { isFenced } from "../util/fence.ts";
 
@@ -13,6 +16,14 @@ export interface AnswerHead {
   headers: Headers;
   /** Reads the body (at most `maxBytes`, else `tooLarge()` is thrown and the rest is not read). */
   read(maxBytes: number, tooLarge: () => Error): Promise<Response>;
+}
+
+/** The text of the successful answers read here (their Responses carry no body: see `read`). */
+const decodedAnswers = new WeakMap<Response, string>();
+
+/** An answer's body as text: as `read` decoded it, else read from the Response (`response.text()`). */
+export async function answerText(response: Response): Promise<string> {
+  return decodedAnswers.get(response) ?? response.text();
 }
 
 /** Statuses whose Response may not carry a body. */
@@ -73,7 +84,12 @@ export async function sendRequest(
       };
       const declared = Number(answer.headers["content-length"] ?? Number.NaN);
       if (Number.isFinite(declared) && declared > maxBytes) return overLimit();
+      // A success is decoded as it streams in and handed over as text (answerText): its bytes are never copied
+      // into one buffer, nor again into the Response, so a page of a list leaves no external memory behind it.
+      const decoded = status >= 200 && status < 300 && !NULL_BODY_STATUSES.has(status);
+      const decoder = decoded ? new TextDecoder() : undefined;
       const chunks: Buffer[] = [];
+      let text = "";
       let received = 0;
       let over = false;
       try {
@@ -84,12 +100,18 @@ export async function sendRequest(
             over = true;
             break;
           }
-          chunks.push(bytes);
+          if (decoder !== undefined) text += decoder.decode(bytes, { stream: true });
+          else chunks.push(bytes);
         }
       } catch (error) {
         throw asFetchFailure(error, signal);
       }
       if (over) return overLimit();
+      if (decoder !== undefined) {
+        const response = new Response(null, { status, headers: responseHeaders });
+        decodedAnswers.set(response, text + decoder.decode());
+        return response;
+      }
       const content = NULL_BODY_STATUSES.has(status) ? null : chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
       return new Response(content as ConstructorParameters<typeof Response>[0], { status, headers: responseHeaders });
     },

@@ -9,7 +9,7 @@ import type { Logger } from "pino";
 import { type Dispatcher, getGlobalDispatcher } from "undici";
 import type { z } from "zod";
 import { type Fence, fencingInterceptor, isFenced, isWriteMethod } from "../util/fence.ts";
-import { type FetchFunction, sendRequest } from "./buffered-fetch.ts";
+import { answerText, type FetchFunction, sendRequest } from "./buffered-fetch.ts";
 import type { AccountBulkhead, AttemptHandle } from "./bulkhead.ts";
 import { CloudError, cloudErrorFromHttp, parseRetryAfter } from "./errors.ts";
 import type { TokenBucket } from "./rate-limit.ts";
@@ -145,7 +145,7 @@ export class Transport {
     const searchParams = definedEntries(call.query);
     if (searchParams.length > 0) options.searchParams = searchParams;
     try {
-      return await ky(url, options).text();
+      return await answerText(await ky(url, options));
     } catch (error) {
       throw this.#toCloudError(error, call, deadline);
     }

@@ -2,6 +2,7 @@
 // misbehave on purpose: redirects elsewhere, endless or huge answers, bodies that never finish, paths that try to
 // leave the base URL, and a server that stops answering (the account's circuit breaker).
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { answerText, sendRequest } from "../../src/cloud/buffered-fetch.ts";
 import { AccountBulkhead, DEFAULT_BULKHEAD } from "../../src/cloud/bulkhead.ts";
 import { type CloudClientOptions, createCloudClient } from "../../src/cloud/client.ts";
 import { CloudError, isNotFound, isOperationGone, isUnsupported } from "../../src/cloud/errors.ts";
@@ -190,6 +191,38 @@ describe("answers and errors", () => {
     expect(error.fieldPath).toBe("items.1.state");
     expect(error.message).toContain("items.1.state");
     expect(error.endpoint).toBe("GET /projects/:projectId/vms");
+  });
+
+  it("decodes an answer as fetch does: a character split between chunks, a leading byte-order mark", async () => {
+    const name = "trainer-ü-€-𝔾";
+    const bytes = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify(vmFixture({ name })))]);
+    stub.handle(async (_, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      // One byte at a time: every multi-byte character arrives split over several chunks.
+      for (const byte of bytes) {
+        res.write(Buffer.from([byte]));
+        await sleep(0);
+      }
+      res.end();
+    });
+    const vm = await client().vms.get(PROJECT_ID, VM_ID);
+    expect(vm.name).toBe(name);
+  });
+
+  it("hands a success over as text, without a second copy of its bytes in the Response", async () => {
+    const page = { items: [vmFixture()], next_page_token: "", prev_page_token: "" };
+    stub.handle((_, res) => sendJson(res, 200, page));
+    const head = await sendRequest(`${stub.url}/projects/${PROJECT_ID}/vms`);
+    const response = await head.read(1 << 20, () => new Error("too large"));
+    expect(response.body).toBeNull();
+    expect(JSON.parse(await answerText(response))).toEqual(page);
+    // An error answer keeps its body in the Response, where ky's error handling reads it.
+    stub.handle((_, res) => sendJson(res, 409, { code: "conflict", message: "name in use" }));
+    const conflict = await (await sendRequest(`${stub.url}/projects/${PROJECT_ID}/vms`)).read(
+      1 << 20,
+      () => new Error(),
+    );
+    expect(await conflict.json()).toEqual({ code: "conflict", message: "name in use" });
   });
 
   it("lets unknown fields pass through", async () => {

@@ -200,6 +200,31 @@ describe("FamilySnapshot", () => {
     expect(views[49]?.byName.get("a")?.id).toBe("1");
   });
 
+  it("takes a list item by item as its pages come: what a page shows alike is the object already held", async () => {
+    let listing = 0;
+    const changed: string[][] = [];
+    const snapshot = new FamilySnapshot<{ id: string; name: string; state: string }>({
+      list: async function* () {
+        listing++;
+        // Two pages; the second list shows "b" changed. Each item is a fresh copy, as a parsed page gives it.
+        yield { id: "1", name: "a", state: "RUNNING" };
+        await Promise.resolve();
+        yield { id: "2", name: "b", state: listing === 1 ? "RUNNING" : "STOPPED" };
+      },
+      idOf: (item) => item.id,
+      nameOf: (item) => item.name,
+      maxAgeMs: 0,
+      minIntervalMs: 0,
+      onChanged: (ids) => changed.push(ids),
+    });
+    const first = await snapshot.read();
+    const again = await snapshot.read(Date.now());
+    expect(again.byId.get("1")).toBe(first.byId.get("1"));
+    expect(again.byId.get("2")).not.toBe(first.byId.get("2"));
+    expect(again.byName.get("b")?.state).toBe("STOPPED");
+    expect(changed).toEqual([["2"]]);
+  });
+
   it("a fresh view is reused until it is too old or invalidated", async () => {
     const { snapshot, calls, advance } = counting();
     await snapshot.read();

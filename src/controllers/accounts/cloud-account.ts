@@ -165,12 +165,10 @@ export class CloudAccount {
     const changes = (family: OperationFamily) => (ids: string[]) => options.onChanged?.(family, ids);
     this.vms = new FamilySnapshot<VmSummary>({
       ...common,
-      list: async (signal) => {
-        const items: VmSummary[] = [];
+      list: async function* (signal) {
         for await (const vm of client.vms.listAll(projectId, { limit: VM_PAGE_LIMIT }, { signal })) {
-          items.push(summarizeVm(vm));
+          yield summarizeVm(vm);
         }
-        return items;
       },
       listIds: async (ids, signal) =>
         (await client.vms.list(projectId, { ids, limit: ids.length }, { signal })).items.map(summarizeVm),
