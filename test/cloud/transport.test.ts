@@ -212,13 +212,13 @@ describe("answers and errors", () => {
   it("hands a success over as text, without a second copy of its bytes in the Response", async () => {
     const page = { items: [vmFixture()], next_page_token: "", prev_page_token: "" };
     stub.handle((_, res) => sendJson(res, 200, page));
-    const head = await sendRequest(`${stub.url}/projects/${PROJECT_ID}/vms`);
+    const head = await sendRequest(`${stub.url}/projects/${PROJECT_ID}/vms`, undefined);
     const response = await head.read(1 << 20, () => new Error("too large"));
     expect(response.body).toBeNull();
     expect(JSON.parse(await answerText(response))).toEqual(page);
     // An error answer keeps its body in the Response, where ky's error handling reads it.
     stub.handle((_, res) => sendJson(res, 409, { code: "conflict", message: "name in use" }));
-    const conflict = await (await sendRequest(`${stub.url}/projects/${PROJECT_ID}/vms`)).read(
+    const conflict = await (await sendRequest(`${stub.url}/projects/${PROJECT_ID}/vms`, undefined)).read(
       1 << 20,
       () => new Error(),
     );
