@@ -225,6 +225,34 @@ describe("FamilySnapshot", () => {
     expect(changed).toEqual([["2"]]);
   });
 
+  it("a resource observed while the first list is under way stays as observed, not as the list showed it", async () => {
+    let clock = 1000;
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const snapshot = new FamilySnapshot<{ id: string; name: string; state: string }>({
+      list: async function* () {
+        yield { id: "1", name: "a", state: "RUNNING" };
+        await gate;
+        yield { id: "2", name: "b", state: "RUNNING" };
+      },
+      idOf: (item) => item.id,
+      nameOf: (item) => item.name,
+      maxAgeMs: 10_000,
+      minIntervalMs: 0,
+      now: () => clock,
+    });
+    const listed = snapshot.read();
+    await new Promise((resolve) => setImmediate(resolve));
+    clock += 10;
+    snapshot.observed({ id: "2", name: "b", state: "STOPPED" }, clock);
+    release();
+    const view = await listed;
+    expect(view.byId.get("2")?.state).toBe("STOPPED");
+    expect(view.byId.get("1")?.state).toBe("RUNNING");
+  });
+
   it("a fresh view is reused until it is too old or invalidated", async () => {
     const { snapshot, calls, advance } = counting();
     await snapshot.read();

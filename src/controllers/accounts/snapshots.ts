@@ -355,7 +355,6 @@ export class FamilySnapshot<T> {
     const startedAt = this.#now();
     const byId = new Map<string, T>();
     const byName = new Map<string, T>();
-    const previous = this.#view;
     const changed: string[] = [];
     let count = 0;
     try {
@@ -364,7 +363,8 @@ export class FamilySnapshot<T> {
       for await (const listed of await this.#options.list(new AbortController().signal)) {
         count++;
         const id = this.#options.idOf(listed);
-        const known = previous?.byId.get(id);
+        // The view as held now: reads on their own (observed, lists by ids) may have changed it since the list began.
+        const known = this.#view?.byId.get(id);
         const item = this.#kept(known, listed);
         if (known !== undefined && item !== known) changed.push(id);
         byId.set(id, item);
@@ -373,6 +373,7 @@ export class FamilySnapshot<T> {
     } finally {
       this.#schedulePoll(startedAt);
     }
+    const previous = this.#view;
     const view = { byId, byName, fetchedAt: startedAt };
     if (previous === undefined || previous.fetchedAt <= startedAt) {
       this.#view = view;
