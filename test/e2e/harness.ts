@@ -240,7 +240,7 @@ export function conditionSummary(objects: CustomObject[]): string {
     .join("; ");
 }
 
-/** Waits until every object of the four kinds is Ready for its current generation. */
+/** Waits until every object of the four kinds and every pool is Ready for its current generation. */
 export async function waitAllReady(playground: Playground, timeoutMs = 120_000): Promise<void> {
   let summary = "";
   // The pools too: until a pool is Ready its members (GpuVms and GpuDisks) may not exist yet, and every object
