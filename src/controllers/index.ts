@@ -28,7 +28,7 @@ import { watchClaims } from "./managed/claim-records.ts";
 import { registerClaimSweep } from "./managed/claim-sweep.ts";
 import { DependencyIndex } from "./managed/dependency-index.ts";
 import { registerManagedKind } from "./managed/register.ts";
-import { installShardViews } from "./managed/shard-view.ts";
+import { installShardViews, shardHoldsVm } from "./managed/shard-view.ts";
 import { ManagedWakes } from "./managed/wakes.ts";
 import { registerPoolController } from "./pool/controller.ts";
 
@@ -70,7 +70,10 @@ export function registerControllers(manager: Manager, options: RegisterOptions =
   const claims = watchClaims(manager, config.claimsNamespace, (kind, key) => controllers.get(kind)?.enqueue(key));
   const dependencies = new DependencyIndex();
   const wakes = new ManagedWakes({ kinds: MANAGED_KINDS, controllers, caches, claims, dependencies });
-  const credentials = createCredentialStore(manager, secrets, wakes, logger);
+  // A shard's replica holds in its VM snapshots the VMs of its own objects (and unclaimed ones): every replica
+  // lists the whole project, and would otherwise hold every other shard's VMs too.
+  const holdsVm = config.shard.count > 1 ? shardHoldsVm(claims, config.shard) : undefined;
+  const credentials = createCredentialStore(manager, secrets, wakes, logger, holdsVm);
   const managedInformers = MANAGED_KINDS.flatMap(({ info }) => {
     const informer = caches.informer(info.kind);
     return informer === undefined ? [] : [{ kind: info.kind, informer }];

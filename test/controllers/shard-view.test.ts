@@ -67,6 +67,22 @@ describe("a shard's replica holds its own GpuVms, and notes the others", () => {
     for (const manager of [env.manager, second?.manager ?? env.manager]) {
       expect(vmsOf(manager).keys().sort()).toEqual([...ours, ...theirs].map((name) => `${NAMESPACE}/${name}`).sort());
     }
+
+    // Each replica's VM snapshot holds its own objects' VMs after a full list, and knows the others' by name.
+    const cloudNames = async (names: string[]) =>
+      (await Promise.all(names.map((name) => env.get("GpuVm", name)))).map(
+        (object) => (object as { status?: { id?: string } } | undefined)?.status?.id ?? "",
+      );
+    const [ourIds, theirIds] = [await cloudNames(ours), await cloudNames(theirs)];
+    for (const [controllers, own, others] of [
+      [env.controllers, ourIds, theirIds],
+      [second?.controllers ?? env.controllers, theirIds, ourIds],
+    ] as const) {
+      const [account] = controllers.credentials.accounts();
+      const view = await account?.vms.read(Date.now());
+      expect([...(view?.byId.keys() ?? [])].sort()).toEqual([...own].sort());
+      expect([...(view?.othersByName?.values() ?? [])].sort()).toEqual([...others].sort());
+    }
   }, 60_000);
 
   it("keeps the credentials Secret's in-use finalizer while the other shard's objects use it", async () => {

@@ -13,6 +13,7 @@ import { FamilySnapshot } from "../../src/controllers/accounts/snapshots.ts";
 import { classify, ReconcileError, requestRefused } from "../../src/controllers/core/classify.ts";
 import { ManagedParser } from "../../src/controllers/core/object-model.ts";
 import { gpuVm } from "../../src/controllers/kinds/gpu-vm.ts";
+import { findResource } from "../../src/controllers/kinds/support.ts";
 import { DependencyIndex } from "../../src/controllers/managed/dependency-index.ts";
 import { KubeApiError } from "../../src/runtime/index.ts";
 import { FencedError } from "../../src/util/fence.ts";
@@ -373,13 +374,17 @@ describe("FamilySnapshot", () => {
   });
 
   describe("readOne: one resource refreshed by id in a large family", () => {
-    function large(count: number, idsIntervalMs = 0) {
+    function large(
+      count: number,
+      idsIntervalMs = 0,
+      extra: { holds?: (item: { id: string }) => boolean; onVanished?: (ids: string[]) => void } = {},
+    ) {
       const items = new Map(
         Array.from({ length: count }, (_, i) => [`id-${i}`, { id: `id-${i}`, name: `vm-${i}`, v: 1 }]),
       );
       let clock = 1000;
       const calls = { full: 0, byIds: [] as string[][] };
-      const snapshot = new FamilySnapshot({
+      const snapshot = new FamilySnapshot<{ id: string; name: string; v: number }>({
         list: async () => {
           calls.full++;
           return [...items.values()];
@@ -400,6 +405,7 @@ describe("FamilySnapshot", () => {
         fullListUpTo: 10,
         maxIdsPerList: 3,
         now: () => clock,
+        ...extra,
       });
       return { snapshot, items, calls, advance: (ms: number) => (clock += ms) };
     }
@@ -510,6 +516,35 @@ describe("FamilySnapshot", () => {
       }
     });
 
+    it("a shard's replica holds what `holds` keeps: the others known by name, never reported gone, the family still large", async () => {
+      const held = new Set(["id-0", "id-1", "id-2", "id-3", "id-4"]);
+      const vanished: string[][] = [];
+      const { snapshot, items, calls, advance } = large(50, 0, {
+        holds: (item) => held.has(item.id),
+        onVanished: (ids) => vanished.push(ids),
+      });
+      const view = await snapshot.read();
+      expect([...view.byId.keys()]).toEqual([...held]);
+      expect(view.byName.has("vm-7")).toBe(false);
+      expect(view.othersByName?.get("vm-7")).toBe("id-7");
+      expect(view.othersByName?.has("vm-1")).toBe(false);
+      // Fifty listed though five held: a settled operation refreshes by id, not by a full list of the family.
+      advance(10);
+      snapshot.settled(1005);
+      await snapshot.read();
+      expect(calls.full).toBe(1);
+      // One of ours asks for another's resource by id (an adoption): read and held, whatever `holds` says.
+      expect((await snapshot.readOne("id-7", 1005))?.id).toBe("id-7");
+      expect((await snapshot.read()).byId.has("id-7")).toBe(true);
+      // No longer ours (another shard's object took it) is not gone; deleted is.
+      held.delete("id-1");
+      items.delete("id-2");
+      advance(10);
+      await snapshot.read(1020);
+      expect(vanished).toEqual([["id-2"]]);
+      expect((await snapshot.read()).othersByName?.get("vm-1")).toBe("id-1");
+    });
+
     it("a full list started before a resource was read by id keeps the newer version", async () => {
       const { snapshot, items, advance } = large(50);
       await snapshot.read();
@@ -518,6 +553,40 @@ describe("FamilySnapshot", () => {
       await snapshot.readOne("id-7", 1005);
       expect((await snapshot.read()).byId.get("id-7")?.v).toBe(3);
     });
+  });
+});
+
+describe("findResource", () => {
+  const object = (id?: string) =>
+    ({ metadata: { uid: "u" }, spec: id === undefined ? {} : { id }, status: {} }) as unknown as Parameters<
+      typeof findResource
+    >[1];
+
+  it("reads by id a name the view knows but does not hold (another shard's object holds it): never taken as free", async () => {
+    const other = { id: "id-9", name: "trainer" };
+    const remembered: unknown[] = [];
+    const gets: string[] = [];
+    const snapshot = {
+      read: async () => ({
+        byId: new Map<string, typeof other>(),
+        byName: new Map<string, typeof other>(),
+        othersByName: new Map([["trainer", "id-9"]]),
+        fetchedAt: 0,
+      }),
+      readOne: async () => undefined,
+      remember: (item: typeof other) => remembered.push(item),
+    };
+    const get = async (id: string) => {
+      gets.push(id);
+      if (id !== "id-9") throw http(404);
+      return other;
+    };
+    expect(await findResource(snapshot, object(), { cloudName: "trainer" }, get)).toBe(other);
+    expect(gets).toEqual(["id-9"]);
+    expect(remembered).toEqual([other]);
+    // A name nobody has is free without a read.
+    expect(await findResource(snapshot, object(), { cloudName: "nobody" }, get)).toBeUndefined();
+    expect(gets).toEqual(["id-9"]);
   });
 });
 

@@ -24,6 +24,8 @@ export function createCredentialStore(
   secrets: SecretSources,
   wakes: AccountWakes,
   logger: Logger,
+  /** Whether an account's VM snapshot holds the VM of this id (sharding: its holder is this shard's); default all. */
+  holdsVm?: (account: Account, id: string) => boolean,
 ): CredentialStore<CloudAccount> {
   const config = manager.config;
   const allowed = secrets.allowedNamespaces;
@@ -64,6 +66,7 @@ export function createCredentialStore(
         credentialKey,
         onGone: (family, ids) => wakes.holders(family, account, ids, "high"),
         onChanged: (family, ids) => wakes.holders(family, account, ids, "normal"),
+        ...(holdsVm !== undefined ? { holdsVm: (id: string) => holdsVm(account, id) } : {}),
         snapshotMaxAgeMs: config.syncPeriodMs,
         pollIntervalMs: Math.min(config.pollIntervalMs, config.syncPeriodMs),
         operationPollMs: config.operationPollIntervalMs,

@@ -47,6 +47,11 @@ export interface CloudAccountOptions {
   /** Resources of a family a list shows changed since they were last read: whoever holds them looks again. */
   onChanged?(family: OperationFamily, ids: string[]): void;
   onOperationSettled?(family: OperationFamily, name: string, result: string, durationMs: number): void;
+  /**
+   * Whether the VM snapshot holds the VM of this id when a full list shows it (default: every one). A shard's
+   * replica holds its own objects' VMs (and unclaimed ones), and knows the others by name only.
+   */
+  holdsVm?(id: string): boolean;
 }
 
 /**
@@ -174,6 +179,7 @@ export class CloudAccount {
         (await client.vms.list(projectId, { ids, limit: ids.length }, { signal })).items.map(summarizeVm),
       idOf: (vm) => vm.id,
       nameOf: (vm) => vm.name,
+      ...(options.holdsVm !== undefined ? { holds: (vm: VmSummary) => options.holdsVm?.(vm.id) !== false } : {}),
       onRefresh: () => options.onListCall?.("vm"),
       onVanished: (ids) => options.onGone?.("vm", ids),
       onChanged: changes("vm"),

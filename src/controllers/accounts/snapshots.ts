@@ -17,6 +17,11 @@ import { sameJson } from "../../util/json-values.ts";
 export interface SnapshotView<T> {
   byId: ReadonlyMap<string, T>;
   byName: ReadonlyMap<string, T>;
+  /**
+   * Name → id of each resource the last full list showed and the view does not hold (see `holds`): a name looked
+   * up is read by its id before anyone takes it for free.
+   */
+  othersByName?: ReadonlyMap<string, string>;
   /** When the list that produced this view was started (ms since epoch). */
   fetchedAt: number;
 }
@@ -75,6 +80,13 @@ export interface SnapshotOptions<T> {
   fullListUpTo?: number;
   /** One copy of each repeated string of the resources held (default: the process's shared table). */
   interner?: StringInterner;
+  /**
+   * Whether the view holds a resource a full list shows (default: every one). A shard's replica holds the
+   * resources of the objects it reconciles and drops the others' as they come: every replica lists the whole
+   * project. A resource read on its own (by id, an operation's answer) is held whatever this says: an object of
+   * this replica asked for it.
+   */
+  holds?(item: T): boolean;
 }
 
 interface IdWaiter<T> {
@@ -106,6 +118,8 @@ export class FamilySnapshot<T> {
   /** When a caller last read the snapshot (the background lists are not callers). */
   #lastReadAt: number;
   #stopped = false;
+  /** How many resources the last full list showed (held or not): the family's size, whatever the view holds. */
+  #listedCount = 0;
 
   readonly #interner: StringInterner;
 
@@ -220,7 +234,7 @@ export class FamilySnapshot<T> {
   }
 
   #small(): boolean {
-    return (this.#view?.byId.size ?? 0) <= (this.#options.fullListUpTo ?? 500);
+    return Math.max(this.#listedCount, this.#view?.byId.size ?? 0) <= (this.#options.fullListUpTo ?? 500);
   }
 
   /** The next read refreshes (an operation of this family settled). */
@@ -356,16 +370,23 @@ export class FamilySnapshot<T> {
     const byId = new Map<string, T>();
     const byName = new Map<string, T>();
     const changed: string[] = [];
+    const holds = this.#options.holds;
+    const othersByName = holds === undefined ? undefined : new Map<string, string>();
     let count = 0;
     try {
       // Each item is compared as it comes, not after the last page: the copies of the unchanged ones die young
       // instead of living through the whole list (seconds for 10,000) into the old generation.
       for await (const listed of await this.#options.list(new AbortController().signal)) {
         count++;
-        const id = this.#options.idOf(listed);
+        if (othersByName !== undefined && holds?.(listed) === false) {
+          othersByName.set(this.#options.nameOf(listed), this.#options.idOf(listed));
+          continue;
+        }
         // The view as held now: reads on their own (observed, lists by ids) may have changed it since the list began.
-        const known = this.#view?.byId.get(id);
+        const known = this.#view?.byId.get(this.#options.idOf(listed));
         const item = this.#kept(known, listed);
+        // Keyed by the held copy's own id: the listed copy's string would be a second one per resource.
+        const id = this.#options.idOf(item);
         if (known !== undefined && item !== known) changed.push(id);
         byId.set(id, item);
         byName.set(this.#options.nameOf(item), item);
@@ -373,8 +394,9 @@ export class FamilySnapshot<T> {
     } finally {
       this.#schedulePoll(startedAt);
     }
+    this.#listedCount = count;
     const previous = this.#view;
-    const view = { byId, byName, fetchedAt: startedAt };
+    const view = { byId, byName, fetchedAt: startedAt, ...(othersByName !== undefined ? { othersByName } : {}) };
     if (previous === undefined || previous.fetchedAt <= startedAt) {
       this.#view = view;
       // Resources read on their own after this list started are newer than what it shows.
@@ -382,7 +404,10 @@ export class FamilySnapshot<T> {
       const vanished =
         previous === undefined || previous.fetchedAt === Number.NEGATIVE_INFINITY
           ? []
-          : [...previous.byId.keys()].filter((id) => !byId.has(id) && !readSince(id));
+          : [...previous.byId]
+              // One no longer held (another shard's object holds it now) is not gone: its holder is not ours.
+              .filter(([id, item]) => !byId.has(id) && !readSince(id) && (holds === undefined || holds(item)))
+              .map(([id]) => id);
       const changedSince = changed.filter((id) => !readSince(id));
       for (const [id, at] of this.#itemFetchedAt) {
         if (at <= startedAt) this.#itemFetchedAt.delete(id);

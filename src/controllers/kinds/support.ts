@@ -21,7 +21,8 @@ export function knownId(mr: ManagedObject): string | undefined {
  * GET before it counts as gone (404 → gone; an endpoint this server lacks → trust the list), unless `trustList`
  * says a fresh list is enough (following an operation that cannot be read: one request per turn). A server
  * without the family's list (the network list is beyond the spec) is read by id alone.
- * Without an id, by exact cloud name only: nothing else is ever adopted.
+ * Without an id, by exact cloud name only: nothing else is ever adopted; a name the view does not hold (a shard's
+ * replica holds its own objects' resources) is read by its id.
  */
 export async function findResource<T>(
   snapshot: {
@@ -37,7 +38,16 @@ export async function findResource<T>(
   const { cloudName, trustList } = options;
   let hit: T | undefined;
   try {
-    if (id === undefined) return (await snapshot.read(options.notBefore)).byName.get(cloudName);
+    if (id === undefined) {
+      const view = await snapshot.read(options.notBefore);
+      const named = view.byName.get(cloudName);
+      // A resource of that name the view does not hold (another shard's object holds it): read, never taken as free.
+      const other = named === undefined ? view.othersByName?.get(cloudName) : undefined;
+      if (other === undefined) return named;
+      const item = await getIfPresent(other, get);
+      if (item !== undefined) snapshot.remember(item);
+      return item;
+    }
     hit = await snapshot.readOne(id, options.notBefore, options.urgent === true);
   } catch (error) {
     if (!isUnsupported(error)) throw error;

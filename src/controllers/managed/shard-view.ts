@@ -10,8 +10,10 @@ import { FINALIZER, POOL_LABELS } from "../../api/common.ts";
 import type { KindInfo } from "../../api/kind-info.ts";
 import { keyOf, type Manager, type ObjectInformer, ownsKey, type Shard } from "../../runtime/index.ts";
 import { isRecord } from "../../util/is-record.ts";
+import type { Account } from "../accounts/account.ts";
 import { credentialsRefNameOf } from "../accounts/credentials.ts";
 import { resourceOf } from "../core/kube-access.ts";
+import type { ClaimStore } from "./claims.ts";
 
 /** What a replica keeps of a managed object another replica reconciles. */
 export interface ManagedNote {
@@ -99,5 +101,17 @@ export function installShardViews(manager: Manager, kinds: readonly KindInfo[], 
       }
       return true;
     },
+  };
+}
+
+/**
+ * Whether a shard's replica holds a VM of an account in its VM snapshot: when the object holding it is one of its
+ * own, or nobody claims it yet (it may be one of ours being created, or adopted by name). The others' VMs are known
+ * by name only (FamilySnapshot.holds).
+ */
+export function shardHoldsVm(claims: ClaimStore, shard: Shard): (account: Account, id: string) => boolean {
+  return (account, id) => {
+    const holder = claims.ofId("GpuVm", account, id)?.holder;
+    return holder === undefined || ownsKey(shard, keyOf(holder.namespace, holder.name));
   };
 }
