@@ -8,7 +8,7 @@ import { hostname } from "node:os";
 import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { type OperatorConfig, parseConfig } from "./config.ts";
-import { Controller, keyOf, ReconcilePacer } from "./controller.ts";
+import { Controller, ReconcilePacer } from "./controller.ts";
 import type { ControllerRegistration } from "./controller-registration.ts";
 import { enqueueOwnEvents, enqueueWatchedEvents } from "./event-routing.ts";
 import { EventRecorder } from "./events.ts";
@@ -370,10 +370,9 @@ export class Manager {
     // Every cached object gets a look (the queue is fresh after a lost lease). Enqueue before starting the
     // workers: keys already queued by informer events dedupe, instead of being re-added while in flight.
     controller.prepare();
-    for (const object of informer.list()) {
-      const name = object.metadata?.name;
-      if (name) controller.enqueue(keyOf(object.metadata?.namespace, name));
-    }
+    // Every key known, held or only noted (an informer with a view: see InformerView); the controller drops the
+    // keys another shard reconciles.
+    for (const key of informer.keys()) controller.enqueue(key);
     controller.start();
   }
 }

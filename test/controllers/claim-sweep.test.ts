@@ -4,6 +4,8 @@
 import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { afterEach, describe, expect, it } from "vitest";
 import { GROUP, VERSION } from "../../src/api/common.ts";
+import { CLAIMS_RESOURCE } from "../../src/controllers/managed/claim-records.ts";
+import type { Claim } from "../../src/controllers/managed/claims.ts";
 import { eventually } from "../runtime/helpers.ts";
 import { type Env, NAMESPACE, reasonOf, startEnv, startOtherShard, vmSpec } from "./harness.ts";
 
@@ -59,6 +61,19 @@ describe("the claim sweep", () => {
     await dropBehindTheOperator(env, "dropped");
     // A resync would come after an hour: the holder's delete event is what wakes its claim.
     await eventually(async () => expect(await holdersOfClaims(env as Env)).toEqual(["kept"]), 10_000);
+  });
+
+  it("the claims informer holds no claim object: each claim is noted as its parsed Claim, the store's one copy", async () => {
+    env = await startEnv({ config: { syncPeriodMs: HOUR } });
+    await env.apply("GpuVm", "kept", vmSpec());
+    await env.waitReady("GpuVm", "kept");
+    const claimsNamespace = env.manager.config.claimsNamespace;
+    const informer = env.manager.informerFor(CLAIMS_RESOURCE, [claimsNamespace]);
+    expect(informer.list()).toEqual([]);
+    const noted = informer.keys().map((key) => informer.noteOf(claimsNamespace, key.split("/")[1] ?? "") as Claim);
+    expect(noted.map((claim) => [claim.kind, claim.holder.name, typeof claim.id])).toEqual([
+      ["GpuVm", "kept", "string"],
+    ]);
   });
 
   it("with two shards: a claim is released whichever shard holds the holder (held, or noted by the other's view)", async () => {

@@ -122,7 +122,8 @@ export function kubeClaimRecords(kube: KubeClient, namespace: string): ClaimReco
 
 /**
  * The claim store of the operator's namespace, fed by the claims informer; `wake` is told the keys that stopped on a
- * claim when it changes or goes.
+ * claim when it changes or goes. The informer holds no claim object: each claim is noted as its parsed Claim, the
+ * very object the store holds (every replica keeps every claim, one per cloud resource: one copy, not two).
  */
 export function watchClaims(
   manager: Manager,
@@ -131,14 +132,10 @@ export function watchClaims(
 ): ClaimStore {
   const claims = new ClaimStore(kubeClaimRecords(manager.kube, namespace), { wake });
   manager.setTransform(CLAIMS_RESOURCE, keepClaimRecord);
-  manager.informerFor(CLAIMS_RESOURCE, [namespace]).on((event) => {
-    if (event.type === "delete") {
-      const name = event.object.metadata?.name;
-      if (name !== undefined) claims.remove(name);
-      return;
-    }
-    const claim = claimOfObject(event.object);
-    if (claim !== undefined) claims.upsert(claim);
+  manager.setView(CLAIMS_RESOURCE, { keep: () => false, note: (object) => claimOfObject(object) ?? null });
+  manager.informerFor(CLAIMS_RESOURCE, [namespace]).onNote((event) => {
+    if (event.type === "delete") claims.remove(event.name);
+    else if (event.note !== null && event.note !== undefined) claims.upsert(event.note as Claim);
   });
   return claims;
 }

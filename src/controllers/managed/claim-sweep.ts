@@ -94,6 +94,10 @@ export function registerClaimSweep(
     // a holder when the holder goes from a cache (held, or noted by another shard's view).
     syncPeriodMs: 0,
   });
+  // The claims informer only notes its claims (claim-records.ts): their changes come as notes.
+  manager.informerFor(CLAIMS_RESOURCE, [config.claimsNamespace]).onNote((event) => {
+    controller.enqueue(keyOf(event.namespace, event.name));
+  });
   const sweepHeldBy = (uid: string | undefined): void => {
     if (uid === undefined) return;
     for (const claim of claims.allHeldBy(uid)) controller.enqueue(keyOf(config.claimsNamespace, claim.objectName));

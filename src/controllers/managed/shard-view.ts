@@ -1,25 +1,26 @@
 // What a shard's replica holds of the kinds it shards (ADR 0032): in full, the objects it reconciles (its shard's
 // keys), the members of the GpuVmPools it reconciles, the objects its own objects refer to (read in when a pass
 // asks for one), and every GpuVm with data disks (a GpuDisk names and waits for the VMs attached to it, found by
-// their cloud ids, whichever shard they are in); of every other object, a note: its uid, the credentials it uses,
-// whether its spec is ahead of its status. The notes keep what other replicas' objects mean to this one (the
-// credentials-in-use finalizer, a claim whose holder exists, objects without an owner) at a few dozen bytes each
-// instead of a whole cached object. Without sharding nothing of this applies.
+// their cloud ids, whichever shard they are in); of every other object, a note: its uid and whether its spec is
+// ahead of its status. The notes keep what other replicas' objects mean to this one (a claim whose holder exists,
+// objects without an owner; the credentials-in-use index reads the note events' objects) at a few dozen bytes each
+// instead of a whole cached object; its VM snapshots hold the VMs of its own objects (shardHoldsVm). Without
+// sharding nothing of this applies.
 import type { KubernetesObject } from "@kubernetes/client-node";
-import { FINALIZER, POOL_LABELS } from "../../api/common.ts";
+import { POOL_LABELS } from "../../api/common.ts";
 import type { KindInfo } from "../../api/kind-info.ts";
 import { keyOf, type Manager, type ObjectInformer, ownsKey, type Shard } from "../../runtime/index.ts";
 import { isRecord } from "../../util/is-record.ts";
 import type { Account } from "../accounts/account.ts";
-import { credentialsRefNameOf } from "../accounts/credentials.ts";
 import { resourceOf } from "../core/kube-access.ts";
 import type { ClaimStore } from "./claims.ts";
 
-/** What a replica keeps of a managed object another replica reconciles. */
+/**
+ * What a replica keeps of a managed object another replica reconciles. The credentials it uses are not in it: the
+ * credentials-in-use index reads every version of every object as it comes (secret-usage.ts) and keeps its own.
+ */
 export interface ManagedNote {
   uid?: string;
-  /** Holds the operator's finalizer: the credentials reference it uses (`spec.credentialsRef.name`, or none). */
-  credentials?: { ref: string | null };
   /** Its spec changed since its status was written while Synced said True (see without-owner.ts). */
   ahead?: true;
 }
@@ -32,7 +33,6 @@ export function noteOf(object: KubernetesObject): ManagedNote {
     : undefined;
   const note: ManagedNote = {};
   if (metadata?.uid !== undefined) note.uid = metadata.uid;
-  if (metadata?.finalizers?.includes(FINALIZER)) note.credentials = { ref: credentialsRefNameOf(object) ?? null };
   const conditions = Array.isArray(status?.conditions) ? status.conditions : [];
   const synced = conditions.some((c) => isRecord(c) && c.type === "Synced" && c.status === "True");
   if (synced && status?.observedGeneration !== metadata?.generation) note.ahead = true;
