@@ -545,6 +545,55 @@ describe("FamilySnapshot", () => {
       expect((await snapshot.read()).othersByName?.get("vm-1")).toBe("id-1");
     });
 
+    it("a shard's replica looks again in the background at what it holds, by id, not at the whole family", async () => {
+      const items = new Map(
+        Array.from({ length: 40 }, (_, i) => [`id-${i}`, { id: `id-${i}`, name: `vm-${i}`, v: 1 }]),
+      );
+      const calls = { full: 0, byIds: [] as string[][] };
+      const changed: string[][] = [];
+      const vanished: string[][] = [];
+      const snapshot = new FamilySnapshot<{ id: string; name: string; v: number }>({
+        list: async () => {
+          calls.full++;
+          return [...items.values()].map((item) => ({ ...item }));
+        },
+        listIds: async (ids) => {
+          calls.byIds.push(ids);
+          return ids.flatMap((id) => {
+            const item = items.get(id);
+            return item === undefined ? [] : [{ ...item }];
+          });
+        },
+        holds: (item) => Number(item.id.slice(3)) < 5,
+        idOf: (item) => item.id,
+        nameOf: (item) => item.name,
+        maxAgeMs: 60_000,
+        minIntervalMs: 0,
+        fullListUpTo: 10,
+        maxIdsPerList: 3,
+        pollEveryMs: 40,
+        onChanged: (ids) => changed.push(ids),
+        onVanished: (ids) => vanished.push(ids),
+      });
+      try {
+        await snapshot.read();
+        // Changed and deleted by someone else, ours and another shard's.
+        items.set("id-1", { id: "id-1", name: "vm-1", v: 2 });
+        items.set("id-20", { id: "id-20", name: "vm-20", v: 2 });
+        items.delete("id-3");
+        await vi.waitFor(() => expect(changed).toEqual([["id-1"]]), { timeout: 2000, interval: 10 });
+        expect(vanished).toEqual([["id-3"]]);
+        expect(calls.full).toBe(1);
+        // Only the five held ids were asked for, three at most per call.
+        expect([...new Set(calls.byIds.flat())].sort()).toEqual(["id-0", "id-1", "id-2", "id-3", "id-4"]);
+        expect(Math.max(...calls.byIds.map((ids) => ids.length))).toBe(3);
+        expect((await snapshot.read()).byId.get("id-1")?.v).toBe(2);
+        expect((await snapshot.read()).byId.has("id-3")).toBe(false);
+      } finally {
+        snapshot.stop();
+      }
+    });
+
     it("a full list started before a resource was read by id keeps the newer version", async () => {
       const { snapshot, items, advance } = large(50);
       await snapshot.read();
