@@ -552,6 +552,7 @@ describe("FamilySnapshot", () => {
       const calls = { full: 0, byIds: [] as string[][] };
       const changed: string[][] = [];
       const vanished: string[][] = [];
+      const held = new Set(["id-0", "id-1", "id-2", "id-3", "id-4"]);
       const snapshot = new FamilySnapshot<{ id: string; name: string; v: number }>({
         list: async () => {
           calls.full++;
@@ -564,7 +565,7 @@ describe("FamilySnapshot", () => {
             return item === undefined ? [] : [{ ...item }];
           });
         },
-        holds: (item) => Number(item.id.slice(3)) < 5,
+        holds: (item) => held.has(item.id),
         idOf: (item) => item.id,
         nameOf: (item) => item.name,
         maxAgeMs: 60_000,
@@ -589,6 +590,12 @@ describe("FamilySnapshot", () => {
         expect(Math.max(...calls.byIds.map((ids) => ids.length))).toBe(3);
         expect((await snapshot.read()).byId.get("id-1")?.v).toBe(2);
         expect((await snapshot.read()).byId.has("id-3")).toBe(false);
+        // Holding most of the family (nobody claims it yet: an adoption), by ids would cost more: full lists.
+        for (let i = 0; i < 40; i++) held.add(`id-${i}`);
+        await snapshot.read(Date.now());
+        const [full, byIds] = [calls.full, calls.byIds.length];
+        await vi.waitFor(() => expect(calls.full).toBeGreaterThan(full + 1), { timeout: 2000, interval: 10 });
+        expect(calls.byIds.length).toBe(byIds);
       } finally {
         snapshot.stop();
       }
