@@ -3,6 +3,7 @@
 import { KubeConfig } from "@kubernetes/client-node/dist/config.js";
 import { clusterApiServed, registerControllers } from "../../controllers/index.ts";
 import { createLogger, helpText, Manager, parseConfig } from "../../runtime/index.ts";
+import { keepEmbedderAllocationRateAboveZero } from "../memory-reducer.ts";
 import { applyRuntimeV8Flags } from "../node-flags.ts";
 
 export async function main(argv: string[]): Promise<number> {
@@ -52,12 +53,15 @@ export async function main(argv: string[]): Promise<number> {
       ? "starting gpuvm-operator (with the Cluster API provider's controllers)"
       : "starting gpuvm-operator (Cluster API not installed: no GpuCluster, GpuMachine or GpuMachineTemplate controller)",
   );
+  // Lets V8 give the pooled heap pages of a quiet operator back (ADR 0034).
+  const stopEmbedderAllocations = keepEmbedderAllocationRateAboveZero();
   try {
     await manager.start();
   } catch (error) {
     logger.error({ err: error }, "operator failed to start");
     await manager.stop();
     controllers.stop();
+    stopEmbedderAllocations();
     return 1;
   }
   // Informer restarts and leader-election retries wait on unref'd timers: with both servers disabled, a moment
@@ -70,5 +74,6 @@ export async function main(argv: string[]): Promise<number> {
     clearInterval(keepAlive);
   }
   controllers.stop();
+  stopEmbedderAllocations();
   return exitCode;
 }
