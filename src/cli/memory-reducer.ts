@@ -12,7 +12,10 @@
 // (test/cli/memory-reducer.test.ts says when: its run without this module then sees the reducer start).
 import { Script } from "node:vm";
 
-/** Well under the ~100 s after which the decayed rate of one allocation underflows to exactly 0 again. */
+/**
+ * Often enough that the decayed rate never reaches exactly 0 between two allocations (it does after a while, by
+ * floating-point underflow: about 100 s by the upstream report's reading).
+ */
 export const EMBEDDER_ALLOCATION_INTERVAL_MS = 20_000;
 
 /** Starts the periodic cppgc allocation (on an unref'd timer); returns its stop. */
