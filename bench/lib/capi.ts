@@ -224,14 +224,13 @@ export async function runCapi(options: {
     const machinesSeconds = machinesAt === undefined ? Number.NaN : machinesAt / 1000;
     load.after = loadAverage();
     const pace = `the first in ${seconds(firstAt)} s, the first ${Math.ceil(n / 10)} in ${seconds(firstTenthAt)} s`;
-    if (options.providerPaused) {
-      log(
-        `  the provider paused: Cluster API alone made ${n} Machines in ${seconds(machinesAt)} s (${pace}); bound 1.25 × (${latencyMs / 1000} + ${n}/${ratePerSec}) = ${boundSeconds.toFixed(1)} s; load ${load.before} → ${load.after}`,
-      );
-    } else
-      log(
-        `  ${running} of ${n} Machines Running in ${totalSeconds.toFixed(1)} s: Cluster API alone made them in ${seconds(machinesAt)} s (${pace}), the provider's share after the last one ${(totalSeconds - machinesSeconds).toFixed(1)} s (VMs booted and joined at ${seconds(vmsAt)} s); bound 1.25 × (${latencyMs / 1000} + ${n}/${ratePerSec}) = ${boundSeconds.toFixed(1)} s; load ${load.before} → ${load.after}`,
-      );
+    const bound = `bound 1.25 × (${latencyMs / 1000} + ${n}/${ratePerSec}) = ${boundSeconds.toFixed(1)} s`;
+    const made = timedOut && machinesAt === undefined ? "not all made in time" : `made in ${seconds(machinesAt)} s`;
+    log(
+      options.providerPaused
+        ? `  the provider paused: Cluster API alone: ${n} Machines ${made} (${pace}); ${bound}; load ${load.before} → ${load.after}`
+        : `  ${running} of ${n} Machines Running in ${totalSeconds.toFixed(1)} s: Cluster API ${made} (${pace}), the provider's share after the last one ${(totalSeconds - machinesSeconds).toFixed(1)} s (VMs booted and joined at ${seconds(vmsAt)} s); ${bound}; load ${load.before} → ${load.after}`,
+    );
     return {
       scenario: "capi",
       n,
