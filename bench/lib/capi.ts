@@ -225,11 +225,11 @@ export async function runCapi(options: {
     load.after = loadAverage();
     const pace = `the first in ${seconds(firstAt)} s, the first ${Math.ceil(n / 10)} in ${seconds(firstTenthAt)} s`;
     const bound = `bound 1.25 × (${latencyMs / 1000} + ${n}/${ratePerSec}) = ${boundSeconds.toFixed(1)} s`;
-    const made = timedOut && machinesAt === undefined ? "not all made in time" : `made in ${seconds(machinesAt)} s`;
+    const allMade = !(timedOut && machinesAt === undefined);
     log(
       options.providerPaused
-        ? `  the provider paused: Cluster API alone: ${n} Machines ${made} (${pace}); ${bound}; load ${load.before} → ${load.after}`
-        : `  ${running} of ${n} Machines Running in ${totalSeconds.toFixed(1)} s: Cluster API ${made} (${pace}), the provider's share after the last one ${(totalSeconds - machinesSeconds).toFixed(1)} s (VMs booted and joined at ${seconds(vmsAt)} s); ${bound}; load ${load.before} → ${load.after}`,
+        ? `  the provider paused: Cluster API alone: ${n} Machines ${allMade ? `made in ${seconds(machinesAt)} s` : "not all made in time"} (${pace}); ${bound}; load ${load.before} → ${load.after}`
+        : `  ${running} of ${n} Machines Running in ${totalSeconds.toFixed(1)} s: Cluster API ${allMade ? `made them in ${seconds(machinesAt)} s` : "had not made them all"} (${pace}), the provider's share after the last one ${(totalSeconds - machinesSeconds).toFixed(1)} s (VMs booted and joined at ${seconds(vmsAt)} s); ${bound}; load ${load.before} → ${load.after}`,
     );
     return {
       scenario: "capi",
