@@ -32,7 +32,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { type CapiResult, runCapi } from "./lib/capi.ts";
+import { type CapiResult, capiSummary, runCapi } from "./lib/capi.ts";
 import { selfByArea, topEntries } from "./lib/cpu-profile.ts";
 import { defaultsTable, runDefaults } from "./lib/defaults.ts";
 import { REPO_ROOT, warmCompileCache } from "./lib/processes.ts";
@@ -393,7 +393,7 @@ export function printSummary(all: Report): string {
       `VMs stopped outside the operator, ${d.stops} at once among ${d.n} (poll interval ${d.pollIntervalSeconds} s): reported p50 ${fixed(d.reportedP50Seconds)} s, max ${fixed(d.reportedMaxSeconds)} s; started again p50 ${fixed(d.correctedP50Seconds)} s, max ${fixed(d.correctedMaxSeconds)} s; ${d.missed} missed; VM lists per interval ${fixed(d.vmListCallsPerInterval, 2)} (bound ${d.listCallsBound}), single VM reads ${d.vmReads}; load ${fixed(d.load.before)}`,
     );
   }
-  if (all.capi) lines.push(capiLine(all.capi));
+  if (all.capi) lines.push(capiSummary(all.capi));
   if (all.anchors.length > 0) lines.push("", ...anchorTable(all.anchors));
   const goals = goalsTable(all);
   if (goals.length > 0) lines.push("", ...goals);
@@ -427,19 +427,6 @@ function mixedTable(mixed: readonly BurstResult[]): string[] {
     );
   }
   return lines;
-}
-
-/** The Cluster API scenario against the issue's bound 1.25 × (L + N/R). */
-function capiLine(c: CapiResult): string {
-  const bound = `bound 1.25 × (L + N/R) = 1.25 × (${c.latencyMs / 1000} + ${c.n}/${c.ratePerSec}) = ${fixed(c.boundSeconds)} s`;
-  const pace = `the first in ${fixed(c.timeToFirstMachineSeconds)} s, the first tenth in ${fixed(c.timeToFirstTenthMachinesSeconds)} s`;
-  if (c.providerPaused) {
-    const made = c.timedOut ? "not all made in time" : `made in ${fixed(c.timeToAllMachinesSeconds)} s`;
-    const within = !c.timedOut && c.timeToAllMachinesSeconds <= c.boundSeconds ? "within" : "over";
-    return `Cluster API alone (the provider paused): ${c.n} Machines ${made} (${pace}), before any VM: ${within} the ${bound}; load ${fixed(c.load.before)} → ${fixed(c.load.after)}`;
-  }
-  const met = !c.timedOut && c.timeToAllRunningSeconds <= c.boundSeconds ? "✓" : "✗";
-  return `Cluster API: ${c.n} Machines at once: ${c.running} Running in ${fixed(c.timeToAllRunningSeconds)} s; ${bound} ${met}; Cluster API made the Machines in ${fixed(c.timeToAllMachinesSeconds)} s (${pace}); the provider's share after the last Machine ${fixed(c.providerShareSeconds)} s (their VMs booted and joined at ${fixed(c.timeToAllVmsRunningSeconds)} s); load ${fixed(c.load.before)} → ${fixed(c.load.after)}`;
 }
 
 /** The issue's goal for a burst: the operation latency plus the calls the objects needed at the server's rate, + 15 %. */
