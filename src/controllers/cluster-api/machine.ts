@@ -27,6 +27,7 @@ import {
   locationOfVm,
   MachineSpecSchema,
   placementOf,
+  type VmPlacement,
 } from "./machine-vm.ts";
 import {
   ClusterView,
@@ -58,7 +59,18 @@ export interface MachineReconcilerOptions {
   now?: () => number;
 }
 
-/** A placement chosen moments ago whose GpuVm the cache may not show yet: counted when the next one is placed. */
+/** What a machine's GpuVm is made from. */
+interface CreateInputs {
+  clusterName: string;
+  dataSecretName: string;
+  placement: VmPlacement;
+  credentialsSecret: string;
+}
+
+/**
+ * A placement chosen moments ago whose GpuVm the cache may not show yet (or is being made): counted when the next
+ * one is placed.
+ */
 const CHOICE_MEMORY_MS = 60_000;
 
 interface MachinePass extends OwnerPassBase<GpuMachineObject> {
@@ -236,6 +248,31 @@ export class GpuMachineReconciler {
     }
     const inputs = this.#createInputs(pass);
     if ("reason" in inputs) return inputs;
+    // Counted by every placement from here on, with no await since this one's counting: the passes of machines
+    // whose bootstrap data came at once overlap, and each must see the domains chosen before its own.
+    this.#choices.set(pass.key, {
+      clusterKey: keyOf(namespace, inputs.clusterName),
+      domain: inputs.placement.locations[0] ?? "",
+      at: this.#now(),
+    });
+    // Forgotten when no GpuVm was made; a pass that throws keeps it (its create may have gone through), until the
+    // cache shows the GpuVm or the memory ends.
+    const notMade = await this.#makeGpuVm(mr, inputs);
+    if (notMade !== undefined) {
+      this.#choices.delete(pass.key);
+      return notMade;
+    }
+    draft.gpuVm = name;
+    const first = inputs.placement.locations[0];
+    return verdict(REASONS.Creating, `GpuVm ${name} made for ${first} (${inputs.placement.source})`, DONE, {
+      progressing: true,
+      event: "Normal",
+    });
+  }
+
+  /** The GpuVm from the bootstrap data: undefined once made, else why not (yet). */
+  async #makeGpuVm(mr: GpuMachineObject, inputs: CreateInputs): Promise<Verdict | undefined> {
+    const { namespace } = mr.metadata;
     const bootstrap = await this.#options.secrets.read(namespace, inputs.dataSecretName);
     const cloudConfig = bootstrap?.data.value;
     if (bootstrap === undefined || cloudConfig === undefined) {
@@ -256,25 +293,16 @@ export class GpuMachineReconciler {
     const body = gpuVmBody(mr, { ...inputs, paused: false });
     const created = await this.#options.owned.create("GpuVm", namespace, body);
     if (created === "exists") {
+      const name = gpuVmNameOf(mr);
       return verdict(REASONS.Creating, `GpuVm ${name} exists: waiting for the cache to show it`, after(this.#shortMs), {
         progressing: true,
       });
     }
-    this.#choices.set(pass.key, {
-      clusterKey: keyOf(namespace, inputs.clusterName),
-      domain: inputs.placement.locations[0] ?? "",
-      at: this.#now(),
-    });
-    draft.gpuVm = name;
-    const first = inputs.placement.locations[0];
-    return verdict(REASONS.Creating, `GpuVm ${name} made for ${first} (${inputs.placement.source})`, DONE, {
-      progressing: true,
-      event: "Normal",
-    });
+    return undefined;
   }
 
   /** What a GpuVm is made from, or why it cannot be made yet. */
-  #createInputs(pass: MachinePass) {
+  #createInputs(pass: MachinePass): CreateInputs | Verdict {
     const { mr } = pass;
     const { namespace } = mr.metadata;
     const cluster = pass.cluster;

@@ -221,6 +221,28 @@ describe("GpuMachine", () => {
     }
   });
 
+  it("spreads machines whose bootstrap data comes at once: each placement counts those chosen before it", async () => {
+    // Cluster API's kubeadm bootstrap provider writes many Machines' data within moments: their passes overlap,
+    // and one placed while another is still between its choice and its GpuVm's create must see that choice.
+    await createCluster(env, "burst", { locations: ["us-east1-a", "eu-iceland1-a"] });
+    await waitInfra(env, "gpuclusters", "burst", (c) => initialized(c));
+    await markInfrastructureProvisioned(env, "burst");
+    const names = ["burst-1", "burst-2", "burst-3", "burst-4", "burst-5", "burst-6"];
+    const spec = { type: "a100.1x", sshPublicKey: SSH };
+    for (const name of names) {
+      await createMachine(env, { name, cluster: "burst", spec, withBootstrapData: false });
+      await waitInfra(env, "gpumachines", name, (m) => condition(m, "Ready")?.reason === "WaitingForDependency");
+    }
+    await Promise.all(names.map((name) => setBootstrapData(env, name, "burst")));
+    const counts: Record<string, number> = {};
+    for (const name of names) {
+      const ready = await waitInfra(env, "gpumachines", name, (m) => condition(m, "Ready")?.status === "True");
+      const domain = String((ready?.status as { failureDomain?: string } | undefined)?.failureDomain);
+      counts[domain] = (counts[domain] ?? 0) + 1;
+    }
+    expect(counts).toEqual({ "us-east1-a": 3, "eu-iceland1-a": 3 });
+  });
+
   it("stalls a type the cloud does not offer, and makes no GpuVm", async () => {
     await createMachine(env, { name: "worker-x", cluster: "gpu", spec: { ...machineSpec, type: "h200.8x" } });
     const stalled = await waitInfra(env, "gpumachines", "worker-x", (m) => condition(m, "Stalled")?.status === "True");
